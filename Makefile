@@ -1,0 +1,48 @@
+# skill-registry developer tasks. `make help` lists them.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: help install run test test-fast lint format typecheck db-check bench bench-quick docs clean
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | \
+	  awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $@
+
+install: $(STAMP) ## create .venv and install the package with its dev extra
+
+run: install ## the main job: initialise the embedded default and publish the example skills
+	$(BIN)/skillreg init
+	$(BIN)/skillreg demo
+
+test: install ## run the whole suite (the harness starts PostgreSQL and an S3 endpoint)
+	$(BIN)/pytest
+
+test-fast: install ## unit tests only (no services)
+	$(BIN)/pytest -m "not postgres and not s3 and not slow"
+
+lint: install ## ruff lint and format check
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install ## apply ruff's formatter and autofixes
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+typecheck: install ## mypy --strict over registry and blobstore
+	$(BIN)/mypy
+
+db-check: install ## migrate fresh PostgreSQL and SQLite databases to head, then `alembic check`
+	$(BIN)/python -m tests.harness.dbcheck
+
+clean: ## remove the virtualenv, caches and the embedded default's data
+	rm -rf $(VENV) .skillreg .mypy_cache .ruff_cache .pytest_cache .hypothesis

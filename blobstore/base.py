@@ -1,0 +1,71 @@
+"""The `BlobStore` protocol: the contract every backend passes (tests/blobstore/)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True, slots=True)
+class BlobInfo:
+    """What a store knows about one stored object without reading it."""
+
+    digest: str
+    size: int
+    stored_at: datetime
+
+
+@runtime_checkable
+class BlobStore(Protocol):
+    """Content-addressed blob storage keyed by BLAKE3 hex digest.
+
+    Every method validates the digest before it builds a path or key from it
+    (`InvalidDigest`). Implementations are safe to call concurrently from one event loop.
+    """
+
+    @property
+    def url(self) -> str:
+        """The store's location, without credentials."""
+        ...
+
+    async def put(self, digest: str, data: bytes) -> bool:
+        """Store `data` under `digest`; True if newly stored, False if it was already there.
+
+        Raises `DigestMismatch` (storing nothing) if `data` does not hash to `digest`.
+        Idempotent and safe under concurrent puts of the same digest.
+        """
+        ...
+
+    async def get(self, digest: str) -> bytes:
+        """Return the bytes stored under `digest`, verified (`BlobNotFound`, `BlobCorrupted`)."""
+        ...
+
+    async def exists(self, digest: str) -> bool:
+        """True if an object is stored under `digest` (not verified)."""
+        ...
+
+    async def stat(self, digest: str) -> BlobInfo | None:
+        """Size and stored time of the object, or None if there is none (not verified)."""
+        ...
+
+    async def delete(self, digest: str) -> None:
+        """Remove the object; deleting a missing object is not an error."""
+        ...
+
+    def iter_digests(self) -> AsyncIterator[BlobInfo]:
+        """Every stored object, streamed (memory does not grow with the store)."""
+        ...
+
+    async def ensure(self) -> None:
+        """Create what the store needs (directory, bucket) if it does not exist yet."""
+        ...
+
+    async def check(self) -> None:
+        """Raise `BlobStoreUnavailable` unless the store is reachable and usable."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections and worker threads."""
+        ...

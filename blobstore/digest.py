@@ -1,0 +1,35 @@
+"""BLAKE3 content digests: computing them and validating them before any path is built."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from blake3 import blake3
+
+from blobstore.errors import InvalidDigest
+
+DIGEST_HEX_LENGTH: Final = 64
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def compute_digest(data: bytes | bytearray | memoryview) -> str:
+    """Return the lower-case hex BLAKE3 digest of `data`."""
+    return blake3(data).hexdigest()
+
+
+def is_digest(value: object) -> bool:
+    """True if `value` is exactly 64 lower-case hex characters."""
+    return isinstance(value, str) and _DIGEST.fullmatch(value) is not None
+
+
+def check_digest(value: object) -> str:
+    """Return `value` if it is a well-formed digest, else raise `InvalidDigest`.
+
+    Every store calls this before it builds a path or a key from a digest, so that
+    `../`, absolute paths, upper case and other lookalikes never reach the filesystem.
+    """
+    if not is_digest(value):
+        raise InvalidDigest(repr(value)[:100])
+    assert isinstance(value, str)
+    return value

@@ -1,0 +1,272 @@
+"""The registry's exceptions: a shallow hierarchy under `RegistryError`.
+
+Every exception carries the data a caller needs to act on it (the path and rule that was
+broken, the head that was found instead of the expected one) as attributes, and a readable
+message. Entry points map the classes to exit codes (CLI) and status codes (HTTP) in one
+table each; the `code` attribute is the stable machine-readable name used by both.
+
+No exception ever carries file content: `ContentBlocked` names the path, the pattern class
+and the ordinal of the finding, never the value that matched.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class RegistryError(Exception):
+    """Base class of every error the registry raises on purpose."""
+
+    code: ClassVar[str] = "registry_error"
+
+    def details(self) -> dict[str, object]:
+        """Machine-readable fields of the error (JSON-safe)."""
+        return {}
+
+
+# ---------------------------------------------------------------- refused input (exit 3)
+
+
+class RefusedInput(RegistryError):
+    """The input was refused; nothing was stored."""
+
+    code = "refused_input"
+
+
+class InvalidName(RefusedInput):
+    """A slug, workspace or agent name breaks the naming rules."""
+
+    code = "invalid_name"
+
+    def __init__(self, kind: str, value: str, rule: str) -> None:
+        self.kind = kind
+        self.value = value
+        self.rule = rule
+        super().__init__(f"invalid {kind} {value!r}: {rule}")
+
+    def details(self) -> dict[str, object]:
+        return {"kind": self.kind, "value": self.value, "rule": self.rule}
+
+
+class PathRejected(RefusedInput):
+    """A path inside a package breaks a path rule."""
+
+    code = "path_rejected"
+
+    def __init__(self, path: str, rule: str, detail: str = "") -> None:
+        self.path = path
+        self.rule = rule
+        self.detail = detail
+        suffix = f" ({detail})" if detail else ""
+        super().__init__(f"path {path!r} rejected: {rule}{suffix}")
+
+    def details(self) -> dict[str, object]:
+        return {"path": self.path, "rule": self.rule, "detail": self.detail}
+
+
+class LimitExceeded(RefusedInput):
+    """A package, or one file in it, is larger than a configured limit."""
+
+    code = "limit_exceeded"
+
+    def __init__(self, rule: str, limit: int, actual: int, path: str | None = None) -> None:
+        self.rule = rule
+        self.limit = limit
+        self.actual = actual
+        self.path = path
+        where = f" at {path!r}" if path else ""
+        super().__init__(f"{rule}{where}: {actual} exceeds the limit of {limit}")
+
+    def details(self) -> dict[str, object]:
+        return {"rule": self.rule, "limit": self.limit, "actual": self.actual, "path": self.path}
+
+
+class FrontmatterInvalid(RefusedInput):
+    """`SKILL.md` is missing, or its frontmatter is not valid."""
+
+    code = "frontmatter_invalid"
+
+    def __init__(self, rule: str, detail: str = "", line: int | None = None) -> None:
+        self.path = "SKILL.md"
+        self.rule = rule
+        self.detail = detail
+        self.line = line
+        where = f" (line {line})" if line is not None else ""
+        suffix = f": {detail}" if detail else ""
+        super().__init__(f"SKILL.md{where} rejected: {rule}{suffix}")
+
+    def details(self) -> dict[str, object]:
+        return {"path": self.path, "rule": self.rule, "detail": self.detail, "line": self.line}
+
+
+class ContentBlocked(RefusedInput):
+    """A credential-like value was found. The value itself is never carried."""
+
+    code = "content_blocked"
+
+    def __init__(self, path: str, pattern_class: str, ordinal: int) -> None:
+        self.path = path
+        self.pattern_class = pattern_class
+        self.ordinal = ordinal
+        super().__init__(
+            f"content blocked in {path!r}: finding #{ordinal} looks like a {pattern_class}"
+        )
+
+    def details(self) -> dict[str, object]:
+        return {"path": self.path, "pattern_class": self.pattern_class, "ordinal": self.ordinal}
+
+
+class CapacityExceeded(RefusedInput):
+    """The scope already holds as many skills of this budget as it may."""
+
+    code = "capacity_exceeded"
+
+    def __init__(self, limit: int, budget: str = "saved") -> None:
+        self.limit = limit
+        self.budget = budget
+        super().__init__(f"capacity exceeded: at most {limit} {budget} skills per scope")
+
+    def details(self) -> dict[str, object]:
+        return {"limit": self.limit, "budget": self.budget}
+
+
+class QuotaExceeded(RefusedInput):
+    """The workspace's storage quota would be exceeded by this write."""
+
+    code = "quota_exceeded"
+
+    def __init__(self, limit: int, used: int, needed: int) -> None:
+        self.limit = limit
+        self.used = used
+        self.needed = needed
+        super().__init__(
+            f"storage quota exceeded: {used} bytes used, the write adds {needed}, "
+            f"the limit is {limit}"
+        )
+
+    def details(self) -> dict[str, object]:
+        return {"limit": self.limit, "used": self.used, "needed": self.needed}
+
+
+# ---------------------------------------------------------------- conflicts (exit 4)
+
+
+class Conflict(RegistryError):
+    """The write lost a race or contradicts the current state; nothing was changed."""
+
+    code = "conflict"
+
+
+class HeadConflict(Conflict):
+    """Compare-and-swap failed: the head is not the one the caller expected."""
+
+    code = "head_conflict"
+
+    def __init__(self, expected: int | None, current: int | None) -> None:
+        self.expected = expected
+        self.current = current
+        want = "no skill" if expected is None else f"version {expected}"
+        found = "no skill" if current is None else f"version {current}"
+        super().__init__(f"head conflict: expected {want}, found {found}")
+
+    def details(self) -> dict[str, object]:
+        return {"expected": self.expected, "current": self.current}
+
+
+class SkillExists(HeadConflict):
+    """A create (expected head `None`) found the skill already there."""
+
+    code = "skill_exists"
+
+    def __init__(self, slug: str, current: int) -> None:
+        self.slug = slug
+        super().__init__(None, current)
+        self.args = (f"skill {slug!r} already exists at version {current}",)
+
+    def details(self) -> dict[str, object]:
+        return {"slug": self.slug, "expected": None, "current": self.current}
+
+
+class OwnershipConflict(Conflict):
+    """A marketplace write would replace an owner-saved skill (or the reverse)."""
+
+    code = "ownership_conflict"
+
+    def __init__(self, slug: str, kind: str) -> None:
+        self.slug = slug
+        self.kind = kind
+        super().__init__(f"skill {slug!r} is an owner-{kind} skill and cannot be replaced")
+
+    def details(self) -> dict[str, object]:
+        return {"slug": self.slug, "kind": self.kind}
+
+
+class StateConflict(Conflict):
+    """The action is not allowed in the skill's (or proposal's) current state."""
+
+    code = "state_conflict"
+
+    def __init__(self, action: str, state: str) -> None:
+        self.action = action
+        self.state = state
+        super().__init__(f"{action} is not allowed in state {state!r}")
+
+    def details(self) -> dict[str, object]:
+        return {"action": self.action, "state": self.state}
+
+
+# ---------------------------------------------------------------- not found (exit 5)
+
+
+class NotFound(RegistryError):
+    """The thing does not exist (or belongs to another workspace, which looks the same)."""
+
+    code = "not_found"
+
+
+class SkillNotFound(NotFound):
+    code = "skill_not_found"
+
+    def __init__(self, workspace: str, agent: str, slug: str) -> None:
+        self.workspace = workspace
+        self.agent = agent
+        self.slug = slug
+        super().__init__(f"skill {workspace}/{slug} (agent {agent!r}) not found")
+
+    def details(self) -> dict[str, object]:
+        return {"workspace": self.workspace, "agent": self.agent, "slug": self.slug}
+
+
+class VersionNotFound(NotFound):
+    code = "version_not_found"
+
+    def __init__(self, slug: str, version: int) -> None:
+        self.slug = slug
+        self.version = version
+        super().__init__(f"version {version} of skill {slug!r} not found")
+
+    def details(self) -> dict[str, object]:
+        return {"slug": self.slug, "version": self.version}
+
+
+# ---------------------------------------------------------------- infrastructure (exit 1)
+
+
+class StorageUnavailable(RegistryError):
+    """The database or the blob store failed in a way retrying did not fix."""
+
+    code = "storage_unavailable"
+
+    def __init__(self, what: str, detail: str) -> None:
+        self.what = what
+        self.detail = detail
+        super().__init__(f"{what} unavailable: {detail}")
+
+    def details(self) -> dict[str, object]:
+        return {"what": self.what, "detail": self.detail}
+
+
+class IntegrityError(RegistryError):
+    """Stored data does not match what the registry recorded (a corrupted blob, say)."""
+
+    code = "integrity_error"

@@ -1,0 +1,71 @@
+"""Configuration: the only module that reads the environment.
+
+Every setting has a `SKILLREG_` environment variable (`SKILLREG_DATABASE_URL`, ...). Other
+modules receive a `Settings` instance (or the values they need) from `Registry.open()`.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from registry.domain.limits import Limits
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./.skillreg/registry.db"
+DEFAULT_BLOB_URL = "file://./.skillreg/blobs"
+
+MiB = 1024 * 1024
+GiB = 1024 * MiB
+
+
+class Settings(BaseSettings):
+    """All settings of a registry process. Read from `SKILLREG_*` environment variables."""
+
+    model_config = SettingsConfigDict(env_prefix="SKILLREG_", extra="ignore", frozen=True)
+
+    database_url: str = DEFAULT_DATABASE_URL
+    blob_url: str = DEFAULT_BLOB_URL
+
+    # Package limits (DESIGN.md, "Path rules").
+    max_files: int = Field(default=100, ge=1)
+    max_file_bytes: int = Field(default=2 * MiB, ge=1)
+    max_package_bytes: int = Field(default=20 * MiB, ge=1)
+    max_depth: int = Field(default=8, ge=1)
+    max_segment_bytes: int = Field(default=255, ge=1)
+
+    # Capacity and quota, checked inside the publish transaction.
+    capacity_saved: int = Field(default=150, ge=0, description="saved skills per scope")
+    capacity_installed: int = Field(default=150, ge=0, description="installed skills per scope")
+    workspace_quota_bytes: int = Field(default=1 * GiB, ge=0)
+
+    # Timeouts (seconds). A stuck writer cannot hold a workspace longer than these.
+    lock_timeout: float = Field(default=5.0, gt=0)
+    statement_timeout: float = Field(default=30.0, gt=0)
+    sqlite_busy_timeout: float = Field(default=5.0, gt=0)
+
+    # Blob stage.
+    upload_concurrency: int = Field(default=8, ge=1)
+    claim_ttl: float = Field(default=3600.0, gt=0, description="seconds a write's claim lives")
+    s3_max_concurrency: int = Field(default=16, ge=1)
+    retry_attempts: int = Field(default=4, ge=1)
+
+    # Garbage collection.
+    gc_grace: float = Field(default=3600.0, ge=0, description="seconds an orphan is kept")
+
+    @field_validator("database_url", "blob_url")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            msg = "must not be empty"
+            raise ValueError(msg)
+        return value.strip()
+
+    def limits(self) -> Limits:
+        """The package limits as a pure domain value."""
+        return Limits(
+            max_files=self.max_files,
+            max_file_bytes=self.max_file_bytes,
+            max_package_bytes=self.max_package_bytes,
+            max_depth=self.max_depth,
+            max_segment_bytes=self.max_segment_bytes,
+        )
