@@ -266,6 +266,24 @@ class StorageUnavailable(RegistryError):
         return {"what": self.what, "detail": self.detail}
 
 
+class WorkspaceBusy(StorageUnavailable):
+    """The workspace lock (or the database's write lock) was not granted in time."""
+
+    code = "workspace_busy"
+
+    def __init__(self, workspace: str, timeout: float) -> None:
+        self.workspace = workspace
+        self.timeout = timeout
+        RegistryError.__init__(
+            self, f"workspace {workspace!r} is busy: its lock was not granted within {timeout}s"
+        )
+        self.what = "workspace lock"
+        self.detail = f"not granted within {timeout}s"
+
+    def details(self) -> dict[str, object]:
+        return {"workspace": self.workspace, "timeout": self.timeout}
+
+
 class IntegrityError(RegistryError):
     """Stored data does not match what the registry recorded (a corrupted blob, say)."""
 

@@ -1,0 +1,38 @@
+"""Assembling a registry: settings in, engine and blob store built, everything injected.
+
+This is the one place that turns configuration into objects; nothing else builds an engine
+or a blob store from settings, and there are no module-level singletons.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from blobstore import BlobStore, open_blobstore
+from registry.db.engine import create_engine, parse_database_url, sqlite_path
+from registry.settings import Settings
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+
+def build_engine(settings: Settings) -> AsyncEngine:
+    """The database engine for `settings.database_url`, with timeouts applied."""
+    url = parse_database_url(settings.database_url)
+    path = sqlite_path(url)
+    if path is not None:
+        # The embedded default lives in ./.skillreg/; create its directory on first use.
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return create_engine(
+        settings.database_url,
+        lock_timeout=settings.lock_timeout,
+        statement_timeout=settings.statement_timeout,
+        sqlite_busy_timeout=settings.sqlite_busy_timeout,
+    )
+
+
+def build_blobstore(settings: Settings) -> BlobStore:
+    """The blob store for `settings.blob_url`."""
+    return open_blobstore(
+        settings.blob_url,
+        max_concurrency=settings.s3_max_concurrency,
+        retry_attempts=settings.retry_attempts,
+    )

@@ -1,0 +1,1 @@
+"""The `skillreg` command line. Every command has `--json` for machines."""

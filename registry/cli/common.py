@@ -1,0 +1,111 @@
+"""Shared pieces of the commands: global state, the async runner, references, options."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import sys
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any
+
+import click
+from sqlalchemy.engine import make_url
+
+from registry.api import Registry
+from registry.cli.exits import OK, UNEXPECTED, exit_code
+from registry.cli.output import Output
+from registry.domain.model import DEFAULT_AGENT, Scope
+from registry.errors import InvalidName
+from registry.settings import Settings
+
+
+@dataclass
+class CliState:
+    """Global options, shared by every command."""
+
+    settings: Settings
+    debug: bool = False
+
+    def open(self, *, initialize: bool = False) -> AbstractAsyncContextManager[Registry]:
+        """The registry for a command (the database must be initialised unless asked)."""
+        return Registry.open(settings=self.settings, initialize=initialize)
+
+
+def settings_with(database_url: str | None, blob_url: str | None) -> Settings:
+    """Settings from the environment, overridden by command-line URLs."""
+    base = Settings()
+    overrides = {
+        k: v for k, v in {"database_url": database_url, "blob_url": blob_url}.items() if v
+    }
+    return base.model_copy(update=overrides) if overrides else base
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+agent_option = click.option(
+    "--agent", default=DEFAULT_AGENT, show_default=True, help="The agent inside the workspace."
+)
+
+
+def run_async(body: Callable[..., Awaitable[Any]]) -> Callable[..., None]:
+    """Run an async command body; map exceptions to exit codes and one-line messages.
+
+    The body receives the `CliState` and an `Output` first, then the command's parameters.
+    Unexpected errors print one line (the traceback only with `--debug`).
+    """
+
+    @functools.wraps(body)
+    def wrapper(*args: Any, as_json: bool = False, **kwargs: Any) -> None:
+        state = click.get_current_context().find_object(CliState)
+        assert state is not None
+        out = Output(as_json=as_json)
+        try:
+            asyncio.run(body(state, out, *args, **kwargs))
+        except (click.exceptions.Exit, click.ClickException):
+            raise
+        except KeyboardInterrupt:
+            out.error(KeyboardInterrupt("interrupted"), 130)
+            sys.exit(130)
+        except Exception as exc:
+            code = exit_code(exc)
+            if state.debug and code == UNEXPECTED:
+                raise
+            out.error(exc, code)
+            sys.exit(code)
+        sys.exit(OK)
+
+    return wrapper
+
+
+def parse_ref(ref: str) -> tuple[str, str, int | None]:
+    """`WORKSPACE/SLUG[@VERSION]` -> (workspace, slug, version)."""
+    version: int | None = None
+    body = ref
+    if "@" in ref:
+        body, _, raw = ref.rpartition("@")
+        if not raw.isdigit() or int(raw) < 1:
+            msg = f"{ref!r}: the version after '@' must be a positive integer"
+            raise click.BadParameter(msg)
+        version = int(raw)
+    workspace, sep, slug = body.partition("/")
+    if not sep or not workspace or not slug:
+        msg = f"{ref!r}: expected WORKSPACE/SLUG[@VERSION]"
+        raise click.BadParameter(msg)
+    return workspace, slug, version
+
+
+def make_scope(workspace: str, agent: str) -> Scope:
+    """A scope from command-line text (a bad name is a usage error, exit 2)."""
+    try:
+        return Scope(workspace, agent)
+    except InvalidName as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def redact(url: str) -> str:
+    """A URL with its password hidden, for display."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - display only; a non-SQLAlchemy URL is shown as is
+        return url

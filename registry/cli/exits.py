@@ -1,0 +1,32 @@
+"""The one table from registry exceptions to exit codes (DESIGN.md, "The public face")."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from blobstore import BlobStoreError
+from registry import errors
+
+OK: Final = 0
+UNEXPECTED: Final = 1
+USAGE: Final = 2
+REFUSED: Final = 3
+CONFLICT: Final = 4
+NOT_FOUND: Final = 5
+
+# Checked in order: the first class the exception is an instance of decides.
+EXIT_CODES: Final[tuple[tuple[type[BaseException], int], ...]] = (
+    (errors.RefusedInput, REFUSED),
+    (errors.Conflict, CONFLICT),
+    (errors.NotFound, NOT_FOUND),
+    (errors.RegistryError, UNEXPECTED),
+    (BlobStoreError, UNEXPECTED),
+)
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code for an exception that ends a command."""
+    for cls, code in EXIT_CODES:
+        if isinstance(exc, cls):
+            return code
+    return UNEXPECTED

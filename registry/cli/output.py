@@ -1,0 +1,76 @@
+"""Output for people (rich) and machines (`--json`), and the error envelope."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from registry.errors import RegistryError
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses, enums, datetimes and paths as plain JSON values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, bytes):
+        return {"bytes": len(value)}
+    return value
+
+
+class Output:
+    """Where a command writes: JSON on stdout, or rich text for a person."""
+
+    def __init__(self, *, as_json: bool) -> None:
+        self.as_json = as_json
+        self.console = Console(highlight=False)
+        self.errors = Console(stderr=True, highlight=False)
+
+    def emit(self, data: Any, human: Callable[[Console], None]) -> None:
+        if self.as_json:
+            sys.stdout.write(json.dumps(to_jsonable(data), indent=2, sort_keys=True) + "\n")
+        else:
+            human(self.console)
+
+    def error(self, exc: BaseException, code: int) -> None:
+        if self.as_json:
+            body: dict[str, Any] = {
+                "error": getattr(exc, "code", type(exc).__name__),
+                "message": str(exc),
+                "exit_code": code,
+            }
+            if isinstance(exc, RegistryError):
+                body["details"] = to_jsonable(exc.details())
+            sys.stdout.write(json.dumps(body, indent=2, sort_keys=True) + "\n")
+        else:
+            self.errors.print(f"[bold red]error:[/] {_escape(str(exc))}")
+
+
+def _escape(text: str) -> str:
+    return text.replace("[", "\\[")
+
+
+def human_size(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"

@@ -1,0 +1,262 @@
+"""Package commands: publish, show, get, list, and the bundled examples (demo)."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from registry.cli.common import (
+    CliState,
+    agent_option,
+    json_option,
+    make_scope,
+    parse_ref,
+    run_async,
+)
+from registry.cli.output import Output, human_size
+from registry.domain.model import ANY, ExpectedHead, Origin, Publication
+from registry.services.folder import read_folder, write_folder
+from registry.services.read import PackageInfo, SkillPage
+
+
+def parse_expect(value: str | None) -> ExpectedHead:
+    """`N`, `new` or `any` (the default)."""
+    if value is None or value == "any":
+        return ANY
+    if value == "new":
+        return None
+    if value.isdigit() and int(value) >= 1:
+        return int(value)
+    msg = f"{value!r}: expected a version number, 'new' or 'any'"
+    raise click.BadParameter(msg)
+
+
+def _publication_line(slug: str, pub: Publication) -> str:
+    if pub.unchanged:
+        return f"{slug}: unchanged at version {pub.version} ({pub.manifest_hash[:12]})"
+    uploaded = f"{pub.uploaded} blobs, {human_size(pub.uploaded_bytes)} uploaded"
+    return f"{slug}: published version {pub.version} ({pub.manifest_hash[:12]}; {uploaded})"
+
+
+@click.command()
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--workspace", "-w", required=True, help="The workspace to publish into.")
+@agent_option
+@click.option("--slug", help="The skill's slug (default: the folder's name).")
+@click.option("--expect-head", "expect", help="N, 'new' or 'any' (default any).")
+@click.option("-m", "--message", default="", help="A message stored with the version.")
+@click.option(
+    "--origin",
+    type=click.Choice([o.value for o in Origin]),
+    default=Origin.EDIT.value,
+    show_default=True,
+)
+@click.option("--actor", default="cli", show_default=True, help="Who is publishing.")
+@click.option("--source", "sources", multiple=True, help="A contributing source (repeatable).")
+@json_option
+@run_async
+async def publish(
+    state: CliState,
+    out: Output,
+    directory: Path,
+    workspace: str,
+    agent: str,
+    slug: str | None,
+    expect: str | None,
+    message: str,
+    origin: str,
+    actor: str,
+    sources: tuple[str, ...],
+) -> None:
+    """Publish the skill folder DIRECTORY as one atomic new version."""
+    scope = make_scope(workspace, agent)
+    expected = parse_expect(expect)
+    name = slug or directory.resolve().name
+    files = read_folder(directory, max_files=state.settings.max_files)
+    async with state.open() as reg:
+        pub = await reg.write_package(
+            scope,
+            name,
+            files,
+            expected_head=expected,
+            origin=Origin(origin),
+            actor=actor,
+            sources=sources,
+            message=message,
+        )
+    out.emit({"slug": name, "workspace": workspace, "agent": agent, **_pub(pub)},
+             lambda c: c.print(_publication_line(name, pub)))
+
+
+def _pub(pub: Publication) -> dict[str, Any]:
+    return {
+        "version": pub.version,
+        "manifest_hash": pub.manifest_hash,
+        "created": pub.created,
+        "retired": pub.retired,
+        "unchanged": pub.unchanged,
+        "uploaded": pub.uploaded,
+        "uploaded_bytes": pub.uploaded_bytes,
+    }
+
+
+def _info_dict(info: PackageInfo) -> dict[str, Any]:
+    return {
+        "workspace": info.scope.workspace,
+        "agent": info.scope.agent,
+        "slug": info.slug,
+        "version": info.version,
+        "head": info.head,
+        "manifest_hash": info.manifest.hash,
+        "origin": info.origin,
+        "actor": info.actor,
+        "message": info.message,
+        "created_at": info.created_at,
+        "file_count": info.manifest.file_count,
+        "total_size": info.manifest.total_size,
+        "files": [
+            {"path": e.path, "digest": e.digest, "size": e.size, "executable": e.executable}
+            for e in info.manifest.entries
+        ],
+    }
+
+
+def _render_info(info: PackageInfo, console: Console) -> None:
+    pinned = "" if info.version == info.head else f" (head is {info.head})"
+    console.print(
+        f"[bold]{info.scope.workspace}/{info.slug}[/] version {info.version}{pinned}  "
+        f"{info.manifest.file_count} files, {human_size(info.manifest.total_size)}"
+    )
+    console.print(f"manifest {info.manifest.hash}")
+    console.print(
+        f"{info.origin} by {info.actor} at {info.created_at:%Y-%m-%d %H:%M:%S}Z"
+        + (f": {info.message}" if info.message else "")
+    )
+    table = Table(show_header=True, header_style="bold", box=None)
+    table.add_column("mode")
+    table.add_column("size", justify="right")
+    table.add_column("digest")
+    table.add_column("path")
+    for e in info.manifest.entries:
+        table.add_row("-rwx" if e.executable else "-rw-", str(e.size), e.digest[:12], e.path)
+    console.print(table)
+
+
+@click.command()
+@click.argument("ref")
+@agent_option
+@json_option
+@run_async
+async def show(state: CliState, out: Output, ref: str, agent: str) -> None:
+    """Show REF (WORKSPACE/SLUG[@VERSION]): its version, manifest and files."""
+    workspace, slug, version = parse_ref(ref)
+    async with state.open() as reg:
+        info = await reg.package_info(make_scope(workspace, agent), slug, version)
+    out.emit(_info_dict(info), lambda c: _render_info(info, c))
+
+
+@click.command()
+@click.argument("ref")
+@click.option("--out", "target", required=True, type=click.Path(path_type=Path))
+@agent_option
+@json_option
+@run_async
+async def get(state: CliState, out: Output, ref: str, target: Path, agent: str) -> None:
+    """Write the package REF (WORKSPACE/SLUG[@VERSION]) into an empty folder."""
+    workspace, slug, version = parse_ref(ref)
+    async with state.open() as reg:
+        package = await reg.read_package(make_scope(workspace, agent), slug, version)
+    write_folder(target, package.files)
+    out.emit(
+        {**_info_dict(package), "out": str(target)},
+        lambda c: c.print(
+            f"wrote {workspace}/{slug} version {package.version} "
+            f"({package.manifest.file_count} files) to {target}"
+        ),
+    )
+
+
+def _render_page(page: SkillPage, console: Console) -> None:
+    if not page.items:
+        console.print("no skills")
+        return
+    table = Table(show_header=True, header_style="bold", box=None)
+    for column in ("slug", "head", "files", "size", "state", "manifest"):
+        table.add_column(column)
+    for item in page.items:
+        flags = [item.state]
+        if item.use_paused:
+            flags.append("use paused")
+        if item.learning_paused:
+            flags.append("learning paused")
+        table.add_row(
+            item.slug,
+            str(item.head),
+            str(item.file_count),
+            human_size(item.total_size),
+            ", ".join(flags),
+            item.manifest_hash[:12],
+        )
+    console.print(table)
+    if page.next_after:
+        console.print(f"more: --after {page.next_after}")
+
+
+@click.command(name="list")
+@click.argument("workspace")
+@agent_option
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 500))
+@click.option("--after", help="Continue after this slug (from the previous page).")
+@json_option
+@run_async
+async def list_(
+    state: CliState, out: Output, workspace: str, agent: str, limit: int, after: str | None
+) -> None:
+    """List the skills of WORKSPACE."""
+    async with state.open() as reg:
+        page = await reg.list_skills(make_scope(workspace, agent), limit=limit, after=after)
+    out.emit(page, lambda c: _render_page(page, c))
+
+
+def example_root() -> Path:
+    """The folder of bundled example skills."""
+    return Path(str(resources.files("registry") / "examples"))
+
+
+@click.command()
+@click.option("--workspace", "-w", default="demo", show_default=True)
+@agent_option
+@json_option
+@run_async
+async def demo(state: CliState, out: Output, workspace: str, agent: str) -> None:
+    """Publish the bundled example skills into WORKSPACE and list them."""
+    scope = make_scope(workspace, agent)
+    results: dict[str, Publication] = {}
+    async with state.open() as reg:
+        for folder in sorted(p for p in example_root().iterdir() if p.is_dir()):
+            files = read_folder(folder)
+            results[folder.name] = await reg.write_package(
+                scope,
+                folder.name,
+                files,
+                expected_head=ANY,
+                origin=Origin.IMPORT,
+                actor="demo",
+                message="bundled example",
+            )
+        page = await reg.list_skills(scope)
+
+    def render(console: Console) -> None:
+        for slug, pub in results.items():
+            console.print(_publication_line(slug, pub))
+        _render_page(page, console)
+
+    out.emit({"published": {s: _pub(p) for s, p in results.items()}, "skills": page}, render)
+
+
+COMMANDS = (publish, show, get, list_, demo)

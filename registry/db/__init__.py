@@ -1,0 +1,1 @@
+"""Persistence: tables, engine, locks, queries and migrations. Imports the domain, never the services."""

@@ -1,0 +1,140 @@
+"""Building the async engine for either database, with the session settings the write path needs.
+
+SQLite: WAL journal, `synchronous=FULL` (a committed version survives a power cut), foreign
+keys on, a busy timeout, and SQLAlchemy, not the driver, emitting `BEGIN`, so that a write
+transaction can start with `BEGIN IMMEDIATE` and take the database's write lock up front.
+
+PostgreSQL (psycopg 3): `lock_timeout` and `statement_timeout` on every session, so a stuck
+writer cannot hold a workspace's advisory lock, or wait for one, without bound.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+# Execution option that makes the next transaction on a SQLite connection a write
+# transaction (`BEGIN IMMEDIATE`); other dialects ignore it.
+WRITE_TX: Final = "skillreg_write_tx"
+
+SUPPORTED_DRIVERS: Final = ("sqlite+aiosqlite", "postgresql+psycopg")
+
+
+class UnsupportedDatabaseURL(ValueError):
+    """The database URL names a dialect or driver the registry does not support."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        self.url = url
+        self.reason = reason
+        super().__init__(f"unsupported database URL {url!r}: {reason}")
+
+
+def parse_database_url(url: str) -> URL:
+    """Parse and check a database URL; `postgresql://` is read as `postgresql+psycopg://`."""
+    try:
+        parsed = make_url(url)
+    except sa.exc.ArgumentError:
+        raise UnsupportedDatabaseURL(url, "not a database URL") from None
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    elif parsed.drivername == "sqlite":
+        parsed = parsed.set(drivername="sqlite+aiosqlite")
+    if parsed.drivername not in SUPPORTED_DRIVERS:
+        raise UnsupportedDatabaseURL(
+            url, f"use one of {', '.join(SUPPORTED_DRIVERS)} (got {parsed.drivername})"
+        )
+    return parsed
+
+
+def sqlite_path(url: URL) -> Path | None:
+    """The file a SQLite URL points at, or None for an in-memory database."""
+    if not url.get_backend_name() == "sqlite":
+        return None
+    database = url.database
+    if not database or database == ":memory:" or database.startswith("file::memory:"):
+        return None
+    return Path(database)
+
+
+def create_engine(
+    url: str,
+    *,
+    lock_timeout: float = 5.0,
+    statement_timeout: float = 30.0,
+    sqlite_busy_timeout: float = 5.0,
+    pool_size: int = 5,
+) -> AsyncEngine:
+    """Create the async engine for `url` with the registry's session settings."""
+    parsed = parse_database_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(parsed, busy_timeout=sqlite_busy_timeout)
+    return _postgres_engine(
+        parsed,
+        lock_timeout=lock_timeout,
+        statement_timeout=statement_timeout,
+        pool_size=pool_size,
+    )
+
+
+def _sqlite_engine(url: URL, *, busy_timeout: float) -> AsyncEngine:
+    # `timeout` is the driver's own busy wait, used while BEGIN IMMEDIATE waits for the
+    # write lock; the pragma covers statements that upgrade a read transaction.
+    engine = create_async_engine(url, connect_args={"timeout": busy_timeout})
+    busy_ms = int(busy_timeout * 1000)
+
+    @sa.event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Hand BEGIN over to SQLAlchemy (see the "begin" hook) instead of the driver's
+        # legacy implicit transactions, which skip BEGIN for SELECT and DDL.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            if sqlite_path(url) is not None:
+                cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=FULL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
+        finally:
+            cursor.close()
+
+    @sa.event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: sa.Connection) -> None:
+        if conn.get_execution_options().get(WRITE_TX):
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            conn.exec_driver_sql("BEGIN")
+
+    return engine
+
+
+def _postgres_engine(
+    url: URL, *, lock_timeout: float, statement_timeout: float, pool_size: int
+) -> AsyncEngine:
+    options = (
+        f"-c lock_timeout={int(lock_timeout * 1000)} "
+        f"-c statement_timeout={int(statement_timeout * 1000)} "
+        # A writer that dies mid-transaction must not hold its locks until TCP notices.
+        f"-c idle_in_transaction_session_timeout={int(max(statement_timeout, 1) * 2000)} "
+        "-c timezone=UTC"
+    )
+    return create_async_engine(
+        url,
+        connect_args={"options": options},
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,
+    )
+
+
+async def write_connection(conn: AsyncConnection) -> AsyncConnection:
+    """Mark `conn` so its next transaction is a write transaction (SQLite `BEGIN IMMEDIATE`)."""
+    return await conn.execution_options(**{WRITE_TX: True})
+
+
+def dialect_name(engine: AsyncEngine | AsyncConnection) -> str:
+    """`postgresql` or `sqlite`."""
+    return engine.dialect.name

@@ -1,0 +1,74 @@
+"""Translating driver errors where they cross the persistence seam.
+
+Services ask `is_transient(exc)` to decide whether a step may be retried, and raise
+`translate(exc)` so that callers only ever see the registry's own exceptions.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Final
+
+import psycopg
+import sqlalchemy as sa
+
+from registry.errors import RegistryError, StorageUnavailable, WorkspaceBusy
+
+# SQLSTATEs after which the whole transaction may be retried: nothing was committed.
+_TRANSIENT_SQLSTATES: Final = frozenset(
+    {
+        "40001",  # serialization_failure
+        "40P01",  # deadlock_detected
+        "55P03",  # lock_not_available (lock_timeout)
+        "57014",  # query_canceled (statement_timeout)
+        "57P01",  # admin_shutdown
+        "57P02",  # crash_shutdown
+        "57P03",  # cannot_connect_now
+    }
+)
+_LOCK_TIMEOUT: Final = "55P03"
+
+
+def _sqlstate(exc: BaseException) -> str | None:
+    orig = getattr(exc, "orig", None)
+    if isinstance(orig, psycopg.Error) and orig.sqlstate:
+        return orig.sqlstate
+    return None
+
+
+def _sqlite_busy(exc: BaseException) -> bool:
+    orig = getattr(exc, "orig", None)
+    if not isinstance(orig, sqlite3.OperationalError):
+        return False
+    text = str(orig).lower()
+    return "database is locked" in text or "database table is locked" in text
+
+
+def is_lock_timeout(exc: BaseException) -> bool:
+    """The workspace (or database write) lock was not granted in time."""
+    return _sqlstate(exc) == _LOCK_TIMEOUT or _sqlite_busy(exc)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True if the failed transaction can be retried as a whole with the same outcome."""
+    if isinstance(exc, sa.exc.DBAPIError):
+        if exc.connection_invalidated:
+            return True
+        state = _sqlstate(exc)
+        if state is not None and (state in _TRANSIENT_SQLSTATES or state.startswith("08")):
+            return True
+        if _sqlite_busy(exc):
+            return True
+        orig = getattr(exc, "orig", None)
+        return isinstance(orig, psycopg.OperationalError) and state is None
+    return isinstance(exc, ConnectionError | TimeoutError)
+
+
+def translate(exc: BaseException, *, workspace: str = "", lock_timeout: float = 0.0) -> RegistryError:
+    """The registry exception to raise for a database failure."""
+    if isinstance(exc, RegistryError):
+        return exc
+    if is_lock_timeout(exc):
+        return WorkspaceBusy(workspace, lock_timeout)
+    detail = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc) else type(exc).__name__
+    return StorageUnavailable("database", detail)

@@ -1,0 +1,42 @@
+"""Named points in the write path where tests inject faults or hold a writer.
+
+Production code calls `await failpoints.hit("publish.locked")` at each step that matters for
+failure handling; the default `NO_FAILPOINTS` does nothing. Tests pass their own
+implementation to `Registry(...)` to raise at step N, cancel at an await, or park a writer
+on an `asyncio.Event` so that races run in a chosen order without sleeps.
+
+The names are part of the test contract and listed in `POINTS`.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Protocol
+
+POINTS: Final = (
+    "write.validated",  # after validation and the content check, before any storage
+    "write.claimed",  # the claim transaction committed
+    "write.uploaded",  # every changed blob is stored
+    "publish.begin",  # the publish transaction began, before the lock
+    "publish.locked",  # the workspace lock is held
+    "publish.checked",  # root checks and compare-and-swap passed
+    "publish.version_rows",  # version and manifest rows inserted
+    "publish.head_moved",  # the head points at the new version
+    "publish.before_commit",  # everything written, commit next
+    "publish.committed",  # the commit returned; the reply is still to be sent
+)
+
+
+class Failpoints(Protocol):
+    """Called at each named point; may raise, cancel or wait."""
+
+    async def hit(self, name: str) -> None:
+        """Reached point `name`."""
+        ...
+
+
+class _NoFailpoints:
+    async def hit(self, name: str) -> None:
+        return None
+
+
+NO_FAILPOINTS: Final[Failpoints] = _NoFailpoints()

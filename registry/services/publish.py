@@ -1,0 +1,510 @@
+"""The package write: validate, scan, store blobs first, publish in one locked transaction.
+
+    validate ──► scan ──► claim + upload ──► one transaction ──► reply
+    (no I/O)     (cache)  (parallel,          (workspace lock, root checks,
+                           idempotent)         CAS, rows, head, event, commit)
+
+Failure handling (docs/write-path.md):
+- Anything before the commit leaves the previous package exactly as it was. The write's
+  claims are released under `asyncio.shield`, cancellation included; no blob is ever
+  deleted here (GC reclaims what nobody references, after its grace period).
+- A failure at or after the commit has an unknown outcome: it is settled by looking for the
+  version this write created (its `write_id`); if it exists, the write is reported as
+  published and nothing is released.
+- No blob I/O, hashing or scanning happens while the workspace lock is held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Final
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from blobstore import BlobStoreError
+from registry.db import blobs as db_blobs
+from registry.db import errors as db_errors
+from registry.db import skills as db
+from registry.db.blobs import upsert
+from registry.db.engine import write_connection
+from registry.db.locks import lock_workspace
+from registry.db.tables import ScanResult
+from registry.domain.manifest import Manifest, build_manifest
+from registry.domain.model import (
+    AnyHead,
+    ExpectedHead,
+    FileInput,
+    Origin,
+    PackageFile,
+    Publication,
+    Scope,
+    check_slug,
+)
+from registry.domain.package import ValidatedPackage, validate_package
+from registry.domain.scanner import raise_for
+from registry.errors import (
+    CapacityExceeded,
+    HeadConflict,
+    OwnershipConflict,
+    QuotaExceeded,
+    RegistryError,
+    SkillExists,
+    SkillNotFound,
+    StorageUnavailable,
+)
+from registry.services.context import Context, shielded
+
+# Above this many bytes, hashing and scanning run in a worker thread (BLAKE3 and the
+# regex engine release the GIL), so a large package does not stall the event loop.
+_THREAD_THRESHOLD: Final = 256 * 1024
+# A publish that finds one of its blobs claimed away by GC (its claim expired while it
+# was stalled) starts again from the claim; this bounds how often.
+_BLOB_RACE_ATTEMPTS: Final = 3
+
+MARKETPLACE_ORIGINS: Final = frozenset({Origin.MARKETPLACE_INSTALL, Origin.MARKETPLACE_UPDATE})
+
+
+@dataclass(frozen=True)
+class WriteRequest:
+    """Everything a package write needs to know besides the files."""
+
+    scope: Scope
+    slug: str
+    expected_head: ExpectedHead
+    origin: Origin
+    actor: str
+    message: str = ""
+    sources: Sequence[str] = ()
+    restored_from: int | None = None
+    baseline: tuple[str, int, str] | None = None
+    skill_changes: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        return "installed" if self.origin in MARKETPLACE_ORIGINS else "saved"
+
+
+@dataclass(frozen=True)
+class _Head:
+    skill: db.SkillRow
+    manifest: Manifest
+
+
+class _CommitOutcomeUnknown(Exception):  # noqa: N818 - internal signal, wraps the real error
+    """The commit was attempted and failed: it may or may not have happened."""
+
+
+class _BlobsRaced(Exception):  # noqa: N818 - internal signal
+    """A referenced blob was found missing or being deleted inside the publish transaction."""
+
+
+async def write_package(
+    ctx: Context, request: WriteRequest, files: Mapping[str, FileInput]
+) -> Publication:
+    """Publish `files` as the new head of `request.slug`, or change nothing."""
+    check_slug(request.slug)
+    package = validate_package(files, request.slug, ctx.limits)
+    manifest = await _hash(package)
+    await _scan(ctx, package, manifest)
+    await ctx.hit("write.validated")
+    return await publish_manifest(ctx, request, manifest, package.files)
+
+
+async def publish_manifest(
+    ctx: Context,
+    request: WriteRequest,
+    manifest: Manifest,
+    files: Mapping[str, PackageFile],
+) -> Publication:
+    """Store the blobs `manifest` needs that the head lacks, then publish it.
+
+    `files` holds the bytes of every entry whose blob may need storing; a restore or an
+    install passes an empty mapping (every blob is already referenced and live).
+    """
+    head = await ctx.read(lambda conn: _read_head(conn, request.scope, request.slug))
+    if head is not None and head.manifest.hash == manifest.hash:
+        return _unchanged(head)
+    _early_checks(request, head)
+
+    head_digests = set() if head is None else {e.digest for e in head.manifest.entries}
+    to_store = {
+        e.digest: files[e.path].data
+        for e in manifest.entries
+        if e.digest not in head_digests and e.path in files
+    }
+    write_id = str(uuid.uuid4())
+    try:
+        for attempt in range(1, _BLOB_RACE_ATTEMPTS + 1):
+            uploaded = await _claim_and_upload(ctx, request.scope, write_id, to_store)
+            try:
+                return await _publish(ctx, request, manifest, write_id, uploaded)
+            except _BlobsRaced:
+                if attempt == _BLOB_RACE_ATTEMPTS:
+                    raise StorageUnavailable(
+                        "blob store", "referenced blobs kept disappearing during the write"
+                    ) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+    except _CommitOutcomeUnknown as unknown:
+        # The reply was lost, not necessarily the write: look for the version.
+        settled = await shielded(_settle(ctx, request, write_id, look=True))
+        if settled is not None:
+            return settled
+        cause = unknown.__cause__ or unknown
+        raise db_errors.translate(cause) from cause
+    except BaseException:
+        # Cancellation included: release the claims, then let the error (or the
+        # cancellation) propagate. A cancelled caller gets no reply to report to.
+        await shielded(_settle(ctx, request, write_id, look=False))
+        raise
+
+
+async def _hash(package: ValidatedPackage) -> Manifest:
+    size = sum(len(f.data) for f in package.files.values())
+    if size > _THREAD_THRESHOLD:
+        return await asyncio.to_thread(build_manifest, package.files)
+    return build_manifest(package.files)
+
+
+async def _scan(ctx: Context, package: ValidatedPackage, manifest: Manifest) -> None:
+    """Refuse credential-like content. Digests found clean before are not scanned again."""
+    fingerprint = ctx.scanner.fingerprint
+    digests = sorted({e.digest for e in manifest.entries})
+
+    async def cached(conn: AsyncConnection) -> set[str]:
+        rows = await conn.execute(
+            sa.select(ScanResult.digest).where(
+                ScanResult.scanner == fingerprint, ScanResult.digest.in_(digests)
+            )
+        )
+        return {r.digest for r in rows}
+
+    clean = await ctx.read(cached)
+    todo = [(e.path, package.files[e.path].data) for e in manifest.entries if e.digest not in clean]
+    if not todo:
+        return
+    size = sum(len(data) for _, data in todo)
+
+    def scan_all() -> None:
+        for path, data in todo:
+            raise_for(ctx.scanner.scan(path, data))
+
+    if size > _THREAD_THRESHOLD:
+        await asyncio.to_thread(scan_all)
+    else:
+        scan_all()
+    fresh = sorted({e.digest for e in manifest.entries if e.digest not in clean})
+    now = ctx.clock.now()
+
+    async def remember(conn: AsyncConnection) -> None:
+        insert = upsert(conn, ScanResult).values(
+            [{"digest": d, "scanner": fingerprint, "scanned_at": now} for d in fresh]
+        )
+        await conn.execute(insert.on_conflict_do_nothing(index_elements=["digest", "scanner"]))
+
+    await ctx.write(remember)
+
+
+async def _read_head(conn: AsyncConnection, scope: Scope, slug: str) -> _Head | None:
+    skill = await db.live_skill(conn, scope, slug)
+    if skill is None:
+        return None
+    head = await db.version(conn, skill, skill.head)
+    assert head is not None, "a skill's head names an existing version"
+    return _Head(skill, await db.manifest_entries(conn, scope.workspace, head.manifest_id))
+
+
+def _unchanged(head: _Head) -> Publication:
+    return Publication(
+        version=head.skill.head,
+        manifest_hash=head.manifest.hash,
+        created=False,
+        retired=None,
+        unchanged=True,
+    )
+
+
+def _early_checks(request: WriteRequest, head: _Head | None) -> None:
+    """Refuse a write that cannot succeed before uploading anything for it.
+
+    The same checks run again under the lock; these only save a doomed write its uploads.
+    """
+    _check_root(request, None if head is None else head.skill)
+
+
+def _check_root(request: WriteRequest, skill: db.SkillRow | None) -> None:
+    expected = request.expected_head
+    if skill is None:
+        if isinstance(expected, int):
+            raise SkillNotFound(request.scope.workspace, request.scope.agent, request.slug)
+        return
+    if expected is None:
+        raise SkillExists(request.slug, skill.head)
+    if request.kind == "installed" and skill.kind == "saved":
+        raise OwnershipConflict(request.slug, "saved")
+    if not isinstance(expected, AnyHead) and skill.head != expected:
+        raise HeadConflict(expected, skill.head)
+
+
+async def _claim_and_upload(
+    ctx: Context, scope: Scope, write_id: str, to_store: Mapping[str, bytes]
+) -> frozenset[str]:
+    """Claim the digests, upload those not already live; return what this write stored."""
+    if not to_store:
+        return frozenset()
+    now = ctx.clock.now()
+    expires = now + timedelta(seconds=ctx.settings.claim_ttl)
+    sizes = {d: len(data) for d, data in to_store.items()}
+
+    async def claim(conn: AsyncConnection) -> dict[str, str]:
+        return await db_blobs.claim(
+            conn,
+            write_id=write_id,
+            workspace=scope.workspace,
+            sizes=sizes,
+            now=now,
+            expires_at=expires,
+        )
+
+    statuses = await ctx.write(claim, workspace=scope.workspace)
+    await ctx.hit("write.claimed")
+    needed = sorted(d for d in to_store if statuses.get(d) != "live")
+    await _upload(ctx, {d: to_store[d] for d in needed})
+    await ctx.hit("write.uploaded")
+    return frozenset(needed)
+
+
+async def _upload(ctx: Context, blobs: Mapping[str, bytes]) -> None:
+    """Put every blob, at most `upload_concurrency` at a time; the first failure stops all."""
+    if not blobs:
+        return
+    gate = asyncio.Semaphore(ctx.settings.upload_concurrency)
+
+    async def put(digest: str, data: bytes) -> None:
+        async with gate:
+            await ctx.blobs.put(digest, data)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for digest, data in blobs.items():
+                group.create_task(put(digest, data))
+    except* BlobStoreError as failures:
+        first = failures.exceptions[0]
+        raise StorageUnavailable("blob store", str(first)) from first
+
+
+async def _publish(
+    ctx: Context,
+    request: WriteRequest,
+    manifest: Manifest,
+    write_id: str,
+    uploaded: frozenset[str],
+) -> Publication:
+    """The locked transaction, retried as a whole on transient errors before its commit."""
+    try:
+        async for attempt in ctx.retrying():
+            with attempt:
+                return await _publish_once(ctx, request, manifest, write_id, uploaded)
+    except (_CommitOutcomeUnknown, _BlobsRaced, RegistryError):
+        raise
+    except Exception as exc:
+        raise db_errors.translate(
+            exc, workspace=request.scope.workspace, lock_timeout=ctx.settings.lock_timeout
+        ) from exc
+    raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
+
+
+async def _publish_once(
+    ctx: Context,
+    request: WriteRequest,
+    manifest: Manifest,
+    write_id: str,
+    uploaded: frozenset[str],
+) -> Publication:
+    scope = request.scope
+    async with ctx.engine.connect() as raw:
+        conn = await write_connection(raw)
+        transaction = await conn.begin()
+        try:
+            await ctx.hit("publish.begin")
+            await lock_workspace(conn, scope.workspace)
+            await ctx.hit("publish.locked")
+            publication = await _apply(ctx, conn, request, manifest, write_id, uploaded)
+            await ctx.hit("publish.before_commit")
+        except BaseException:
+            await shielded(transaction.rollback())
+            raise
+        if publication.unchanged:
+            await transaction.rollback()
+            return publication
+        try:
+            await transaction.commit()
+            await ctx.hit("publish.committed")
+        except Exception as exc:
+            raise _CommitOutcomeUnknown(str(exc)) from exc
+    return publication
+
+
+async def _apply(
+    ctx: Context,
+    conn: AsyncConnection,
+    request: WriteRequest,
+    manifest: Manifest,
+    write_id: str,
+    uploaded: frozenset[str],
+) -> Publication:
+    """Root checks, compare-and-swap and every row of the new version (lock held)."""
+    scope, now = request.scope, ctx.clock.now()
+    skill = await db.live_skill(conn, scope, request.slug)
+    if skill is not None:
+        head = await db.version(conn, skill, skill.head)
+        assert head is not None
+        if head.manifest_hash == manifest.hash:
+            return Publication(skill.head, head.manifest_hash, False, None, True)
+    _check_root(request, skill)
+    await _check_capacity_and_quota(ctx, conn, request, skill, manifest)
+    await ctx.hit("publish.checked")
+
+    problem = await db_blobs.confirm(
+        conn, uploaded=uploaded, referenced=[e.digest for e in manifest.entries]
+    )
+    if problem is not None:
+        raise _BlobsRaced(problem.digests)
+    manifest_id = await db.ensure_manifest(conn, scope.workspace, manifest, now)
+
+    if skill is None:
+        skill_id = await db.insert_skill(
+            conn,
+            scope,
+            request.slug,
+            kind=request.kind,
+            size=manifest.total_size,
+            now=now,
+            baseline=request.baseline,
+            auto_improve=bool(request.skill_changes.get("auto_improve", True)),
+        )
+        number, parent, retired = 1, None, None
+    else:
+        skill_id, number, parent, retired = skill.id, skill.head + 1, skill.head, skill.head
+    await db.insert_version(
+        conn,
+        skill_id,
+        scope.workspace,
+        number=number,
+        parent=parent,
+        origin=request.origin.value,
+        actor=request.actor,
+        message=request.message,
+        restored_from=request.restored_from,
+        manifest_id=manifest_id,
+        manifest=manifest,
+        sources=request.sources,
+        write_id=write_id,
+        now=now,
+    )
+    await ctx.hit("publish.version_rows")
+    if skill is not None:
+        changes = dict(request.skill_changes)
+        if request.baseline is not None:
+            listing, listing_version, listing_hash = request.baseline
+            changes |= {
+                "baseline_listing": listing,
+                "baseline_version": listing_version,
+                "baseline_manifest_hash": listing_hash,
+            }
+        await db.move_head(conn, skill, new_head=number, size=manifest.total_size, now=now, **changes)
+    await ctx.hit("publish.head_moved")
+    await db.insert_event(
+        conn,
+        scope,
+        request.slug,
+        skill_id=skill_id,
+        kind="restored" if request.origin is Origin.RESTORE else "published",
+        version=number,
+        manifest_hash=manifest.hash,
+        payload={
+            "origin": request.origin.value,
+            "actor": request.actor,
+            "parent": parent,
+            "restored_from": request.restored_from,
+            "files": manifest.file_count,
+            "bytes": manifest.total_size,
+        },
+        now=now,
+    )
+    await db_blobs.release(conn, write_id)
+    return Publication(
+        version=number,
+        manifest_hash=manifest.hash,
+        created=True,
+        retired=retired,
+        unchanged=False,
+        uploaded=len(uploaded),
+        uploaded_bytes=sum(e.size for e in manifest.entries if e.digest in uploaded),
+        committed_at=now,
+    )
+
+
+async def _check_capacity_and_quota(
+    ctx: Context,
+    conn: AsyncConnection,
+    request: WriteRequest,
+    skill: db.SkillRow | None,
+    manifest: Manifest,
+) -> None:
+    settings = ctx.settings
+    if skill is None:
+        limit = settings.capacity_installed if request.kind == "installed" else settings.capacity_saved
+        if await db.count_live(conn, request.scope, request.kind) >= limit:
+            raise CapacityExceeded(limit, request.kind)
+    replaced = 0 if skill is None else skill.head_size
+    growth = manifest.total_size - replaced
+    if growth > 0:
+        used = await db.workspace_usage(conn, request.scope.workspace)
+        if used + growth > settings.workspace_quota_bytes:
+            raise QuotaExceeded(settings.workspace_quota_bytes, used, growth)
+
+
+async def _settle(
+    ctx: Context, request: WriteRequest, write_id: str, *, look: bool
+) -> Publication | None:
+    """After a failure: release the claims and, if `look`, find the version if it committed.
+
+    Releasing is safe either way (a committed write already dropped its claims in its own
+    transaction) and never deletes a blob.
+    """
+    workspace = request.scope.workspace
+
+    async def find(conn: AsyncConnection) -> db.VersionRow | None:
+        return await db.version_by_write(conn, workspace, write_id)
+
+    async def release(conn: AsyncConnection) -> int:
+        return await db_blobs.release(conn, write_id)
+
+    created = None
+    if look:
+        try:
+            created = await ctx.read(find)
+        except RegistryError:
+            created = None
+    try:
+        await ctx.write(release, workspace=workspace)
+    except RegistryError:
+        # The database is unreachable: the claims expire after `claim_ttl` and GC
+        # reclaims the blobs after its grace period (invariant I4).
+        pass
+    if created is None:
+        return None
+    return Publication(
+        version=created.number,
+        manifest_hash=created.manifest_hash,
+        created=True,
+        retired=created.parent,
+        unchanged=False,
+        committed_at=created.created_at,
+    )
+

@@ -1,0 +1,173 @@
+"""Reads: a package at the head or a pinned version (digests verified), and skill listings."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from blobstore import BlobCorrupted, BlobNotFound, BlobStoreError
+from registry.db import skills as db
+from registry.db.tables import Skill, Version
+from registry.domain.manifest import Manifest
+from registry.domain.model import PackageFile, Scope
+from registry.errors import IntegrityError, SkillNotFound, StorageUnavailable, VersionNotFound
+from registry.services.context import Context
+
+_READ_CONCURRENCY: Final = 16
+MAX_PAGE: Final = 500
+
+
+@dataclass(frozen=True)
+class PackageInfo:
+    """A version's identity and metadata, without its bytes."""
+
+    scope: Scope
+    slug: str
+    version: int
+    head: int
+    manifest: Manifest
+    origin: str
+    actor: str
+    message: str
+    created_at: datetime
+
+    @property
+    def manifest_hash(self) -> str:
+        return self.manifest.hash
+
+
+@dataclass(frozen=True)
+class Package(PackageInfo):
+    """A whole package: metadata and every file's bytes, verified against its digest."""
+
+    files: dict[str, PackageFile]
+
+
+@dataclass(frozen=True)
+class SkillSummary:
+    """One line of a skill listing."""
+
+    slug: str
+    head: int
+    manifest_hash: str
+    file_count: int
+    total_size: int
+    kind: str
+    state: str
+    auto_improve: bool
+    learning_paused: bool
+    use_paused: bool
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class SkillPage:
+    """A page of a listing; pass `next_after` back as `after` for the next page."""
+
+    items: list[SkillSummary]
+    next_after: str | None
+
+
+async def locate(
+    conn: AsyncConnection, scope: Scope, slug: str, version: int | None
+) -> tuple[db.SkillRow, db.VersionRow]:
+    """The live skill and the requested version (the head if `version` is None)."""
+    skill = await db.live_skill(conn, scope, slug)
+    if skill is None:
+        raise SkillNotFound(scope.workspace, scope.agent, slug)
+    number = skill.head if version is None else version
+    row = await db.version(conn, skill, number)
+    if row is None:
+        raise VersionNotFound(slug, number)
+    return skill, row
+
+
+async def package_info(
+    ctx: Context, scope: Scope, slug: str, version: int | None = None
+) -> PackageInfo:
+    """The manifest and metadata of a version, without reading any blob."""
+
+    async def work(conn: AsyncConnection) -> PackageInfo:
+        skill, row = await locate(conn, scope, slug, version)
+        manifest = await db.manifest_entries(conn, scope.workspace, row.manifest_id)
+        return PackageInfo(
+            scope=scope,
+            slug=slug,
+            version=row.number,
+            head=skill.head,
+            manifest=manifest,
+            origin=row.origin,
+            actor=row.actor,
+            message=row.message,
+            created_at=row.created_at,
+        )
+
+    return await ctx.read(work)
+
+
+async def read_files(ctx: Context, manifest: Manifest) -> dict[str, PackageFile]:
+    """Fetch every file of `manifest` from the blob store, verified, in parallel."""
+    gate = asyncio.Semaphore(_READ_CONCURRENCY)
+    digests = sorted({e.digest for e in manifest.entries})
+
+    async def fetch(digest: str) -> tuple[str, bytes]:
+        async with gate:
+            return digest, await ctx.blobs.get(digest)
+
+    try:
+        fetched = dict(await asyncio.gather(*(fetch(d) for d in digests)))
+    except (BlobNotFound, BlobCorrupted) as exc:
+        raise IntegrityError(f"a referenced blob is unreadable: {exc}") from exc
+    except BlobStoreError as exc:
+        raise StorageUnavailable("blob store", str(exc)) from exc
+    return {e.path: PackageFile(fetched[e.digest], e.executable) for e in manifest.entries}
+
+
+async def read_package(
+    ctx: Context, scope: Scope, slug: str, version: int | None = None
+) -> Package:
+    """The package at the head, or at a pinned version, with every digest verified."""
+    info = await package_info(ctx, scope, slug, version)
+    files = await read_files(ctx, info.manifest)
+    return Package(**{f: getattr(info, f) for f in info.__dataclass_fields__}, files=files)
+
+
+async def list_skills(
+    ctx: Context, scope: Scope, *, limit: int = 50, after: str | None = None
+) -> SkillPage:
+    """The live skills of `scope`, ordered by slug, one keyset page at a time."""
+    limit = max(1, min(limit, MAX_PAGE))
+
+    async def work(conn: AsyncConnection) -> SkillPage:
+        query = (
+            sa.select(
+                Skill.slug,
+                Skill.head,
+                Version.manifest_hash,
+                Version.file_count,
+                Version.total_size,
+                Skill.kind,
+                Skill.state,
+                Skill.auto_improve,
+                Skill.learning_paused,
+                Skill.use_paused,
+                Skill.updated_at,
+            )
+            .join(Version, sa.and_(Version.skill_id == Skill.id, Version.number == Skill.head))
+            .where(db.in_scope(scope), Skill.state != "deleted")
+            .order_by(Skill.slug)
+            .limit(limit + 1)
+        )
+        if after is not None:
+            query = query.where(Skill.slug > after)
+        rows = (await conn.execute(query)).all()
+        items = [SkillSummary(*row) for row in rows[:limit]]
+        next_after = items[-1].slug if len(rows) > limit else None
+        return SkillPage(items, next_after)
+
+    return await ctx.read(work)

@@ -1,0 +1,92 @@
+"""The schema's own constraints, exercised on both databases."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+import sqlalchemy as sa
+
+from registry.db.engine import create_engine
+from registry.db.migrate import current_revision, head_revision
+from registry.db.tables import Blob, Skill
+
+NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+DIGEST = "ab" * 32
+
+
+@pytest.fixture
+async def engine(database_url):
+    engine = create_engine(database_url)
+    yield engine
+    await engine.dispose()
+
+
+async def test_database_is_at_head(engine):
+    assert await current_revision(engine) == head_revision()
+
+
+@pytest.mark.parametrize(
+    "digest", ["AB" * 32, "ab" * 31, "ab" * 33, "zz" * 32, "../" + "a" * 61, ""]
+)
+async def test_blob_digest_check_refuses_malformed(engine, digest):
+    # PostgreSQL refuses an over-long value by its column type before the CHECK runs.
+    async with engine.begin() as conn:
+        with pytest.raises((sa.exc.IntegrityError, sa.exc.DataError)):
+            await conn.execute(
+                sa.insert(Blob).values(
+                    digest=digest, size=1, status="live", created_at=NOW, touched_at=NOW
+                )
+            )
+
+
+async def test_blob_status_check(engine):
+    async with engine.begin() as conn:
+        with pytest.raises(sa.exc.IntegrityError):
+            await conn.execute(
+                sa.insert(Blob).values(
+                    digest=DIGEST, size=1, status="gone", created_at=NOW, touched_at=NOW
+                )
+            )
+
+
+def _skill(slug: str = "pdf-report", state: str = "active") -> dict[str, object]:
+    return {
+        "workspace": "acme",
+        "agent": "personal",
+        "slug": slug,
+        "kind": "saved",
+        "head": 1,
+        "head_size": 0,
+        "state": state,
+        "auto_improve": True,
+        "learning_paused": False,
+        "use_paused": False,
+        "created_at": NOW,
+        "updated_at": NOW,
+    }
+
+
+async def test_live_slug_is_unique_per_scope(engine):
+    async with engine.begin() as conn:
+        await conn.execute(sa.insert(Skill).values(**_skill()))
+    async with engine.begin() as conn:
+        with pytest.raises(sa.exc.IntegrityError):
+            await conn.execute(sa.insert(Skill).values(**_skill()))
+
+
+async def test_deleted_skill_frees_its_slug(engine):
+    async with engine.begin() as conn:
+        await conn.execute(sa.insert(Skill).values(**_skill(state="deleted")))
+        await conn.execute(sa.insert(Skill).values(**_skill(state="deleted")))
+        await conn.execute(sa.insert(Skill).values(**_skill()))
+        count = await conn.scalar(sa.select(sa.func.count()).select_from(Skill))
+    assert count == 3
+
+
+async def test_timestamps_round_trip_as_aware_utc(engine):
+    async with engine.begin() as conn:
+        await conn.execute(sa.insert(Skill).values(**_skill()))
+        created = await conn.scalar(sa.select(Skill.created_at))
+    assert created == NOW
+    assert created.tzinfo is not None

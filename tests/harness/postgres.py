@@ -1,0 +1,127 @@
+"""Start (or find) the PostgreSQL server the tests use.
+
+Order: `SKILLREG_TEST_POSTGRES_URL` if set (a role that may CREATE DATABASE); else the
+test role on 127.0.0.1:5432 if it answers; else, as root on a Debian-style machine, start
+the installed cluster with `pg_ctlcluster` and create the test role with `runuser`.
+The cluster keeps its configured `fsync`, so durability tests mean something.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from urllib.parse import quote, urlsplit
+
+import psycopg
+
+TEST_ROLE = "skillreg_test"
+TEST_PASSWORD = "skillreg_test"  # noqa: S105 - a local throwaway role on loopback
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 5432
+
+
+class PostgresUnavailable(RuntimeError):
+    """No PostgreSQL server could be found or started."""
+
+
+@dataclass(frozen=True)
+class Server:
+    host: str
+    port: int
+    user: str
+    password: str
+    maintenance_db: str = "postgres"
+
+    def url(self, dbname: str, driver: str = "postgresql+psycopg") -> str:
+        return (
+            f"{driver}://{quote(self.user)}:{quote(self.password)}"
+            f"@{self.host}:{self.port}/{quote(dbname)}"
+        )
+
+    def connect(self, dbname: str | None = None) -> psycopg.Connection:
+        return psycopg.connect(
+            host=self.host,
+            port=self.port,
+            user=self.user,
+            password=self.password,
+            dbname=dbname or self.maintenance_db,
+            autocommit=True,
+            connect_timeout=5,
+        )
+
+
+def _from_env(url: str) -> Server:
+    parts = urlsplit(url.replace("postgresql+psycopg://", "postgresql://"))
+    return Server(
+        host=parts.hostname or DEFAULT_HOST,
+        port=parts.port or DEFAULT_PORT,
+        user=parts.username or TEST_ROLE,
+        password=parts.password or "",
+        maintenance_db=(parts.path or "/postgres").lstrip("/") or "postgres",
+    )
+
+
+def _answers(server: Server) -> bool:
+    try:
+        with server.connect() as conn:
+            conn.execute("SELECT 1")
+    except psycopg.OperationalError:
+        return False
+    return True
+
+
+def _run(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, check=False, capture_output=True, text=True, timeout=120)
+
+
+def _start_debian_cluster() -> None:
+    if os.geteuid() != 0 or shutil.which("pg_lsclusters") is None:
+        raise PostgresUnavailable(
+            "no server answers and this is not root on a machine with pg_ctlcluster; "
+            "set SKILLREG_TEST_POSTGRES_URL"
+        )
+    listing = _run("pg_lsclusters", "--no-header")
+    clusters = [line.split() for line in listing.stdout.splitlines() if line.strip()]
+    if not clusters:
+        raise PostgresUnavailable("pg_lsclusters lists no cluster")
+    version, name, port = clusters[0][0], clusters[0][1], int(clusters[0][2])
+    if port != DEFAULT_PORT:
+        raise PostgresUnavailable(f"cluster {version}/{name} listens on {port}, expected 5432")
+    if "online" not in clusters[0][3]:
+        started = _run("pg_ctlcluster", "--skip-systemctl-redirect", version, name, "start")
+        if started.returncode != 0:
+            raise PostgresUnavailable(f"pg_ctlcluster start failed: {started.stderr.strip()}")
+    deadline = time.monotonic() + 60
+    while _run("pg_isready", "-h", DEFAULT_HOST, "-p", str(port)).returncode != 0:
+        if time.monotonic() > deadline:
+            raise PostgresUnavailable("the cluster did not accept connections within 60 s")
+        time.sleep(0.2)  # polling a starting server, not a test waiting on a race
+    create_role = (
+        "DO $$ BEGIN "
+        f"IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{TEST_ROLE}') THEN "
+        f"CREATE ROLE {TEST_ROLE} LOGIN CREATEDB PASSWORD '{TEST_PASSWORD}'; "
+        f"ELSE ALTER ROLE {TEST_ROLE} LOGIN CREATEDB PASSWORD '{TEST_PASSWORD}'; "
+        "END IF; END $$;"
+    )
+    made = _run("runuser", "-u", "postgres", "--", "psql", "-v", "ON_ERROR_STOP=1", "-c", create_role)
+    if made.returncode != 0:
+        raise PostgresUnavailable(f"creating the test role failed: {made.stderr.strip()}")
+
+
+def ensure_server() -> Server:
+    """Return a reachable server whose role may create databases, starting one if needed."""
+    env_url = os.environ.get("SKILLREG_TEST_POSTGRES_URL")
+    if env_url:
+        server = _from_env(env_url)
+        if not _answers(server):
+            raise PostgresUnavailable(f"SKILLREG_TEST_POSTGRES_URL does not answer: {env_url}")
+        return server
+    server = Server(DEFAULT_HOST, DEFAULT_PORT, TEST_ROLE, TEST_PASSWORD)
+    if not _answers(server):
+        _start_debian_cluster()
+        if not _answers(server):
+            raise PostgresUnavailable("the server started but the test role cannot connect")
+    return server

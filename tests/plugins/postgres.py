@@ -1,0 +1,98 @@
+"""Database fixtures: every registry-level test runs on SQLite and on PostgreSQL.
+
+`database_url` is parametrized over both. PostgreSQL databases are cloned per test from a
+template migrated once per session (pytest-postgresql's janitor does the create/drop);
+SQLite databases are copies of a migrated template file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pytest_postgresql.janitor import DatabaseJanitor
+
+from registry.db.engine import create_engine
+from registry.db.migrate import upgrade
+from tests.harness.postgres import PostgresUnavailable, Server, ensure_server
+
+
+def _migrate(url: str) -> None:
+    async def run() -> None:
+        engine = create_engine(url)
+        try:
+            await upgrade(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(run())
+
+
+def _janitor(server: Server, dbname: str, **kwargs: object) -> DatabaseJanitor:
+    return DatabaseJanitor(
+        user=server.user,
+        password=server.password,
+        host=server.host,
+        port=server.port,
+        dbname=dbname,
+        maintenance_dbname=server.maintenance_db,
+        **kwargs,
+    )
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Server:
+    try:
+        return ensure_server()
+    except PostgresUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"PostgreSQL is required on CI and could not start: {exc}")
+        pytest.skip(f"PostgreSQL unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
+def pg_template(pg_server: Server) -> Iterator[str]:
+    name = f"skillreg_tpl_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    janitor = _janitor(pg_server, name)
+    janitor.init()
+    try:
+        _migrate(pg_server.url(name))
+        yield name
+    finally:
+        janitor.drop()
+
+
+@pytest.fixture
+def postgresql_url(pg_server: Server, pg_template: str) -> Iterator[str]:
+    name = f"skillreg_t_{uuid.uuid4().hex[:12]}"
+    janitor = _janitor(pg_server, name, template_dbname=pg_template)
+    janitor.init()
+    try:
+        yield pg_server.url(name)
+    finally:
+        janitor.drop()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("sqlite-template") / "template.db"
+    _migrate(f"sqlite+aiosqlite:///{path}")
+    return path
+
+
+@pytest.fixture
+def sqlite_url(sqlite_template: Path, tmp_path: Path) -> str:
+    path = tmp_path / "registry.db"
+    shutil.copyfile(sqlite_template, path)
+    return f"sqlite+aiosqlite:///{path}"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest) -> str:
+    """A fresh, migrated database: SQLite or PostgreSQL."""
+    return str(request.getfixturevalue(f"{request.param}_url"))
