@@ -5,4 +5,4 @@
 - S3: `tests/plugins/s3.py` (moto's server on an ephemeral loopback port).
 """
 
-pytest_plugins: list[str] = []
+pytest_plugins: list[str] = ["tests.plugins.s3"]
