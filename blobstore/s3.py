@@ -21,7 +21,7 @@ import hashlib
 import re
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC
-from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
+from typing import TYPE_CHECKING, Final, TypeVar, cast
 from urllib.parse import urlencode
 
 import boto3
@@ -213,7 +213,9 @@ class S3BlobStore:
         damaged in transit instead of storing it.
         """
         key = self._enter(digest)
-        checksum = await self._offload(_checked_sha256, digest, data)
+        # Hashing is CPU work: it runs on the loop's default threads, leaving this store's
+        # own threads to the network requests the semaphore admits.
+        checksum = await asyncio.to_thread(_checked_sha256, digest, data)
         try:
             head = await self._request(
                 "head",
@@ -246,7 +248,7 @@ class S3BlobStore:
             data = await self._request("get", key, functools.partial(self._read_object, key))
         except _MissingError:
             raise BlobNotFound(digest) from None
-        actual = await self._offload(compute_digest, data)
+        actual = await asyncio.to_thread(compute_digest, data)
         if actual != digest:
             raise BlobCorrupted(digest, actual)
         return data
@@ -362,12 +364,15 @@ class S3BlobStore:
         self._client.head_bucket(Bucket=self._bucket)
 
     def _create_bucket(self) -> None:
-        # us-east-1 is the one region that refuses an explicit LocationConstraint.
-        if self._region and self._region != "us-east-1":
+        # The client's region, which boto3 may have taken from the environment: the bucket
+        # must be created where the client sends its requests. us-east-1 is the one region
+        # that refuses an explicit LocationConstraint.
+        region = self._region or self._client.meta.region_name
+        if region and region not in {"us-east-1", "aws-global"}:
             self._client.create_bucket(
                 Bucket=self._bucket,
                 CreateBucketConfiguration={
-                    "LocationConstraint": cast("BucketLocationConstraintType", self._region)
+                    "LocationConstraint": cast("BucketLocationConstraintType", region)
                 },
             )
         else:
@@ -401,12 +406,11 @@ class S3BlobStore:
             raise BlobStoreUnavailable(self._describe(operation, subject, exc)) from exc
         raise AssertionError("tenacity returned without a result")  # pragma: no cover
 
-    async def _offload(self, function: Callable[..., _T], *args: Any) -> _T:
+    async def _offload(self, call: Callable[[], _T]) -> _T:
         # Like `asyncio.to_thread`, including the context copy, but on our own threads.
         loop = asyncio.get_running_loop()
         context = contextvars.copy_context()
-        call = functools.partial(context.run, function, *args)
-        return await loop.run_in_executor(self._executor, call)
+        return await loop.run_in_executor(self._executor, context.run, call)
 
     def _enter(self, digest: str) -> str:
         key = self.key_for(check_digest(digest))
