@@ -52,8 +52,9 @@ class LocalBlobStore:
         """Use the directory `root`; a relative root is made absolute now, once."""
         self._root = Path(root).absolute()
         self._tmp = self._root / TEMP_DIR
-        # Directories this process has created or fsynced the parent of. An optimisation
-        # only: a directory missing from the set costs one extra fsync, never correctness.
+        # Directories this store has made durable (created or found, then fsynced the
+        # parent). An optimisation only: a directory missing from the set costs one extra
+        # fsync, never correctness.
         self._durable_dirs: set[Path] = set()
         self._closed = False
 

@@ -18,6 +18,7 @@ import base64
 import contextvars
 import functools
 import hashlib
+import logging
 import re
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC
@@ -34,7 +35,13 @@ from botocore.exceptions import (
     IncompleteReadError,
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+from tenacity import (
+    AsyncRetrying,
+    before_sleep_log,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_random_exponential,
+)
 
 from blobstore.base import BlobInfo
 from blobstore.digest import (
@@ -58,6 +65,7 @@ if TYPE_CHECKING:
     from mypy_boto3_s3.type_defs import ListObjectsV2OutputTypeDef
 
 _T = TypeVar("_T")
+_log = logging.getLogger(__name__)
 
 # S3 bucket naming rules (the subset that matters for path-style access).
 _BUCKET_NAME: Final = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
@@ -391,6 +399,7 @@ class S3BlobStore:
             stop=stop_after_attempt(self._retry_attempts),
             wait=self._wait,
             retry=retry_if_exception(_is_transient),
+            before_sleep=before_sleep_log(_log, logging.WARNING),
             reraise=True,
         )
         try:
