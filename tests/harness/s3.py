@@ -17,6 +17,7 @@ from botocore.config import Config
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
+    from mypy_boto3_s3.type_defs import ObjectIdentifierTypeDef
 
 REGION = "us-east-1"
 
@@ -97,6 +98,6 @@ def empty_and_delete_bucket(client: S3Client, bucket: str) -> None:
         return
     keys = sorted(all_keys(client, bucket))
     for start in range(0, len(keys), 1000):
-        batch = [{"Key": key} for key in keys[start : start + 1000]]
+        batch: list[ObjectIdentifierTypeDef] = [{"Key": key} for key in keys[start : start + 1000]]
         client.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})
     client.delete_bucket(Bucket=bucket)
