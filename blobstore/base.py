@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from datetime import datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +45,7 @@ class BlobStore(Protocol):
         ...
 
     async def exists(self, digest: str) -> bool:
-        """True if an object is stored under `digest` (not verified)."""
+        """Return True if an object is stored under `digest` (not verified)."""
         ...
 
     async def stat(self, digest: str) -> BlobInfo | None:

@@ -1,0 +1,349 @@
+"""A blob store in a local directory: `<root>/ab/cd/<64 hex>`, written crash-safely.
+
+A write goes to a temp file in `<root>/.tmp/` (same filesystem, so the rename is atomic),
+is fsynced, renamed over the final path with `os.replace`, and then the shard directory is
+fsynced so that the rename itself survives a power loss. Directories created on the way are
+made durable by fsyncing their parent. A reader therefore sees a whole object or none.
+
+All blocking filesystem work runs in worker threads (`asyncio.to_thread`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import re
+import stat
+import tempfile
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from blobstore.base import BlobInfo
+from blobstore.digest import check_digest, compute_digest, is_digest, sharded_path
+from blobstore.errors import (
+    BlobCorrupted,
+    BlobNotFound,
+    BlobStoreUnavailable,
+    DigestMismatch,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterator
+
+TEMP_DIR: Final = ".tmp"
+# Stored objects never change; read-only files make an accidental in-place edit fail loudly.
+_OBJECT_MODE: Final = 0o444
+_SHARD_NAME: Final = re.compile(r"[0-9a-f]{2}")
+
+
+class LocalBlobStore:
+    """A `BlobStore` in a directory on the local filesystem.
+
+    The root must exist before use (`ensure()` creates it): a store never creates its own
+    root implicitly, so that a missing mount shows up as `BlobStoreUnavailable` rather than
+    as blobs quietly written to the wrong disk. Filesystem errors are translated into
+    `BlobStoreUnavailable`.
+    """
+
+    def __init__(self, root: Path | str) -> None:
+        """Use the directory `root`; a relative root is made absolute now, once."""
+        self._root = Path(root).absolute()
+        self._tmp = self._root / TEMP_DIR
+        # Directories this store has made durable (created or found, then fsynced the
+        # parent). An optimisation only: a directory missing from the set costs one extra
+        # fsync, never correctness.
+        self._durable_dirs: set[Path] = set()
+        self._closed = False
+
+    @property
+    def url(self) -> str:
+        """`file:///` and the absolute root."""
+        return self._root.as_uri()
+
+    @property
+    def root(self) -> Path:
+        """The absolute root directory."""
+        return self._root
+
+    async def put(self, digest: str, data: bytes) -> bool:
+        """Verify `data` against `digest`, then store it durably unless already present."""
+        digest = self._enter(digest)
+        return await asyncio.to_thread(self._put, digest, data)
+
+    async def get(self, digest: str) -> bytes:
+        """Read the object and verify that it still hashes to `digest`."""
+        digest = self._enter(digest)
+        return await asyncio.to_thread(self._get, digest)
+
+    async def exists(self, digest: str) -> bool:
+        """Return True if a regular file is stored under `digest` (not verified)."""
+        return await self.stat(digest) is not None
+
+    async def stat(self, digest: str) -> BlobInfo | None:
+        """Size and modification time (UTC) of the object, or None."""
+        digest = self._enter(digest)
+        return await asyncio.to_thread(self._stat, digest)
+
+    async def delete(self, digest: str) -> None:
+        """Unlink the object; a missing object is not an error."""
+        digest = self._enter(digest)
+        await asyncio.to_thread(self._delete, digest)
+
+    async def iter_digests(self) -> AsyncIterator[BlobInfo]:
+        """Every object, shard by shard in digest order; memory is bounded by one shard.
+
+        Skips `.tmp` and anything that is not a regular file named by a valid digest in
+        the shard that digest belongs to.
+        """
+        self._check_open()
+        for top in await asyncio.to_thread(self._subshards, self._root, required=True):
+            for middle in await asyncio.to_thread(self._subshards, self._root / top):
+                for info in await asyncio.to_thread(self._scan_shard, top, middle):
+                    yield info
+
+    async def ensure(self) -> None:
+        """Create the root and its temp directory (with parents), durably."""
+        self._check_open()
+        await asyncio.to_thread(self._ensure)
+
+    async def check(self) -> None:
+        """Raise `BlobStoreUnavailable` unless the root and temp directory are writable."""
+        self._check_open()
+        await asyncio.to_thread(self._check)
+
+    async def close(self) -> None:
+        """Refuse every later call. Worker threads belong to the event loop, not the store."""
+        self._closed = True
+
+    async def sweep_temp(self, older_than: datetime) -> int:
+        """Remove temp files last modified before `older_than`; return how many.
+
+        Temp files are left behind only by writers that crashed between creating and
+        renaming them. A live writer's temp file is younger than its write, so a cutoff of
+        (say) an hour ago never removes one in use. `older_than` must be timezone-aware.
+        """
+        if older_than.tzinfo is None:
+            raise ValueError("older_than must be timezone-aware")
+        self._check_open()
+        return await asyncio.to_thread(self._sweep_temp, older_than.timestamp())
+
+    # ------------------------------------------------------------ worker-thread side
+
+    def _put(self, digest: str, data: bytes) -> bool:
+        actual = compute_digest(data)
+        if actual != digest:
+            raise DigestMismatch(digest, actual)
+        path = self._root / sharded_path(digest)
+        with self._translate_os_errors("put", digest):
+            self._require_root()
+            existing = _lstat_regular(path)
+            if existing is not None and existing.st_size == len(data):
+                return False
+            # A file of the wrong size was damaged behind our back; the bytes in hand are
+            # verified, so replacing it is a repair.
+            self._make_durable_dir(self._tmp)
+            self._make_durable_dir(path.parent.parent)
+            self._make_durable_dir(path.parent)
+            temp = self._write_temp(digest, data)
+            try:
+                temp.replace(path)
+            except BaseException:
+                _unlink_quietly(temp)
+                raise
+            _fsync_dir(path.parent)
+        return True
+
+    def _write_temp(self, digest: str, data: bytes) -> Path:
+        fd, name = tempfile.mkstemp(dir=self._tmp, prefix=f"{digest[:16]}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(data)
+                file.flush()
+                os.fchmod(file.fileno(), _OBJECT_MODE)
+                os.fsync(file.fileno())
+        except BaseException:
+            _unlink_quietly(Path(name))
+            raise
+        return Path(name)
+
+    def _make_durable_dir(self, directory: Path) -> None:
+        if directory in self._durable_dirs:
+            return
+        # Even when another writer created the directory, its entry may not be on disk
+        # yet; fsyncing the parent here means this writer never reports a blob as stored
+        # on the strength of someone else's unfinished fsync.
+        with suppress(FileExistsError):
+            directory.mkdir()
+        _fsync_dir(directory.parent)
+        self._durable_dirs.add(directory)
+
+    def _get(self, digest: str) -> bytes:
+        path = self._root / sharded_path(digest)
+        with self._translate_os_errors("get", digest):
+            data = _read_regular(path)
+            if data is None:
+                self._require_root()
+        if data is None:
+            raise BlobNotFound(digest)
+        actual = compute_digest(data)
+        if actual != digest:
+            raise BlobCorrupted(digest, actual)
+        return data
+
+    def _stat(self, digest: str) -> BlobInfo | None:
+        path = self._root / sharded_path(digest)
+        with self._translate_os_errors("stat", digest):
+            st = _lstat_regular(path)
+            if st is None:
+                self._require_root()
+                return None
+        return BlobInfo(digest, st.st_size, datetime.fromtimestamp(st.st_mtime, UTC))
+
+    def _delete(self, digest: str) -> None:
+        path = self._root / sharded_path(digest)
+        with self._translate_os_errors("delete", digest):
+            try:
+                path.unlink()
+            except (FileNotFoundError, NotADirectoryError):
+                self._require_root()
+        # No directory fsync: if a crash undoes the unlink, the blob is an orphan again
+        # and the next GC run deletes it again.
+
+    def _subshards(self, directory: Path, *, required: bool = False) -> list[str]:
+        with self._translate_os_errors("list", str(directory)):
+            try:
+                with os.scandir(directory) as entries:
+                    names = [
+                        entry.name
+                        for entry in entries
+                        if _is_shard_name(entry.name) and entry.is_dir(follow_symlinks=False)
+                    ]
+            except FileNotFoundError:
+                if required:
+                    self._require_root()
+                # A shard emptied and removed while we listed its parent.
+                return []
+        return sorted(names)
+
+    def _scan_shard(self, top: str, middle: str) -> list[BlobInfo]:
+        infos: list[BlobInfo] = []
+        with self._translate_os_errors("list", f"{top}/{middle}"):
+            try:
+                with os.scandir(self._root / top / middle) as entries:
+                    for entry in entries:
+                        name = entry.name
+                        if not (is_digest(name) and name[:2] == top and name[2:4] == middle):
+                            continue
+                        try:
+                            if not entry.is_file(follow_symlinks=False):
+                                continue
+                            st = entry.stat(follow_symlinks=False)
+                        except FileNotFoundError:
+                            continue  # deleted while we listed
+                        mtime = datetime.fromtimestamp(st.st_mtime, UTC)
+                        infos.append(BlobInfo(name, st.st_size, mtime))
+            except FileNotFoundError:
+                return []
+        infos.sort(key=lambda info: info.digest)
+        return infos
+
+    def _ensure(self) -> None:
+        with self._translate_os_errors("ensure", str(self._root)):
+            self._root.mkdir(parents=True, exist_ok=True)
+            _fsync_dir(self._root.parent)
+            self._durable_dirs.add(self._root)
+            self._make_durable_dir(self._tmp)
+
+    def _check(self) -> None:
+        self._require_root()
+        for directory in (self._root, self._tmp):
+            if not directory.is_dir():
+                raise BlobStoreUnavailable(f"{directory} is missing; run ensure()")
+            if not os.access(directory, os.W_OK | os.X_OK):
+                raise BlobStoreUnavailable(f"{directory} is not writable")
+
+    def _sweep_temp(self, cutoff: float) -> int:
+        removed = 0
+        with self._translate_os_errors("sweep", str(self._tmp)):
+            self._require_root()
+            try:
+                with os.scandir(self._tmp) as entries:
+                    files = [entry for entry in entries if entry.is_file(follow_symlinks=False)]
+            except FileNotFoundError:
+                return 0
+            for entry in files:
+                try:
+                    if entry.stat(follow_symlinks=False).st_mtime >= cutoff:
+                        continue
+                    Path(entry.path).unlink()
+                except FileNotFoundError:
+                    continue  # its writer finished, or another sweeper was first
+                removed += 1
+        return removed
+
+    # ------------------------------------------------------------ shared
+
+    def _enter(self, digest: str) -> str:
+        digest = check_digest(digest)
+        self._check_open()
+        return digest
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise BlobStoreUnavailable(f"{self.url} is closed")
+
+    def _require_root(self) -> None:
+        if not self._root.is_dir():
+            raise BlobStoreUnavailable(f"{self._root} does not exist; run ensure() first")
+
+    @contextmanager
+    def _translate_os_errors(self, operation: str, subject: str) -> Iterator[None]:
+        try:
+            yield
+        except OSError as exc:
+            raise BlobStoreUnavailable(f"{operation} {subject} in {self._root}: {exc}") from exc
+
+
+def _is_shard_name(name: str) -> bool:
+    return _SHARD_NAME.fullmatch(name) is not None
+
+
+def _lstat_regular(path: Path) -> os.stat_result | None:
+    """Return the stat of `path` if it is a regular file (a symlink or directory is absent)."""
+    try:
+        st = path.lstat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
+
+
+def _read_regular(path: Path) -> bytes | None:
+    """Return the bytes of `path` if it is a regular file, never following a symlink."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None
+        raise
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            return None
+        return file.read()
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _unlink_quietly(path: Path) -> None:
+    with suppress(FileNotFoundError):
+        path.unlink()

@@ -1,0 +1,269 @@
+"""LocalBlobStore beyond the contract: layout, durability steps, crash leftovers, strays."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from blobstore import BlobNotFound, BlobStoreUnavailable, compute_digest
+from blobstore.local import TEMP_DIR, LocalBlobStore
+
+
+@pytest.fixture
+async def local(tmp_path):
+    store = LocalBlobStore(tmp_path / "blobs")
+    await store.ensure()
+    yield store
+    await store.close()
+
+
+def object_path(store, digest):
+    return store.root / digest[:2] / digest[2:4] / digest
+
+
+def temp_files(store):
+    return sorted(path.name for path in (store.root / TEMP_DIR).iterdir())
+
+
+def blob_in_top_shard(top, avoid=()):
+    """Return (digest, data) of a blob whose digest starts with `top`."""
+    for seed in range(100_000):
+        data = f"blob {seed}".encode()
+        digest = compute_digest(data)
+        if digest.startswith(top) and digest not in avoid:
+            return digest, data
+    raise AssertionError(f"no blob found in shard {top}")
+
+
+async def listing(store):
+    return [info.digest async for info in store.iter_digests()]
+
+
+async def test_objects_are_sharded_read_only_files(local):
+    data = b"layout"
+    digest = compute_digest(data)
+    await local.put(digest, data)
+
+    path = object_path(local, digest)
+    assert path.read_bytes() == data
+    assert stat.S_IMODE(path.stat().st_mode) == 0o444
+    assert temp_files(local) == []
+
+
+@pytest.fixture
+def io_log(monkeypatch):
+    """Record fsyncs (by the path of the descriptor) and renames, in order."""
+    log = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        log.append(("fsync", str(Path(f"/proc/self/fd/{fd}").readlink())))
+        real_fsync(fd)
+
+    def replace(source, target):
+        log.append(("replace", os.fspath(source), os.fspath(target)))
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    return log
+
+
+async def test_put_writes_temp_fsyncs_renames_then_fsyncs_directories(local, io_log):
+    data = b"durable"
+    digest = compute_digest(data)
+    root = str(local.root)
+    top = f"{root}/{digest[:2]}"
+    shard = f"{top}/{digest[2:4]}"
+
+    await local.put(digest, data)
+
+    # New shard directories are made durable through their parents, then the temp file
+    # is synced before the rename, and the rename is synced through its directory.
+    assert io_log[:2] == [("fsync", root), ("fsync", top)]
+    (_, temp), (_, source, target), last = io_log[2:]
+    assert temp.startswith(f"{root}/{TEMP_DIR}/{digest[:16]}.")
+    assert (source, target) == (temp, f"{shard}/{digest}")
+    assert last == ("fsync", shard)
+
+
+async def test_put_into_known_directories_syncs_file_and_shard_only(local, io_log):
+    first_digest, first = blob_in_top_shard("ab")
+    second_digest, second = blob_in_top_shard("ab", avoid={first_digest})
+    await local.put(first_digest, first)
+    io_log.clear()
+
+    await local.put(second_digest, second)
+
+    shard = f"{local.root}/{second_digest[:2]}/{second_digest[2:4]}"
+    kinds = [entry[0] for entry in io_log]
+    new_middle_shard = second_digest[2:4] != first_digest[2:4]
+    assert kinds == ["fsync"] * (1 + new_middle_shard) + ["replace", "fsync"]
+    assert io_log[-1] == ("fsync", shard)
+
+
+async def test_a_second_store_syncs_directories_another_writer_created(local, io_log):
+    first_digest, first = blob_in_top_shard("cd")
+    second_digest, second = blob_in_top_shard("cd", avoid={first_digest})
+    await local.put(first_digest, first)
+    other = LocalBlobStore(local.root)
+    io_log.clear()
+
+    await other.put(second_digest, second)
+
+    # The `cd` directory exists already, but this store cannot know that its entry is on
+    # disk, so it syncs the root again before relying on it.
+    assert io_log[0] == ("fsync", str(local.root))
+
+
+async def test_put_of_a_present_object_does_no_io(local, io_log):
+    data = b"present"
+    digest = compute_digest(data)
+    await local.put(digest, data)
+    io_log.clear()
+
+    assert await local.put(digest, data) is False
+    assert io_log == []
+
+
+@pytest.mark.parametrize("failing", ["replace", "file-fsync"])
+async def test_failed_write_leaves_no_temp_file_and_no_object(local, monkeypatch, failing):
+    data = b"no space"
+    digest = compute_digest(data)
+    real_fsync = os.fsync
+
+    def fail(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def fail_on_files(fd):
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            fail()
+        real_fsync(fd)
+
+    if failing == "replace":
+        monkeypatch.setattr(os, "replace", fail)
+    else:
+        monkeypatch.setattr(os, "fsync", fail_on_files)
+    with pytest.raises(BlobStoreUnavailable, match="No space left") as failed:
+        await local.put(digest, data)
+    monkeypatch.undo()
+
+    assert isinstance(failed.value.__cause__, OSError)
+    assert temp_files(local) == []
+    assert not await local.exists(digest)
+
+
+async def test_crash_leftovers_are_ignored_and_swept(local):
+    data = b"kept"
+    digest = compute_digest(data)
+    await local.put(digest, data)
+    tmp = local.root / TEMP_DIR
+    now = datetime.now(UTC)
+    old = (now - timedelta(hours=2)).timestamp()
+    for name in (f"{digest[:16]}.crashed.tmp", "another.tmp"):
+        (tmp / name).write_bytes(b"half a blob")
+        os.utime(tmp / name, (old, old))
+    (tmp / "in-progress.tmp").write_bytes(b"a live writer")
+
+    assert await listing(local) == [digest]
+
+    assert await local.sweep_temp(now - timedelta(hours=1)) == 2
+    assert temp_files(local) == ["in-progress.tmp"]
+    assert await local.sweep_temp(now - timedelta(hours=1)) == 0
+    assert await local.get(digest) == data
+
+
+async def test_sweep_temp_needs_an_aware_cutoff(local):
+    with pytest.raises(ValueError, match="timezone-aware"):
+        await local.sweep_temp(datetime(2020, 1, 1))  # noqa: DTZ001
+
+
+async def test_stray_entries_are_skipped_by_iter_digests(local, tmp_path):
+    data = b"real"
+    digest = compute_digest(data)
+    await local.put(digest, data)
+    elsewhere = compute_digest(b"elsewhere")
+    shard = object_path(local, digest).parent
+    (shard / "notes.txt").write_text("not a blob")
+    (shard / elsewhere).write_bytes(b"elsewhere")  # a valid name in the wrong shard
+    (local.root / elsewhere).write_bytes(b"elsewhere")  # flat, at the root
+    (local.root / "zz" / "yy").mkdir(parents=True)
+    (local.root / "zz" / "yy" / elsewhere).write_bytes(b"elsewhere")
+    (local.root / "AB").mkdir()
+    directory_digest = compute_digest(b"a directory")
+    object_path(local, directory_digest).mkdir(parents=True)
+    target = tmp_path / "outside"
+    target.write_bytes(b"outside")
+    linked = compute_digest(b"outside")
+    object_path(local, linked).parent.mkdir(parents=True, exist_ok=True)
+    object_path(local, linked).symlink_to(target)
+
+    assert await listing(local) == [digest]
+
+
+async def test_symlinked_object_is_not_followed(local, tmp_path):
+    data = b"outside the store"
+    digest = compute_digest(data)
+    target = tmp_path / "outside"
+    target.write_bytes(data)
+    path = object_path(local, digest)
+    path.parent.mkdir(parents=True)
+    path.symlink_to(target)
+
+    assert not await local.exists(digest)
+    with pytest.raises(BlobNotFound):
+        await local.get(digest)
+    # A put replaces the link itself with a real object; the target is left alone.
+    assert await local.put(digest, data) is True
+    assert not path.is_symlink()
+    assert target.read_bytes() == data
+
+
+async def test_truncated_object_is_repaired_by_put(local):
+    data = b"0123456789" * 100
+    digest = compute_digest(data)
+    await local.put(digest, data)
+    path = object_path(local, digest)
+    path.chmod(0o644)
+    path.write_bytes(data[:10])
+
+    assert await local.put(digest, data) is True
+    assert await local.get(digest) == data
+
+
+async def test_store_without_root_is_unavailable_until_ensured(tmp_path):
+    store = LocalBlobStore(tmp_path / "not-mounted" / "blobs")
+    data = b"first"
+    digest = compute_digest(data)
+
+    for call in (
+        lambda: store.put(digest, data),
+        lambda: store.get(digest),
+        lambda: store.exists(digest),
+        lambda: store.delete(digest),
+        lambda: listing(store),
+        lambda: store.sweep_temp(datetime.now(UTC)),
+        store.check,
+    ):
+        with pytest.raises(BlobStoreUnavailable, match="does not exist"):
+            await call()
+    assert list(tmp_path.iterdir()) == []
+
+    await store.ensure()
+    await store.check()
+    assert await store.put(digest, data) is True
+    assert temp_files(store) == []
+
+
+async def test_relative_root_is_made_absolute_once(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    store = LocalBlobStore("relative/blobs")
+    monkeypatch.chdir("/")
+
+    assert store.root == tmp_path / "relative" / "blobs"
+    assert store.url == (tmp_path / "relative" / "blobs").as_uri()
