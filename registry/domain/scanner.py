@@ -285,8 +285,10 @@ def _rule(pattern_class: str, pattern: str, accept: Callable[[str], bool]) -> _R
 # Listed most specific first: where two rules match overlapping text, the earlier one wins
 # (an `sk-ant-` key is an Anthropic key, not an OpenAI one; a GitHub token assigned to
 # `token = ...` is a GitHub token, not a generic secret). Each pattern's `value` group is
-# what is hashed; a lookaround at either end keeps a match from starting or ending inside
-# a longer token.
+# what is hashed. Every pattern opens with its literal prefix, which lets the regex engine
+# skip ahead to candidates (about thirty times faster than opening with a lookbehind); the
+# lookbehind that keeps a match from starting inside a longer token comes after the prefix
+# and looks back past it, and a lookahead keeps it from ending inside one.
 _RULES: Final = (
     _rule(
         PRIVATE_KEY,
@@ -300,64 +302,57 @@ _RULES: Final = (
     ),
     _rule(
         AWS_ACCESS_KEY_ID,
-        r"(?<![A-Za-z0-9])(?P<value>(?:AKIA|ASIA)[A-Z0-9]{16})(?![A-Za-z0-9])",
+        r"(?P<value>A[KS]IA(?<![A-Za-z0-9]A[KS]IA)[A-Z0-9]{16})(?![A-Za-z0-9])",
         _token,
     ),
     _rule(
-        AWS_SECRET_ACCESS_KEY,
-        r"(?i:(?<![A-Za-z0-9])(?:aws[_.-]?secret[_.-]?(?:access[_.-]?)?key|secret[_.-]?access[_.-]?key))"
-        r"[\"']?[ \t]{0,8}(?:=>|:=|=|:)[ \t]{0,8}[\"']?"
-        r"(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
-        _secret,
-    ),
-    _rule(
         GITHUB_TOKEN,
-        r"(?<![A-Za-z0-9_])(?P<value>gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,244})"
-        r"(?![A-Za-z0-9_])",
+        r"(?P<value>g(?<![A-Za-z0-9_]g)"
+        r"(?:h[pousr]_[A-Za-z0-9]{36,251}|ithub_pat_[A-Za-z0-9_]{22,244}))(?![A-Za-z0-9_])",
         _token,
     ),
     _rule(
         SLACK_TOKEN,
-        r"(?<![A-Za-z0-9])(?P<value>xox[abprs]-[A-Za-z0-9]{1,64}(?:-[A-Za-z0-9]{1,64}){1,6})"
-        r"(?![A-Za-z0-9-])",
+        r"(?P<value>xox(?<![A-Za-z0-9]xox)[abprs]-"
+        r"[A-Za-z0-9]{1,64}+(?:-[A-Za-z0-9]{1,64}+){1,6}+)(?![A-Za-z0-9-])",
         _slack_token,
     ),
     _rule(
         STRIPE_KEY,
-        r"(?<![A-Za-z0-9])(?P<value>(?:sk|rk)_live_[A-Za-z0-9]{16,247})(?![A-Za-z0-9])",
+        r"(?P<value>[sr]k_live_(?<![A-Za-z0-9][sr]k_live_)[A-Za-z0-9]{16,247})(?![A-Za-z0-9])",
         _token,
     ),
     _rule(
         GOOGLE_API_KEY,
-        r"(?<![A-Za-z0-9_-])(?P<value>AIza[A-Za-z0-9_-]{35})(?![A-Za-z0-9_-])",
+        r"(?P<value>AIza(?<![A-Za-z0-9_-]AIza)[A-Za-z0-9_-]{35})(?![A-Za-z0-9_-])",
         _token,
     ),
     _rule(
         ANTHROPIC_KEY,
-        r"(?<![A-Za-z0-9_-])(?P<value>sk-ant-[A-Za-z0-9_-]{32,})(?![A-Za-z0-9_-])",
+        r"(?P<value>sk-ant-(?<![A-Za-z0-9_-]sk-ant-)[A-Za-z0-9_-]{32,})(?![A-Za-z0-9_-])",
         _token,
     ),
     _rule(
         OPENAI_KEY,
-        r"(?<![A-Za-z0-9_-])(?P<value>sk-(?!ant-)[A-Za-z0-9_-]{20,})(?![A-Za-z0-9_-])",
+        r"(?P<value>sk-(?<![A-Za-z0-9_-]sk-)(?!ant-)[A-Za-z0-9_-]{20,})(?![A-Za-z0-9_-])",
         _mixed_token,
     ),
     _rule(
         JWT,
-        r"(?<![A-Za-z0-9_-])"
-        r"(?P<value>eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,})"
-        r"(?![A-Za-z0-9_.-])",
+        r"(?P<value>eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}"
+        r"\.[A-Za-z0-9_-]{16,})(?![A-Za-z0-9_.-])",
         _token,
     ),
 )
 
 # A name, an assignment (`=`, `:`, `:=`, `=>`, after an optional closing quote or bracket of
-# a key) and a quoted or bare value. The lookbehind makes the name start at an identifier's
-# first character; the lookahead admits only names containing a word `is_secret_name` could
-# accept, so an ordinary assignment (`args: --password=...`) never consumes the text of a
-# secret one, and the rest of the name and the value are judged in Python.
+# a key) and a quoted or bare value; `is_secret_name` and `_generic_value` judge the parts.
+# The name starts where a run of identifier characters starts (or after the `--` of a
+# command-line flag), so each run is tried once and scanning stays linear in the text. The
+# lookahead admits only names containing a word `is_secret_name` could accept, so an
+# ordinary assignment (`args: --password=...`) never consumes the text of a secret one.
 _ASSIGNMENT: Final = re.compile(
-    r"(?<![A-Za-z0-9_.$])"
+    r"(?:(?<![A-Za-z0-9_.$-])|(?<=(?<![A-Za-z0-9_.$-])--))"
     r"(?P<name>(?=[A-Za-z0-9_.-]{0,63}?(?i:pass|pwd|secret|token|auth|credential|key))"
     r"[A-Za-z_][A-Za-z0-9_.-]{0,63})[\"'`]?\]?"
     r"[ \t]{0,8}(?:=>|:=|=|:)[ \t]{0,8}"
@@ -365,6 +360,13 @@ _ASSIGNMENT: Final = re.compile(
     r"|(?P<bare>[^\s\"'`,;)\]}]{1,512}))",
     re.ASCII,
 )
+# An assignment whose name is an AWS secret key's and whose value has its shape (40
+# characters of base64) is an `aws_secret_access_key` finding rather than a generic one.
+_AWS_SECRET_NAME: Final = re.compile(
+    r"(?:aws[_.-]?)?secret[_.-]?access[_.-]?key|aws[_.-]?secret[_.-]?key",
+    re.ASCII | re.IGNORECASE,
+)
+_AWS_SECRET_VALUE: Final = re.compile(r"[A-Za-z0-9/+]{40}", re.ASCII)
 
 
 _LOGIC_VERSION: Final = 1
@@ -377,6 +379,7 @@ def _fingerprint() -> str:
     parts += [f"{r.pattern_class}\t{r.pattern.pattern}\t{r.accept.__name__}" for r in _RULES]
     parts += [
         f"{GENERIC_SECRET}\t{_ASSIGNMENT.pattern}",
+        f"{AWS_SECRET_ACCESS_KEY}\t{_AWS_SECRET_NAME.pattern}\t{_AWS_SECRET_VALUE.pattern}",
         f"thresholds={GENERIC_MIN_LENGTH},{GENERIC_MIN_ENTROPY},{TOKEN_MIN_ENTROPY}",
         f"words={sorted(_SECRET_WORDS)},{sorted(_KEY_QUALIFIERS)},{sorted(_DESCRIPTIVE_SUFFIXES)}",
     ]
@@ -425,12 +428,14 @@ class DefaultScanner:
                     start, end = found.span("value")
                     yield _Match(start, end, rule.pattern_class, value)
         for found in _ASSIGNMENT.finditer(text):
-            if not is_secret_name(found.group("name")):
-                continue
+            name = found.group("name")
             group = "quoted" if found.group("quoted") is not None else "bare"
             value = found.group(group)
-            if _generic_value(value, quoted=group == "quoted"):
-                start, end = found.span(group)
+            start, end = found.span(group)
+            if _AWS_SECRET_NAME.search(name) and _AWS_SECRET_VALUE.fullmatch(value):
+                if _secret(value):
+                    yield _Match(start, end, AWS_SECRET_ACCESS_KEY, value)
+            elif is_secret_name(name) and _generic_value(value, quoted=group == "quoted"):
                 yield _Match(start, end, GENERIC_SECRET, value)
 
 
