@@ -83,9 +83,10 @@ def normalize_path(raw: str, limits: Limits) -> str:
     surrogates); no NUL, control or bidirectional formatting characters; not absolute; no
     backslash. Then, on the NFC form: no empty segment (`a//b`, a trailing `/`); no `.` or
     `..` segment, also after NFKC (fullwidth or leader dots) and ignoring the trailing dots
-    and spaces Windows strips; no NFKC form of a segment containing a separator; at most
-    `limits.max_depth` segments of at most `limits.max_segment_bytes` UTF-8 bytes each;
-    and no `SKILL.md` below the root (compared case-insensitively).
+    and spaces Windows strips; no NFKC form of a segment containing a separator; segments
+    of at most `limits.max_segment_bytes` UTF-8 bytes; at most `limits.max_depth` segments
+    (checked after the segments, so a traversal is reported as one even when it is also
+    deep); and no `SKILL.md` below the root (compared case-insensitively).
 
     The error carries `raw` as given; its message shows it with `repr`, so control and
     formatting characters are escaped.
@@ -102,12 +103,12 @@ def normalize_path(raw: str, limits: Limits) -> str:
     segments = path.split("/")
     if "" in segments:
         raise PathRejected(raw, RULE_EMPTY_SEGMENT, "'//' or a trailing '/' leaves a segment empty")
+    for segment in segments:
+        _check_segment(raw, segment, limits)
     if len(segments) > limits.max_depth:
         raise PathRejected(
             raw, RULE_TOO_DEEP, f"{len(segments)} segments, at most {limits.max_depth} allowed"
         )
-    for segment in segments:
-        _check_segment(raw, segment, limits)
     if len(segments) > 1 and _fold(unicodedata.normalize("NFKC", segments[-1])) == _fold(SKILL_MD):
         raise PathRejected(raw, RULE_NESTED_SKILL_MD, "only the root may hold SKILL.md")
     return path
@@ -135,7 +136,8 @@ def check_path_set(paths: Iterable[str], *, raw: Mapping[str, str] | None = None
     Refuses two equal paths (`RULE_DUPLICATE`); a path that is also a directory of another
     (`a` and `a/b`, `RULE_FILE_DIR_CONFLICT`); and two names, files or directories, equal
     under case folding (`Scripts/a` and `scripts/b`, `RULE_CASE_COLLISION`), since they
-    would merge on the case-insensitive filesystems of macOS and Windows.
+    would merge on the case-insensitive filesystems of macOS and Windows (which also drops
+    trailing dots and spaces, so `notes.` and `notes` collide too).
 
     `raw` optionally maps a normalised path to the path as the caller gave it, so the error
     names the caller's spelling.
@@ -166,7 +168,8 @@ def check_path_set(paths: Iterable[str], *, raw: Mapping[str, str] | None = None
                 raise PathRejected(
                     names.get(path, path),
                     RULE_CASE_COLLISION,
-                    f"{name!r} and {first_name!r}{where} are equal under case folding",
+                    f"{name!r} and {first_name!r}{where} would be one name on a "
+                    "case-insensitive filesystem",
                 )
 
 
@@ -215,6 +218,12 @@ def _directories(path: str) -> list[str]:
 
 
 def _fold(name: str) -> str:
-    # casefold() can leave a string that is not NFC (it maps "\u0130" to "i\u0307"), so
-    # renormalise: canonical caseless matching, as Unicode defines it.
-    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", name).casefold())
+    """Return the key under which macOS or Windows could take `name` for another name.
+
+    Unicode canonical caseless matching (casefold, then NFC again, since casefold can
+    denormalise: it maps "\u0130" to "i\u0307"), with each segment's trailing dots and
+    spaces removed, as Windows removes them. It errs towards "equal": `STRASSE` and
+    `stra\u00dfe` fold alike though no filesystem merges them.
+    """
+    folded = unicodedata.normalize("NFC", unicodedata.normalize("NFC", name).casefold())
+    return "/".join(segment.rstrip(". ") for segment in folded.split("/"))
