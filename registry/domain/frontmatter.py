@@ -29,7 +29,7 @@ MAX_FRONTMATTER_BYTES: Final = 64 * 1024
 """The largest frontmatter (the text between the two `---` lines) that is parsed."""
 
 MAX_YAML_DEPTH: Final = 16
-"""How deeply collections may nest; the spec's own fields need 2."""
+"""How deeply YAML nodes may nest; the spec's fields need 3 (mapping, `metadata`, value)."""
 
 MAX_DESCRIPTION_CHARS: Final = 1024
 MAX_COMPATIBILITY_CHARS: Final = 500
@@ -180,7 +180,7 @@ class _StrictLoader(yaml.SafeLoader):
         if self._depth >= MAX_YAML_DEPTH:
             raise self._refuse(
                 RULE_YAML_TOO_DEEP,
-                f"collections nest deeper than {MAX_YAML_DEPTH} levels",
+                f"the YAML nests deeper than {MAX_YAML_DEPTH} levels",
                 event.start_mark,
             )
         self._depth += 1

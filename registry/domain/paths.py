@@ -60,7 +60,7 @@ PATH_RULES: Final = (
     RULE_CASE_COLLISION,
     RULE_FILE_DIR_CONFLICT,
 )
-"""Every rule name this module can raise, in the order `normalize_path` applies them."""
+"""Every rule name this module can raise."""
 
 SKILL_MD: Final = "SKILL.md"
 

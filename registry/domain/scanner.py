@@ -17,6 +17,7 @@ scanned the same way, so a key embedded in a binary is still caught.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import re
@@ -402,21 +403,27 @@ class DefaultScanner:
     def scan(self, path: str, data: bytes) -> list[Finding]:
         """Return the findings in `data`, ordinals 1..n in order of position."""
         text = data.decode("utf-8", errors="replace")
+        # Accepted matches are kept disjoint and sorted by start, so a candidate can only
+        # overlap its two neighbours: a file full of keys costs O(n log n), not O(n^2).
+        starts: list[int] = []
         accepted: list[_Match] = []
         for match in self._candidates(text):
-            if not any(match.start < m.end and m.start < match.end for m in accepted):
-                accepted.append(match)
-        accepted.sort(key=lambda m: (m.start, m.end))
-        return [
-            Finding(
-                path=path,
-                pattern_class=m.pattern_class,
-                ordinal=ordinal,
-                line=text.count("\n", 0, m.start) + 1,
-                value_hash=value_hash(m.value),
+            index = bisect.bisect_right(starts, match.start)
+            if index > 0 and accepted[index - 1].end > match.start:
+                continue
+            if index < len(starts) and starts[index] < match.end:
+                continue
+            starts.insert(index, match.start)
+            accepted.insert(index, match)
+        findings: list[Finding] = []
+        line, counted = 1, 0
+        for ordinal, match in enumerate(accepted, start=1):
+            line += text.count("\n", counted, match.start)
+            counted = match.start
+            findings.append(
+                Finding(path, match.pattern_class, ordinal, line, value_hash(match.value))
             )
-            for ordinal, m in enumerate(accepted, start=1)
-        ]
+        return findings
 
     @staticmethod
     def _candidates(text: str) -> Iterable[_Match]:

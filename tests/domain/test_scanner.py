@@ -324,3 +324,10 @@ def test_pathological_input_scans_without_blowup(data):
     # Each of these once took seconds per 2 MB through regex backtracking; a regression shows
     # as a slow test rather than a wrong answer, so the answer is all this checks.
     assert SCANNER.scan("big", data) == []
+
+
+def test_a_file_full_of_keys_is_scanned_in_near_linear_time():
+    data = "".join(f"{fakes.AWS_ACCESS_KEY_ID}\n" for _ in range(50_000)).encode()
+    findings = SCANNER.scan("keys.txt", data)
+    assert [(f.ordinal, f.line) for f in findings] == [(n, n) for n in range(1, 50_001)]
+    assert len({f.value_hash for f in findings}) == 1
