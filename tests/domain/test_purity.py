@@ -9,6 +9,7 @@ DOMAIN = Path(__file__).resolve().parents[2] / "registry" / "domain"
 
 ALLOWED = {
     "__future__",
+    "bisect",
     "collections",
     "collections.abc",
     "dataclasses",
