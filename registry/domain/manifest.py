@@ -42,9 +42,10 @@ _DIGEST: Final = re.compile(r"[0-9a-f]{64}")
 def file_digest(data: bytes) -> str:
     """Return the content digest of a file: lower-case hex BLAKE3, as the blob store keys it.
 
-    This is the same function as `blobstore.digest.compute_digest`; the domain computes it
-    itself because importing `blobstore.digest` runs `blobstore/__init__`, which loads the
-    store backends (boto3 among them), and the domain stays free of adapters.
+    The same function as `blobstore.digest.compute_digest`, which the domain does not
+    import: `import blobstore.digest` first runs `blobstore/__init__`, which imports the
+    backend factory and through it the adapters, and the domain imports no adapter code.
+    Should `blobstore/__init__` stop importing the backends, call `compute_digest` here.
     """
     return blake3(data).hexdigest()
 
