@@ -1,0 +1,82 @@
+"""Validate a whole package before anything is stored (DESIGN.md, "The package write", step 1).
+
+`validate_package` applies every structural rule to a candidate package and returns it with
+normalised paths and its parsed `SKILL.md`. It does no I/O and no content scanning: the
+service scans the validated files as a separate step (`registry.domain.scanner`), so that it
+can skip digests already scanned clean.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from registry.domain.frontmatter import RULE_MISSING_SKILL_MD, Frontmatter, parse_skill_md
+from registry.domain.model import PackageFile, as_package_file, check_slug
+from registry.domain.paths import SKILL_MD, check_path_set, normalize_paths
+from registry.errors import FrontmatterInvalid, LimitExceeded
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from registry.domain.limits import Limits
+    from registry.domain.model import FileInput
+
+
+@dataclass(frozen=True, slots=True)
+class ValidatedPackage:
+    """A package that passed validation: files keyed by their stored (NFC) paths."""
+
+    files: dict[str, PackageFile]
+    frontmatter: Frontmatter
+
+    @property
+    def total_size(self) -> int:
+        """The sum of the file sizes, in bytes."""
+        return sum(len(file.data) for file in self.files.values())
+
+
+def validate_package(files: Mapping[str, FileInput], slug: str, limits: Limits) -> ValidatedPackage:
+    """Validate a candidate package for the skill `slug`; return it normalised.
+
+    Checks run cheapest first, and the first broken rule raises:
+
+    1. `slug` is a valid slug (`InvalidName`);
+    2. at most `limits.max_files` files (`LimitExceeded("max_files")`);
+    3. every path passes the path rules, and no two raw paths share a normalised form
+       (`PathRejected`, see `registry.domain.paths`);
+    4. the paths can coexist: no case-folding collision, no file that is also a directory;
+    5. every file at most `limits.max_file_bytes` (`LimitExceeded("max_file_bytes", path=)`);
+    6. the package at most `limits.max_package_bytes` (`LimitExceeded("max_package_bytes")`);
+    7. a root `SKILL.md`, exact case (`FrontmatterInvalid("missing_skill_md")`), whose
+       frontmatter is valid and names `slug` (`FrontmatterInvalid`).
+
+    Errors name the path as the caller gave it. Within one rule, paths are checked in code
+    point order, so the error does not depend on the mapping's order.
+    """
+    check_slug(slug)
+    if len(files) > limits.max_files:
+        raise LimitExceeded("max_files", limits.max_files, len(files))
+
+    raw_of = normalize_paths(files, limits)
+    check_path_set(raw_of, raw=raw_of)
+
+    normalised: dict[str, PackageFile] = {}
+    total = 0
+    for path in sorted(raw_of):
+        raw = raw_of[path]
+        file = as_package_file(files[raw])
+        size = len(file.data)
+        if size > limits.max_file_bytes:
+            raise LimitExceeded("max_file_bytes", limits.max_file_bytes, size, path=raw)
+        normalised[path] = file
+        total += size
+    if total > limits.max_package_bytes:
+        raise LimitExceeded("max_package_bytes", limits.max_package_bytes, total)
+
+    skill_md = normalised.get(SKILL_MD)
+    if skill_md is None:
+        near = [raw_of[p] for p in normalised if "/" not in p and p.casefold() == "skill.md"]
+        hint = f"; found {near[0]!r}, but the name is case-sensitive" if near else ""
+        raise FrontmatterInvalid(RULE_MISSING_SKILL_MD, f"the root holds no SKILL.md{hint}")
+    return ValidatedPackage(files=normalised, frontmatter=parse_skill_md(skill_md.data, slug))

@@ -1,0 +1,50 @@
+"""The domain layer stays pure: it imports no I/O, persistence, service or async module."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+DOMAIN = Path(__file__).resolve().parents[2] / "registry" / "domain"
+
+ALLOWED = {
+    "__future__",
+    "bisect",
+    "collections",
+    "collections.abc",
+    "dataclasses",
+    "datetime",
+    "enum",
+    "itertools",
+    "math",
+    "re",
+    "string",
+    "types",
+    "typing",
+    "unicodedata",
+    "yaml",
+    "blake3",
+    "blobstore.digest",
+    "registry.errors",
+}
+
+
+def imported_modules(path: Path) -> set[str]:
+    modules = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            modules.add(node.module)
+    return modules
+
+
+@pytest.mark.parametrize("path", sorted(DOMAIN.glob("*.py")), ids=lambda p: p.name)
+def test_domain_module_imports_only_pure_modules(path):
+    for module in imported_modules(path):
+        assert module in ALLOWED or module.startswith("registry.domain"), module
+
+
+def test_the_check_sees_the_modules():
+    names = {p.name for p in DOMAIN.glob("*.py")}
+    assert {"paths.py", "frontmatter.py", "manifest.py", "scanner.py", "package.py"} <= names
