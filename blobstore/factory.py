@@ -16,13 +16,12 @@ from typing import TYPE_CHECKING, Final
 from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit
 
 from blobstore.errors import UnsupportedBlobURL
-from blobstore.local import LocalBlobStore
-from blobstore.memory import MemoryBlobStore
-from blobstore.s3 import S3BlobStore
 
 if TYPE_CHECKING:
     from blobstore.base import BlobStore
 
+# Backends are imported when a URL asks for them (_lazy_backends): `import blobstore` stays
+# light (no boto3), so pure code may use `blobstore.digest` without loading any adapter.
 _S3_PARAMETERS: Final = ("endpoint_url", "region")
 _MEMORY_NAME: Final = re.compile(r"[A-Za-z0-9._-]*")
 _REGION: Final = re.compile(r"[a-z0-9-]+")
@@ -63,6 +62,8 @@ def _open_memory(shown: str, parts: SplitResult) -> BlobStore:
         raise UnsupportedBlobURL(shown, "memory:// takes a name only (memory://NAME)")
     if not _MEMORY_NAME.fullmatch(parts.netloc):
         raise UnsupportedBlobURL(shown, "a memory store name is letters, digits, '.', '_', '-'")
+    from blobstore.memory import MemoryBlobStore  # noqa: PLC0415 - backends load on demand
+
     return MemoryBlobStore(parts.netloc)
 
 
@@ -87,6 +88,8 @@ def _open_local(shown: str, parts: SplitResult) -> BlobStore:
                 shown,
                 "file:// URLs name no host: use file:///abs/path or file://./relative/path",
             )
+    from blobstore.local import LocalBlobStore  # noqa: PLC0415 - backends load on demand
+
     return LocalBlobStore(root)
 
 
@@ -105,6 +108,8 @@ def _open_s3(
         raise UnsupportedBlobURL(shown, "no bucket: expected s3://BUCKET[/PREFIX]")
     options = _s3_options(shown, parts.query)
     try:
+        from blobstore.s3 import S3BlobStore  # noqa: PLC0415 - backends load on demand
+
         return S3BlobStore(
             bucket,
             unquote(parts.path),

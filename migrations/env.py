@@ -24,7 +24,7 @@ def _database_url() -> str:
     return config.get_main_option("sqlalchemy.url") or Settings().database_url
 
 
-def _render_item(type_: str, obj: object, autogen_context: object) -> str | bool:
+def _render_item(type_: str, obj: object, _autogen_context: object) -> str | bool:
     # Migrations must not import application types (the history outlives them):
     # UtcDateTime is stored as a plain timezone-aware DateTime.
     if type_ == "type" and isinstance(obj, UtcDateTime):

@@ -1,5 +1,43 @@
-"""skill-registry: a transactional registry for agent skill packages."""
+"""skill-registry: a transactional registry for agent skill packages.
+
+The public face: `Registry`, its value types, and the exceptions in `registry.errors`.
+"""
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
+
+from registry.api import NotInitialized, Registry
+from registry.domain.model import (
+    ANY,
+    DEFAULT_AGENT,
+    AnyHead,
+    ExpectedHead,
+    FileInput,
+    Origin,
+    PackageFile,
+    Publication,
+    Scope,
+)
+from registry.services.read import Package, PackageInfo, SkillPage, SkillSummary
+from registry.settings import Settings
+
+__all__ = [
+    "ANY",
+    "DEFAULT_AGENT",
+    "AnyHead",
+    "ExpectedHead",
+    "FileInput",
+    "NotInitialized",
+    "Origin",
+    "Package",
+    "PackageFile",
+    "PackageInfo",
+    "Publication",
+    "Registry",
+    "Scope",
+    "Settings",
+    "SkillPage",
+    "SkillSummary",
+    "__version__",
+]

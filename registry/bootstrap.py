@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sqlalchemy.ext.asyncio import AsyncEngine
+
 from blobstore import BlobStore, open_blobstore
 from registry.db.engine import create_engine, parse_database_url, sqlite_path
 from registry.settings import Settings
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 
 def build_engine(settings: Settings) -> AsyncEngine:

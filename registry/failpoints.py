@@ -35,7 +35,7 @@ class Failpoints(Protocol):
 
 
 class _NoFailpoints:
-    async def hit(self, name: str) -> None:
+    async def hit(self, name: str) -> None:  # noqa: ARG002 - production ignores the name
         return None
 
 

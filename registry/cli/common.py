@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -36,9 +36,7 @@ class CliState:
 def settings_with(database_url: str | None, blob_url: str | None) -> Settings:
     """Settings from the environment, overridden by command-line URLs."""
     base = Settings()
-    overrides = {
-        k: v for k, v in {"database_url": database_url, "blob_url": blob_url}.items() if v
-    }
+    overrides = {k: v for k, v in {"database_url": database_url, "blob_url": blob_url}.items() if v}
     return base.model_copy(update=overrides) if overrides else base
 
 
@@ -48,7 +46,7 @@ agent_option = click.option(
 )
 
 
-def run_async(body: Callable[..., Awaitable[Any]]) -> Callable[..., None]:
+def run_async(body: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
     """Run an async command body; map exceptions to exit codes and one-line messages.
 
     The body receives the `CliState` and an `Output` first, then the command's parameters.

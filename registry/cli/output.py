@@ -16,7 +16,7 @@ from rich.console import Console
 from registry.errors import RegistryError
 
 
-def to_jsonable(value: Any) -> Any:
+def to_jsonable(value: Any) -> Any:  # noqa: PLR0911 - one branch per JSON-able kind
     """Dataclasses, enums, datetimes and paths as plain JSON values."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
@@ -67,10 +67,13 @@ def _escape(text: str) -> str:
     return text.replace("[", "\\[")
 
 
+_KIB = 1024
+
+
 def human_size(size: int) -> str:
     value = float(size)
     for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
+        if value < _KIB or unit == "GiB":
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
+        value /= _KIB
     return f"{size} B"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,7 @@ def _publication_line(slug: str, pub: Publication) -> str:
 async def publish(
     state: CliState,
     out: Output,
+    *,
     directory: Path,
     workspace: str,
     agent: str,
@@ -76,8 +78,8 @@ async def publish(
     """Publish the skill folder DIRECTORY as one atomic new version."""
     scope = make_scope(workspace, agent)
     expected = parse_expect(expect)
-    name = slug or directory.resolve().name
-    files = read_folder(directory, max_files=state.settings.max_files)
+    name = slug if slug else await asyncio.to_thread(lambda: directory.resolve().name)
+    files = await asyncio.to_thread(read_folder, directory, max_files=state.settings.max_files)
     async with state.open() as reg:
         pub = await reg.write_package(
             scope,
@@ -89,8 +91,10 @@ async def publish(
             sources=sources,
             message=message,
         )
-    out.emit({"slug": name, "workspace": workspace, "agent": agent, **_pub(pub)},
-             lambda c: c.print(_publication_line(name, pub)))
+    out.emit(
+        {"slug": name, "workspace": workspace, "agent": agent, **_pub(pub)},
+        lambda c: c.print(_publication_line(name, pub)),
+    )
 
 
 def _pub(pub: Publication) -> dict[str, Any]:
@@ -152,7 +156,7 @@ def _render_info(info: PackageInfo, console: Console) -> None:
 @agent_option
 @json_option
 @run_async
-async def show(state: CliState, out: Output, ref: str, agent: str) -> None:
+async def show(state: CliState, out: Output, *, ref: str, agent: str) -> None:
     """Show REF (WORKSPACE/SLUG[@VERSION]): its version, manifest and files."""
     workspace, slug, version = parse_ref(ref)
     async with state.open() as reg:
@@ -166,12 +170,12 @@ async def show(state: CliState, out: Output, ref: str, agent: str) -> None:
 @agent_option
 @json_option
 @run_async
-async def get(state: CliState, out: Output, ref: str, target: Path, agent: str) -> None:
+async def get(state: CliState, out: Output, *, ref: str, target: Path, agent: str) -> None:
     """Write the package REF (WORKSPACE/SLUG[@VERSION]) into an empty folder."""
     workspace, slug, version = parse_ref(ref)
     async with state.open() as reg:
         package = await reg.read_package(make_scope(workspace, agent), slug, version)
-    write_folder(target, package.files)
+    await asyncio.to_thread(write_folder, target, package.files)
     out.emit(
         {**_info_dict(package), "out": str(target)},
         lambda c: c.print(
@@ -215,7 +219,7 @@ def _render_page(page: SkillPage, console: Console) -> None:
 @json_option
 @run_async
 async def list_(
-    state: CliState, out: Output, workspace: str, agent: str, limit: int, after: str | None
+    state: CliState, out: Output, *, workspace: str, agent: str, limit: int, after: str | None
 ) -> None:
     """List the skills of WORKSPACE."""
     async with state.open() as reg:
@@ -233,13 +237,13 @@ def example_root() -> Path:
 @agent_option
 @json_option
 @run_async
-async def demo(state: CliState, out: Output, workspace: str, agent: str) -> None:
+async def demo(state: CliState, out: Output, *, workspace: str, agent: str) -> None:
     """Publish the bundled example skills into WORKSPACE and list them."""
     scope = make_scope(workspace, agent)
     results: dict[str, Publication] = {}
     async with state.open() as reg:
         for folder in sorted(p for p in example_root().iterdir() if p.is_dir()):
-            files = read_folder(folder)
+            files = await asyncio.to_thread(read_folder, folder)
             results[folder.name] = await reg.write_package(
                 scope,
                 folder.name,

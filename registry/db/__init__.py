@@ -1,1 +1,4 @@
-"""Persistence: tables, engine, locks, queries and migrations. Imports the domain, never the services."""
+"""Persistence: tables, engine, locks, queries and migrations.
+
+Imports the domain, never the services.
+"""

@@ -123,7 +123,5 @@ async def confirm(
         return Unavailable(bad)
     to_confirm = sorted(d for d in mine if found.get(d) == "pending")
     if to_confirm:
-        await conn.execute(
-            sa.update(Blob).where(Blob.digest.in_(to_confirm)).values(status="live")
-        )
+        await conn.execute(sa.update(Blob).where(Blob.digest.in_(to_confirm)).values(status="live"))
     return None

@@ -52,7 +52,7 @@ def parse_database_url(url: str) -> URL:
 
 def sqlite_path(url: URL) -> Path | None:
     """The file a SQLite URL points at, or None for an in-memory database."""
-    if not url.get_backend_name() == "sqlite":
+    if url.get_backend_name() != "sqlite":
         return None
     database = url.database
     if not database or database == ":memory:" or database.startswith("file::memory:"):

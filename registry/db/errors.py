@@ -64,11 +64,15 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, ConnectionError | TimeoutError)
 
 
-def translate(exc: BaseException, *, workspace: str = "", lock_timeout: float = 0.0) -> RegistryError:
+def translate(
+    exc: BaseException, *, workspace: str = "", lock_timeout: float = 0.0
+) -> RegistryError:
     """The registry exception to raise for a database failure."""
     if isinstance(exc, RegistryError):
         return exc
     if is_lock_timeout(exc):
         return WorkspaceBusy(workspace, lock_timeout)
-    detail = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc) else type(exc).__name__
+    detail = (
+        str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc) else type(exc).__name__
+    )
     return StorageUnavailable("database", detail)

@@ -69,11 +69,11 @@ _VERSION_COLUMNS = tuple(getattr(Version, f) for f in VersionRow.__slots__)
 
 
 def _skill(row: sa.Row[Any]) -> SkillRow:
-    return SkillRow(*row)
+    return SkillRow(**row._asdict())
 
 
 def _version(row: sa.Row[Any]) -> VersionRow:
-    return VersionRow(*row)
+    return VersionRow(**row._asdict())
 
 
 def in_scope(scope: Scope) -> sa.ColumnElement[bool]:
@@ -115,7 +115,9 @@ async def version(conn: AsyncConnection, skill: SkillRow, number: int) -> Versio
     return None if row is None else _version(row)
 
 
-async def version_by_write(conn: AsyncConnection, workspace: str, write_id: str) -> VersionRow | None:
+async def version_by_write(
+    conn: AsyncConnection, workspace: str, write_id: str
+) -> VersionRow | None:
     """The version a write created, if its commit happened."""
     row = (
         await conn.execute(
@@ -170,7 +172,9 @@ async def ensure_manifest(
     (workspace, hash) concurrently.
     """
     existing = await conn.scalar(
-        sa.select(Manifest.id).where(Manifest.workspace == workspace, Manifest.hash == manifest.hash)
+        sa.select(Manifest.id).where(
+            Manifest.workspace == workspace, Manifest.hash == manifest.hash
+        )
     )
     if existing is not None:
         return int(existing)
@@ -214,7 +218,7 @@ async def insert_skill(
     baseline: tuple[str, int, str] | None = None,
 ) -> int:
     """Create a skill row at head 1 (its first version is inserted next, same transaction)."""
-    listing, listing_version, listing_hash = baseline if baseline else (None, None, None)
+    listing, listing_version, listing_hash = baseline or (None, None, None)
     skill_id = await conn.scalar(
         sa.insert(Skill)
         .values(
@@ -319,7 +323,9 @@ async def insert_version(
     return int(version_id)
 
 
-async def version_sources(conn: AsyncConnection, version_ids: Iterable[int]) -> dict[int, list[str]]:
+async def version_sources(
+    conn: AsyncConnection, version_ids: Iterable[int]
+) -> dict[int, list[str]]:
     """The sources of each version, in the order they were given."""
     ids = list(version_ids)
     out: dict[int, list[str]] = {i: [] for i in ids}

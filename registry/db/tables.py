@@ -67,7 +67,11 @@ class UtcDateTime(sa.TypeDecorator[datetime]):
             return value.replace(tzinfo=None)
         return value
 
-    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+    def process_result_value(
+        self,
+        value: datetime | None,
+        dialect: Dialect,  # noqa: ARG002 - the override's signature
+    ) -> datetime | None:
         if value is None:
             return None
         if value.tzinfo is None:

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Final
 
 from blake3 import blake3
 
+from blobstore.digest import compute_digest
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
 
@@ -40,14 +42,8 @@ _DIGEST: Final = re.compile(r"[0-9a-f]{64}")
 
 
 def file_digest(data: bytes) -> str:
-    """Return the content digest of a file: lower-case hex BLAKE3, as the blob store keys it.
-
-    The same function as `blobstore.digest.compute_digest`, which the domain does not
-    import: `import blobstore.digest` first runs `blobstore/__init__`, which imports the
-    backend factory and through it the adapters, and the domain imports no adapter code.
-    Should `blobstore/__init__` stop importing the backends, call `compute_digest` here.
-    """
-    return blake3(data).hexdigest()
+    """Return the content digest of a file: lower-case hex BLAKE3, as the blob store keys it."""
+    return compute_digest(data)
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,7 +74,7 @@ class AnyHead:
 
     _instance: AnyHead | None = None
 
-    def __new__(cls) -> AnyHead:  # noqa: PYI034 - a singleton
+    def __new__(cls) -> AnyHead:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance
@@ -101,8 +101,11 @@ FileInput = bytes | PackageFile
 """What `write_package` accepts per path: raw bytes (not executable) or a `PackageFile`."""
 
 
-def as_package_file(value: FileInput) -> PackageFile:
-    """Normalise a file input to a `PackageFile`."""
+def as_package_file(value: object) -> PackageFile:
+    """Normalise a file input to a `PackageFile` (`TypeError` for anything else).
+
+    Typed `object`: callers outside the type checker's reach (JSON, plugins) pass anything.
+    """
     if isinstance(value, PackageFile):
         return value
     if isinstance(value, bytes | bytearray | memoryview):

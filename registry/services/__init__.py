@@ -1,1 +1,4 @@
-"""Services: the write path, reads, history, reconcile, GC. They orchestrate domain and persistence."""
+"""Services: the write path, reads, history, reconcile, GC.
+
+They orchestrate the domain, persistence and blob storage.
+"""

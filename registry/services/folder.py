@@ -60,25 +60,15 @@ def read_folder(root: Path, *, max_files: int | None = None) -> dict[str, Packag
     root = Path(root)
     if not root.is_dir():
         raise PathRejected(str(root), "not_a_directory", "the package must be a folder")
-    rules = IgnoreRules(ALWAYS_IGNORED)
-    ignore_file = root / IGNORE_FILE
-    if ignore_file.is_file() and not ignore_file.is_symlink():
-        rules = IgnoreRules([*ALWAYS_IGNORED, *ignore_file.read_text("utf-8").splitlines()])
+    rules = _ignore_rules(root)
     files: dict[str, PackageFile] = {}
     seen = 0
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         base = Path(dirpath)
         rel_dir = base.relative_to(root).as_posix()
-        kept_dirs = []
-        for name in sorted(dirnames):
-            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
-            if (base / name).is_symlink():
-                raise PathRejected(rel, "symlink", "symbolic links are not packaged")
-            if not rules.ignored(rel, is_dir=True):
-                kept_dirs.append(name)
-        dirnames[:] = kept_dirs
+        dirnames[:] = _kept_dirs(base, rel_dir, dirnames, rules)
         for name in sorted(filenames):
-            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+            rel = _join(rel_dir, name)
             seen += 1
             if seen > _WALK_ENTRY_LIMIT:
                 raise LimitExceeded("max_files", _WALK_ENTRY_LIMIT, seen)
@@ -88,6 +78,28 @@ def read_folder(root: Path, *, max_files: int | None = None) -> dict[str, Packag
             if max_files is not None and len(files) > max_files:
                 raise LimitExceeded("max_files", max_files, len(files))
     return files
+
+
+def _ignore_rules(root: Path) -> IgnoreRules:
+    ignore_file = root / IGNORE_FILE
+    if ignore_file.is_file() and not ignore_file.is_symlink():
+        return IgnoreRules([*ALWAYS_IGNORED, *ignore_file.read_text("utf-8").splitlines()])
+    return IgnoreRules(ALWAYS_IGNORED)
+
+
+def _join(rel_dir: str, name: str) -> str:
+    return name if rel_dir == "." else f"{rel_dir}/{name}"
+
+
+def _kept_dirs(base: Path, rel_dir: str, dirnames: list[str], rules: IgnoreRules) -> list[str]:
+    kept = []
+    for name in sorted(dirnames):
+        rel = _join(rel_dir, name)
+        if (base / name).is_symlink():
+            raise PathRejected(rel, "symlink", "symbolic links are not packaged")
+        if not rules.ignored(rel, is_dir=True):
+            kept.append(name)
+    return kept
 
 
 def _read_regular(path: Path, rel: str) -> PackageFile:

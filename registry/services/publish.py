@@ -17,6 +17,7 @@ Failure handling (docs/write-path.md):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -95,11 +96,11 @@ class _Head:
     manifest: Manifest
 
 
-class _CommitOutcomeUnknown(Exception):  # noqa: N818 - internal signal, wraps the real error
+class _CommitOutcomeUnknown(Exception):
     """The commit was attempted and failed: it may or may not have happened."""
 
 
-class _BlobsRaced(Exception):  # noqa: N818 - internal signal
+class _BlobsRaced(Exception):
     """A referenced blob was found missing or being deleted inside the publish transaction."""
 
 
@@ -139,16 +140,7 @@ async def publish_manifest(
     }
     write_id = str(uuid.uuid4())
     try:
-        for attempt in range(1, _BLOB_RACE_ATTEMPTS + 1):
-            uploaded = await _claim_and_upload(ctx, request.scope, write_id, to_store)
-            try:
-                return await _publish(ctx, request, manifest, write_id, uploaded)
-            except _BlobsRaced:
-                if attempt == _BLOB_RACE_ATTEMPTS:
-                    raise StorageUnavailable(
-                        "blob store", "referenced blobs kept disappearing during the write"
-                    ) from None
-        raise AssertionError("unreachable")  # pragma: no cover
+        return await _store_and_publish(ctx, request, manifest, write_id, to_store)
     except _CommitOutcomeUnknown as unknown:
         # The reply was lost, not necessarily the write: look for the version.
         settled = await shielded(_settle(ctx, request, write_id, look=True))
@@ -161,6 +153,22 @@ async def publish_manifest(
         # cancellation) propagate. A cancelled caller gets no reply to report to.
         await shielded(_settle(ctx, request, write_id, look=False))
         raise
+
+
+async def _store_and_publish(
+    ctx: Context,
+    request: WriteRequest,
+    manifest: Manifest,
+    write_id: str,
+    to_store: Mapping[str, bytes],
+) -> Publication:
+    for _ in range(_BLOB_RACE_ATTEMPTS):
+        uploaded = await _claim_and_upload(ctx, request.scope, write_id, to_store)
+        try:
+            return await _publish(ctx, request, manifest, write_id, uploaded)
+        except _BlobsRaced:
+            continue
+    raise StorageUnavailable("blob store", "referenced blobs kept disappearing during the write")
 
 
 async def _hash(package: ValidatedPackage) -> Manifest:
@@ -308,7 +316,9 @@ async def _publish(
     try:
         async for attempt in ctx.retrying():
             with attempt:
-                return await _publish_once(ctx, request, manifest, write_id, uploaded)
+                return await _publish_once(
+                    ctx, request, manifest=manifest, write_id=write_id, uploaded=uploaded
+                )
     except (_CommitOutcomeUnknown, _BlobsRaced, RegistryError):
         raise
     except Exception as exc:
@@ -321,6 +331,7 @@ async def _publish(
 async def _publish_once(
     ctx: Context,
     request: WriteRequest,
+    *,
     manifest: Manifest,
     write_id: str,
     uploaded: frozenset[str],
@@ -333,7 +344,9 @@ async def _publish_once(
             await ctx.hit("publish.begin")
             await lock_workspace(conn, scope.workspace)
             await ctx.hit("publish.locked")
-            publication = await _apply(ctx, conn, request, manifest, write_id, uploaded)
+            publication = await _apply(
+                ctx, conn, request, manifest=manifest, write_id=write_id, uploaded=uploaded
+            )
             await ctx.hit("publish.before_commit")
         except BaseException:
             await shielded(transaction.rollback())
@@ -353,6 +366,7 @@ async def _apply(
     ctx: Context,
     conn: AsyncConnection,
     request: WriteRequest,
+    *,
     manifest: Manifest,
     write_id: str,
     uploaded: frozenset[str],
@@ -364,7 +378,9 @@ async def _apply(
         head = await db.version(conn, skill, skill.head)
         assert head is not None
         if head.manifest_hash == manifest.hash:
-            return Publication(skill.head, head.manifest_hash, False, None, True)
+            return Publication(
+                skill.head, head.manifest_hash, created=False, retired=None, unchanged=True
+            )
     _check_root(request, skill)
     await _check_capacity_and_quota(ctx, conn, request, skill, manifest)
     await ctx.hit("publish.checked")
@@ -416,7 +432,9 @@ async def _apply(
                 "baseline_version": listing_version,
                 "baseline_manifest_hash": listing_hash,
             }
-        await db.move_head(conn, skill, new_head=number, size=manifest.total_size, now=now, **changes)
+        await db.move_head(
+            conn, skill, new_head=number, size=manifest.total_size, now=now, **changes
+        )
     await ctx.hit("publish.head_moved")
     await db.insert_event(
         conn,
@@ -458,7 +476,9 @@ async def _check_capacity_and_quota(
 ) -> None:
     settings = ctx.settings
     if skill is None:
-        limit = settings.capacity_installed if request.kind == "installed" else settings.capacity_saved
+        limit = (
+            settings.capacity_installed if request.kind == "installed" else settings.capacity_saved
+        )
         if await db.count_live(conn, request.scope, request.kind) >= limit:
             raise CapacityExceeded(limit, request.kind)
     replaced = 0 if skill is None else skill.head_size
@@ -491,12 +511,10 @@ async def _settle(
             created = await ctx.read(find)
         except RegistryError:
             created = None
-    try:
+    # If the database is unreachable the claims expire after `claim_ttl`, and GC reclaims
+    # the blobs after its grace period (invariant I4).
+    with contextlib.suppress(RegistryError):
         await ctx.write(release, workspace=workspace)
-    except RegistryError:
-        # The database is unreachable: the claims expire after `claim_ttl` and GC
-        # reclaims the blobs after its grace period (invariant I4).
-        pass
     if created is None:
         return None
     return Publication(
@@ -507,4 +525,3 @@ async def _settle(
         unchanged=False,
         committed_at=created.created_at,
     )
-

@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _alembic(url: str, *args: str) -> None:
     command = [sys.executable, "-m", "alembic", "-c", str(ROOT / "alembic.ini"), *args]
-    print(f"$ alembic {' '.join(args)}   ({url.split('@')[-1]})", flush=True)  # noqa: T201
+    print(f"$ alembic {' '.join(args)}   ({url.rsplit('@', maxsplit=1)[-1]})", flush=True)  # noqa: T201
     env = {**os.environ, "SKILLREG_DATABASE_URL": url}
-    subprocess.run(command, check=True, cwd=ROOT, env=env)  # noqa: S603
+    subprocess.run(command, check=True, cwd=ROOT, env=env)
 
 
 def _check(url: str) -> None:

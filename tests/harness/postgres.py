@@ -18,7 +18,7 @@ from urllib.parse import quote, urlsplit
 import psycopg
 
 TEST_ROLE = "skillreg_test"
-TEST_PASSWORD = "skillreg_test"  # noqa: S105 - a local throwaway role on loopback
+TEST_PASSWORD = "skillreg_test"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 5432
 
@@ -106,7 +106,9 @@ def _start_debian_cluster() -> None:
         f"ELSE ALTER ROLE {TEST_ROLE} LOGIN CREATEDB PASSWORD '{TEST_PASSWORD}'; "
         "END IF; END $$;"
     )
-    made = _run("runuser", "-u", "postgres", "--", "psql", "-v", "ON_ERROR_STOP=1", "-c", create_role)
+    made = _run(
+        "runuser", "-u", "postgres", "--", "psql", "-v", "ON_ERROR_STOP=1", "-c", create_role
+    )
     if made.returncode != 0:
         raise PostgresUnavailable(f"creating the test role failed: {made.stderr.strip()}")
 
