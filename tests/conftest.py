@@ -9,7 +9,7 @@ On CI (`CI` set) a service that cannot start fails the run instead of skipping.
 
 from hypothesis import HealthCheck, settings
 
-pytest_plugins = ["tests.plugins.s3", "tests.plugins.postgres"]
+pytest_plugins = ["tests.plugins.s3", "tests.plugins.postgres", "tests.plugins.registry"]
 
 # Performance is measured by `make bench`, never by timing inside tests: a shared, noisy
 # machine must not turn a slow example into a failure.

@@ -28,6 +28,10 @@ _TRANSIENT_SQLSTATES: Final = frozenset(
 )
 _LOCK_TIMEOUT: Final = "55P03"
 
+# What `translate` handles: driver errors as SQLAlchemy wraps them, and the connection
+# failures that can surface unwrapped. Programming errors are not caught.
+DATABASE_ERRORS: Final = (sa.exc.DBAPIError, ConnectionError, TimeoutError)
+
 
 def _sqlstate(exc: BaseException) -> str | None:
     orig = getattr(exc, "orig", None)

@@ -12,7 +12,7 @@ from tenacity import (
     AsyncRetrying,
     retry_if_exception,
     stop_after_attempt,
-    wait_exponential_jitter,
+    wait_random_exponential,
 )
 
 from blobstore import BlobStore
@@ -55,7 +55,7 @@ class Context:
         return AsyncRetrying(
             retry=retry_if_exception(db_errors.is_transient),
             stop=stop_after_attempt(self.settings.retry_attempts),
-            wait=wait_exponential_jitter(initial=0.05, max=1.0),
+            wait=wait_random_exponential(multiplier=0.05, max=1.0),
             reraise=True,
         )
 
@@ -66,7 +66,7 @@ class Context:
                 with attempt:
                     async with self.engine.connect() as conn, conn.begin():
                         return await work(conn)
-        except Exception as exc:
+        except db_errors.DATABASE_ERRORS as exc:
             raise db_errors.translate(exc) from exc
         raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
 
@@ -85,7 +85,7 @@ class Context:
                         conn = await write_connection(raw)
                         async with conn.begin():
                             return await work(conn)
-        except Exception as exc:
+        except db_errors.DATABASE_ERRORS as exc:
             raise db_errors.translate(
                 exc, workspace=workspace, lock_timeout=self.settings.lock_timeout
             ) from exc

@@ -319,9 +319,7 @@ async def _publish(
                 return await _publish_once(
                     ctx, request, manifest=manifest, write_id=write_id, uploaded=uploaded
                 )
-    except (_CommitOutcomeUnknown, _BlobsRaced, RegistryError):
-        raise
-    except Exception as exc:
+    except db_errors.DATABASE_ERRORS as exc:
         raise db_errors.translate(
             exc, workspace=request.scope.workspace, lock_timeout=ctx.settings.lock_timeout
         ) from exc

@@ -1,0 +1,48 @@
+"""Snapshots of everything a write could touch, for "nothing changed" assertions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from blobstore import BlobStore
+from registry.api import Registry
+from registry.db.tables import Base
+
+# Tables whose rows a refused or failed write must leave exactly as they were.
+# scan_results caches clean verdicts and may grow; blob_claims are checked separately.
+PACKAGE_TABLES = (
+    "skills",
+    "versions",
+    "version_sources",
+    "manifests",
+    "manifest_entries",
+    "events",
+)
+
+
+async def table_rows(registry: Registry, table: str) -> list[tuple[Any, ...]]:
+    meta = Base.metadata.tables[table]
+    async with registry.engine.connect() as conn:
+        rows = await conn.execute(sa.select(meta).order_by(*meta.primary_key.columns))
+        return [tuple(r) for r in rows]
+
+
+async def db_state(registry: Registry, tables: tuple[str, ...] = PACKAGE_TABLES) -> dict[str, Any]:
+    return {t: await table_rows(registry, t) for t in tables}
+
+
+async def store_digests(store: BlobStore) -> set[str]:
+    return {info.digest async for info in store.iter_digests()}
+
+
+async def live_claims(registry: Registry) -> int:
+    async with registry.engine.connect() as conn:
+        return int(await conn.scalar(sa.text("SELECT count(*) FROM blob_claims")) or 0)
+
+
+async def blob_rows(registry: Registry) -> dict[str, str]:
+    async with registry.engine.connect() as conn:
+        rows = await conn.execute(sa.text("SELECT digest, status FROM blobs"))
+        return {r.digest: r.status for r in rows}

@@ -1,0 +1,241 @@
+"""The write path's contract, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+from registry import ANY, Origin, PackageFile, Scope
+from registry.db.tables import Event, VersionSource
+from registry.errors import (
+    CapacityExceeded,
+    HeadConflict,
+    OwnershipConflict,
+    QuotaExceeded,
+    SkillExists,
+    SkillNotFound,
+    VersionNotFound,
+)
+from registry.services.publish import WriteRequest, write_package
+from registry.settings import Settings
+from tests.support.faults import InstrumentedStore
+from tests.support.packages import as_bytes, package, skill_md
+from tests.support.state import blob_rows, db_state, live_claims, store_digests
+
+ACME = Scope("acme")
+
+
+async def publish(registry, slug="pdf-report", files=None, expected=None, **kwargs):
+    return await registry.write_package(
+        ACME,
+        slug,
+        files if files is not None else package(slug),
+        expected_head=expected,
+        actor=kwargs.pop("actor", "u1"),
+        **kwargs,
+    )
+
+
+async def test_create_then_read_back_byte_for_byte(registry):
+    files = package("pdf-report", files=5)
+    pub = await publish(registry, files=files, sources=["chat:42"], message="first")
+    assert (pub.version, pub.created, pub.unchanged, pub.retired) == (1, True, False, None)
+    assert pub.uploaded == 6
+    package_read = await registry.read_package(ACME, "pdf-report")
+    assert as_bytes(package_read.files) == as_bytes(files)
+    assert package_read.files["scripts/run.py"].executable
+    assert package_read.manifest.hash == pub.manifest_hash
+    assert package_read.message == "first"
+
+
+async def test_update_appends_a_version_and_pinned_reads_work(registry):
+    first = package("pdf-report", tag="one")
+    second = package("pdf-report", tag="two")
+    await publish(registry, files=first)
+    pub = await publish(registry, files=second, expected=1)
+    assert (pub.version, pub.retired, pub.created) == (2, 1, True)
+    assert as_bytes((await registry.read_package(ACME, "pdf-report", 1)).files) == as_bytes(first)
+    assert as_bytes((await registry.read_package(ACME, "pdf-report")).files) == as_bytes(second)
+    with pytest.raises(VersionNotFound):
+        await registry.read_package(ACME, "pdf-report", 3)
+
+
+async def test_resaving_the_head_uploads_nothing_and_creates_no_version(make_registry, local_store):
+    store = InstrumentedStore(local_store)
+    registry = await make_registry(blobs=store)
+    files = package("pdf-report")
+    first = await publish(registry, files=files)
+    puts = store.calls["put"]
+    before = await db_state(registry)
+    again = await publish(registry, files=files, expected=ANY)
+    assert (again.version, again.created, again.unchanged) == (1, False, True)
+    assert again.manifest_hash == first.manifest_hash
+    assert store.calls["put"] == puts
+    assert await db_state(registry) == before
+
+
+async def test_retry_of_a_create_is_idempotent(registry):
+    files = package("pdf-report")
+    await publish(registry, files=files, expected=None)
+    again = await publish(registry, files=files, expected=None)
+    assert again.unchanged
+    assert again.version == 1
+
+
+async def test_update_one_file_uploads_one_blob(make_registry, local_store):
+    store = InstrumentedStore(local_store)
+    registry = await make_registry(blobs=store)
+    files = package("pdf-report", files=20)
+    await publish(registry, files=files)
+    files["references/part-005.md"] = b"changed"
+    puts = store.calls["put"]
+    pub = await publish(registry, files=files, expected=1)
+    assert store.calls["put"] - puts == 1
+    assert pub.uploaded == 1
+
+
+async def test_mode_only_change_is_a_new_version_without_upload(make_registry, local_store):
+    store = InstrumentedStore(local_store)
+    registry = await make_registry(blobs=store)
+    files = package("pdf-report")
+    await publish(registry, files=files)
+    run = files["scripts/run.py"]
+    assert isinstance(run, PackageFile)
+    files["scripts/run.py"] = PackageFile(run.data, executable=False)
+    puts = store.calls["put"]
+    pub = await publish(registry, files=files, expected=1)
+    assert pub.version == 2
+    assert store.calls["put"] == puts
+    assert not (await registry.read_package(ACME, "pdf-report")).files["scripts/run.py"].executable
+
+
+async def test_removed_files_are_gone_from_the_new_version(registry):
+    files = package("pdf-report", files=4)
+    await publish(registry, files=files)
+    del files["references/part-002.md"]
+    await publish(registry, files=files, expected=1)
+    assert "references/part-002.md" not in (await registry.read_package(ACME, "pdf-report")).files
+    assert "references/part-002.md" in (await registry.read_package(ACME, "pdf-report", 1)).files
+
+
+async def test_expected_head_none_refuses_an_existing_skill(registry):
+    await publish(registry)
+    with pytest.raises(SkillExists) as caught:
+        await publish(registry, files=package("pdf-report", tag="other"), expected=None)
+    assert caught.value.current == 1
+
+
+async def test_stale_expected_head_is_a_conflict_carrying_the_current_head(registry):
+    await publish(registry)
+    await publish(registry, files=package("pdf-report", tag="2"), expected=1)
+    before = await db_state(registry)
+    with pytest.raises(HeadConflict) as caught:
+        await publish(registry, files=package("pdf-report", tag="3"), expected=1)
+    assert (caught.value.expected, caught.value.current) == (1, 2)
+    assert await db_state(registry) == before
+
+
+async def test_expected_version_of_a_missing_skill_is_not_found(registry):
+    with pytest.raises(SkillNotFound):
+        await publish(registry, expected=3)
+
+
+async def test_any_skips_the_check(registry):
+    await publish(registry, expected=ANY)
+    pub = await publish(registry, files=package("pdf-report", tag="x"), expected=ANY)
+    assert pub.version == 2
+
+
+async def test_sources_and_event_are_recorded_in_the_same_transaction(registry):
+    await publish(registry, sources=["chat:1", "chat:2", "chat:1"])
+    async with registry.engine.connect() as conn:
+        sources = (
+            (await conn.execute(sa.select(VersionSource.source).order_by(VersionSource.position)))
+            .scalars()
+            .all()
+        )
+        events = (await conn.execute(sa.select(Event.kind, Event.version))).all()
+    assert sources == ["chat:1", "chat:2"]
+    assert [tuple(e) for e in events] == [("published", 1)]
+
+
+async def test_every_blob_of_a_published_version_is_live_and_claims_are_released(
+    registry, local_store
+):
+    pub = await publish(registry)
+    info = await registry.package_info(ACME, "pdf-report")
+    rows = await blob_rows(registry)
+    assert {e.digest for e in info.manifest.entries} <= {d for d, s in rows.items() if s == "live"}
+    assert {e.digest for e in info.manifest.entries} <= await store_digests(local_store)
+    assert await live_claims(registry) == 0
+    assert pub.manifest_hash == info.manifest.hash
+
+
+async def test_list_skills_pages_by_slug(registry):
+    for slug in ["c-skill", "a-skill", "b-skill", "d-skill", "e-skill"]:
+        await publish(registry, slug=slug, files=package(slug))
+    page = await registry.list_skills(ACME, limit=2)
+    assert [s.slug for s in page.items] == ["a-skill", "b-skill"]
+    page = await registry.list_skills(ACME, limit=2, after=page.next_after)
+    assert [s.slug for s in page.items] == ["c-skill", "d-skill"]
+    page = await registry.list_skills(ACME, limit=2, after=page.next_after)
+    assert [s.slug for s in page.items] == ["e-skill"]
+    assert page.next_after is None
+
+
+async def test_capacity_per_scope_counts_live_saved_skills(make_registry):
+    registry = await make_registry(settings=Settings(capacity_saved=2))
+    await publish(registry, slug="one", files=package("one"))
+    await publish(registry, slug="two", files=package("two"))
+    with pytest.raises(CapacityExceeded) as caught:
+        await publish(registry, slug="three", files=package("three"))
+    assert caught.value.limit == 2
+    # another agent of the same workspace has its own budget
+    other = Scope("acme", "helper")
+    await registry.write_package(other, "three", package("three"), expected_head=None, actor="u1")
+    # updates do not count against capacity
+    await publish(registry, slug="one", files=package("one", tag="v2"), expected=1)
+
+
+async def test_quota_is_net_of_the_package_replaced(make_registry):
+    registry = await make_registry(settings=Settings(workspace_quota_bytes=2000))
+    big = package("pdf-report", files=2, size=800)
+    await publish(registry, files=big)
+    # same size again: the write replaces as many bytes as it adds
+    await publish(registry, files=package("pdf-report", files=2, size=800, tag="b"), expected=1)
+    with pytest.raises(QuotaExceeded) as caught:
+        await publish(registry, slug="second", files=package("second", files=2, size=800))
+    assert caught.value.limit == 2000
+    # shrinking is always allowed
+    await publish(registry, files=package("pdf-report", files=1, size=10), expected=2)
+
+
+async def test_marketplace_write_never_replaces_an_owner_saved_skill(registry):
+    await publish(registry)
+    request = WriteRequest(
+        scope=ACME,
+        slug="pdf-report",
+        expected_head=ANY,
+        origin=Origin.MARKETPLACE_INSTALL,
+        actor="market",
+    )
+    with pytest.raises(OwnershipConflict):
+        await write_package(registry.ctx, request, package("pdf-report", tag="market"))
+
+
+async def test_new_skill_after_a_name_is_taken_in_another_scope(registry):
+    await publish(registry)
+    other = await registry.write_package(
+        Scope("other-co"), "pdf-report", package("pdf-report"), expected_head=None, actor="u2"
+    )
+    assert other.version == 1
+
+
+async def test_skill_md_frontmatter_name_must_equal_the_slug(registry):
+    files = package("pdf-report")
+    files["SKILL.md"] = skill_md("other-name")
+    from registry.errors import FrontmatterInvalid  # noqa: PLC0415
+
+    with pytest.raises(FrontmatterInvalid) as caught:
+        await publish(registry, files=files)
+    assert caught.value.rule == "name_mismatch"
