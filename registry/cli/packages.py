@@ -78,7 +78,7 @@ async def publish(
     """Publish the skill folder DIRECTORY as one atomic new version."""
     scope = make_scope(workspace, agent)
     expected = parse_expect(expect)
-    name = slug if slug else await asyncio.to_thread(lambda: directory.resolve().name)
+    name: str = slug or directory.name or await asyncio.to_thread(lambda: directory.resolve().name)
     files = await asyncio.to_thread(read_folder, directory, max_files=state.settings.max_files)
     async with state.open() as reg:
         pub = await reg.write_package(
