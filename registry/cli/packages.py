@@ -37,6 +37,10 @@ def parse_expect(value: str | None) -> ExpectedHead:
     raise click.BadParameter(msg)
 
 
+def _folder_name(directory: Path) -> str:
+    return directory.resolve().name
+
+
 def _publication_line(slug: str, pub: Publication) -> str:
     if pub.unchanged:
         return f"{slug}: unchanged at version {pub.version} ({pub.manifest_hash[:12]})"
@@ -78,7 +82,7 @@ async def publish(
     """Publish the skill folder DIRECTORY as one atomic new version."""
     scope = make_scope(workspace, agent)
     expected = parse_expect(expect)
-    name: str = slug or directory.name or await asyncio.to_thread(lambda: directory.resolve().name)
+    name = slug or await asyncio.to_thread(_folder_name, directory)
     files = await asyncio.to_thread(read_folder, directory, max_files=state.settings.max_files)
     async with state.open() as reg:
         pub = await reg.write_package(
