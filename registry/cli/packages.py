@@ -82,7 +82,7 @@ async def publish(
     """Publish the skill folder DIRECTORY as one atomic new version."""
     scope = make_scope(workspace, agent)
     expected = parse_expect(expect)
-    name = slug or await asyncio.to_thread(_folder_name, directory)
+    name = await asyncio.to_thread(_folder_name, directory) if slug is None else slug
     files = await asyncio.to_thread(read_folder, directory, max_files=state.settings.max_files)
     async with state.open() as reg:
         pub = await reg.write_package(
