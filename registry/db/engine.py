@@ -17,6 +17,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from registry.db.cancel import check_cancelled
+
 # Execution option that makes the next transaction on a SQLite connection a write
 # transaction (`BEGIN IMMEDIATE`); other dialects ignore it.
 WRITE_TX: Final = "skillreg_write_tx"
@@ -60,6 +62,11 @@ def sqlite_path(url: URL) -> Path | None:
     return Path(database)
 
 
+def _refuse_statements_after_cancel(*_args: Any) -> None:
+    # A cancelled caller's transaction stops before sending anything more (db/cancel.py).
+    check_cancelled()
+
+
 def create_engine(
     url: str,
     *,
@@ -71,13 +78,16 @@ def create_engine(
     """Create the async engine for `url` with the registry's session settings."""
     parsed = parse_database_url(url)
     if parsed.get_backend_name() == "sqlite":
-        return _sqlite_engine(parsed, busy_timeout=sqlite_busy_timeout)
-    return _postgres_engine(
-        parsed,
-        lock_timeout=lock_timeout,
-        statement_timeout=statement_timeout,
-        pool_size=pool_size,
-    )
+        engine = _sqlite_engine(parsed, busy_timeout=sqlite_busy_timeout)
+    else:
+        engine = _postgres_engine(
+            parsed,
+            lock_timeout=lock_timeout,
+            statement_timeout=statement_timeout,
+            pool_size=pool_size,
+        )
+    sa.event.listen(engine.sync_engine, "before_cursor_execute", _refuse_statements_after_cancel)
+    return engine
 
 
 def _sqlite_engine(url: URL, *, busy_timeout: float) -> AsyncEngine:

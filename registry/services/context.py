@@ -17,6 +17,7 @@ from tenacity import (
 
 from blobstore import BlobStore
 from registry.db import errors as db_errors
+from registry.db.cancel import check_cancelled, guarded
 from registry.db.engine import write_connection
 from registry.domain.clock import Clock, SystemClock
 from registry.domain.limits import Limits
@@ -47,8 +48,10 @@ class Context:
         return self.engine.dialect.name
 
     async def hit(self, name: str) -> None:
-        """Reach a named failpoint (a no-op outside tests)."""
+        """Reach a named failpoint (a no-op outside tests); a safe point for cancellation."""
+        check_cancelled()
         await self.failpoints.hit(name)
+        check_cancelled()
 
     def retrying(self) -> AsyncRetrying:
         """Bounded retries for database steps that are idempotent as a whole."""
@@ -61,14 +64,7 @@ class Context:
 
     async def read(self, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
         """Run `work` in a read transaction, retried on transient errors, errors translated."""
-        try:
-            async for attempt in self.retrying():
-                with attempt:
-                    async with self.engine.connect() as conn, conn.begin():
-                        return await work(conn)
-        except db_errors.DATABASE_ERRORS as exc:
-            raise db_errors.translate(exc) from exc
-        raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
+        return await self._transact(work, write=False, workspace="")
 
     async def write(
         self, work: Callable[[AsyncConnection], Awaitable[T]], *, workspace: str = ""
@@ -78,13 +74,21 @@ class Context:
         Only for work that is idempotent as a whole (claims, releases, bookkeeping): the
         publish transaction has its own loop because its commit outcome may be unknown.
         """
+        return await self._transact(work, write=True, workspace=workspace)
+
+    async def _transact(
+        self, work: Callable[[AsyncConnection], Awaitable[T]], *, write: bool, workspace: str
+    ) -> T:
+        async def once() -> T:
+            async with self.engine.connect() as raw:
+                conn = await write_connection(raw) if write else raw
+                async with conn.begin():
+                    return await work(conn)
+
         try:
             async for attempt in self.retrying():
                 with attempt:
-                    async with self.engine.connect() as raw:
-                        conn = await write_connection(raw)
-                        async with conn.begin():
-                            return await work(conn)
+                    return await guarded(once)
         except db_errors.DATABASE_ERRORS as exc:
             raise db_errors.translate(
                 exc, workspace=workspace, lock_timeout=self.settings.lock_timeout

@@ -32,6 +32,7 @@ from registry.db import blobs as db_blobs
 from registry.db import errors as db_errors
 from registry.db import skills as db
 from registry.db.blobs import upsert
+from registry.db.cancel import check_cancelled, guarded
 from registry.db.engine import write_connection
 from registry.db.locks import lock_workspace
 from registry.db.tables import ScanResult
@@ -291,10 +292,12 @@ async def _upload(ctx: Context, blobs: Mapping[str, bytes]) -> None:
     if not blobs:
         return
     gate = asyncio.Semaphore(ctx.settings.upload_concurrency)
+    stored: set[str] = set()
 
     async def put(digest: str, data: bytes) -> None:
         async with gate:
             await ctx.blobs.put(digest, data)
+        stored.add(digest)
 
     try:
         async with asyncio.TaskGroup() as group:
@@ -303,6 +306,11 @@ async def _upload(ctx: Context, blobs: Mapping[str, bytes]) -> None:
     except* BlobStoreError as failures:
         first = failures.exceptions[0]
         raise StorageUnavailable("blob store", str(first)) from first
+    # A TaskGroup counts a child that raised CancelledError as cancelled, not failed, and
+    # carries on. Only a put that returned proves the object is stored (invariant I2).
+    missing = sorted(set(blobs) - stored)
+    if missing:
+        raise StorageUnavailable("blob store", f"{len(missing)} uploads did not complete")
 
 
 async def _publish(
@@ -316,8 +324,10 @@ async def _publish(
     try:
         async for attempt in ctx.retrying():
             with attempt:
-                return await _publish_once(
-                    ctx, request, manifest=manifest, write_id=write_id, uploaded=uploaded
+                return await guarded(
+                    lambda: _publish_once(
+                        ctx, request, manifest=manifest, write_id=write_id, uploaded=uploaded
+                    )
                 )
     except db_errors.DATABASE_ERRORS as exc:
         raise db_errors.translate(
@@ -346,8 +356,9 @@ async def _publish_once(
                 ctx, conn, request, manifest=manifest, write_id=write_id, uploaded=uploaded
             )
             await ctx.hit("publish.before_commit")
+            check_cancelled()
         except BaseException:
-            await shielded(transaction.rollback())
+            await transaction.rollback()
             raise
         if publication.unchanged:
             await transaction.rollback()
