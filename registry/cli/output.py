@@ -60,7 +60,7 @@ class Output:
                 body["details"] = to_jsonable(exc.details())
             sys.stdout.write(json.dumps(body, indent=2, sort_keys=True) + "\n")
         else:
-            self.errors.print(f"[bold red]error:[/] {_escape(str(exc))}")
+            self.errors.print(f"[bold red]error:[/] {_escape(str(exc))}", soft_wrap=True)
 
 
 def _escape(text: str) -> str:
