@@ -15,3 +15,33 @@ pytest_plugins = ["tests.plugins.s3", "tests.plugins.postgres", "tests.plugins.r
 # machine must not turn a slow example into a failure.
 settings.register_profile("skillreg", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("skillreg")
+
+
+_BACKENDS = ("memory", "local", "s3", "sqlite", "postgresql")
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Show which backends the run exercised: every seam must run on all of its backends."""
+    counts: dict[str, dict[str, int]] = {}
+    for outcome in ("passed", "failed", "error"):
+        for report in terminalreporter.stats.get(outcome, []):
+            if getattr(report, "when", "call") not in ("call", None):
+                continue
+            params = report.nodeid.rpartition("[")[2].rstrip("]").split("-")
+            for backend in _BACKENDS:
+                if backend in params:
+                    if "test_conformance" in report.nodeid:
+                        suite = "blob store conformance suite"
+                    elif backend in ("sqlite", "postgresql"):
+                        suite = "database-backed tests"
+                    else:
+                        suite = "other blob store tests"
+                    key = f"{suite} on {backend}"
+                    counts.setdefault(key, {}).setdefault(outcome, 0)
+                    counts[key][outcome] += 1
+    if not counts:
+        return
+    terminalreporter.section("backends exercised")
+    for key in sorted(counts):
+        detail = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts[key].items()))
+        terminalreporter.write_line(f"{key:<40} {detail}")
