@@ -112,7 +112,7 @@ async def write_package(
     check_slug(request.slug)
     package = validate_package(files, request.slug, ctx.limits)
     manifest = await _hash(package)
-    await _scan(ctx, package, manifest)
+    await _scan(ctx, package, manifest, request.scope.workspace)
     await ctx.hit("write.validated")
     return await publish_manifest(ctx, request, manifest, package.files)
 
@@ -179,7 +179,9 @@ async def _hash(package: ValidatedPackage) -> Manifest:
     return build_manifest(package.files)
 
 
-async def _scan(ctx: Context, package: ValidatedPackage, manifest: Manifest) -> None:
+async def _scan(
+    ctx: Context, package: ValidatedPackage, manifest: Manifest, request_workspace: str
+) -> None:
     """Refuse credential-like content. Digests found clean before are not scanned again."""
     fingerprint = ctx.scanner.fingerprint
     digests = sorted({e.digest for e in manifest.entries})
@@ -215,7 +217,7 @@ async def _scan(ctx: Context, package: ValidatedPackage, manifest: Manifest) -> 
         )
         await conn.execute(insert.on_conflict_do_nothing(index_elements=["digest", "scanner"]))
 
-    await ctx.write(remember)
+    await ctx.write(remember, workspace=request_workspace)
 
 
 async def _read_head(conn: AsyncConnection, scope: Scope, slug: str) -> _Head | None:
@@ -270,6 +272,7 @@ async def _claim_and_upload(
     sizes = {d: len(data) for d, data in to_store.items()}
 
     async def claim(conn: AsyncConnection) -> dict[str, str]:
+        await ctx.hit("write.claiming")
         return await db_blobs.claim(
             conn,
             write_id=write_id,
