@@ -298,6 +298,19 @@ class VersionNotFound(NotFound):
         return {"slug": self.slug, "version": self.version}
 
 
+class BlobUnknown(NotFound):
+    """No blob with this digest is visible to the workspace (stored or not, it looks the same)."""
+
+    code = "blob_not_found"
+
+    def __init__(self, digest: str) -> None:
+        self.digest = digest
+        super().__init__(f"blob {digest} not found in this workspace")
+
+    def details(self) -> dict[str, object]:
+        return {"digest": self.digest}
+
+
 class TokenNotFound(NotFound):
     code = "token_not_found"
 

@@ -20,7 +20,7 @@ from blake3 import blake3
 
 from registry.errors import InvalidName
 
-TOKEN_PREFIX: Final = "skr_"
+TOKEN_PREFIX: Final = "skr_"  # noqa: S105 - a prefix that marks tokens, not a secret
 _TOKEN: Final = re.compile(r"skr_(?P<id>[0-9a-f]{16})_(?P<secret>[A-Za-z0-9_-]{43})")
 _TOKEN_ID: Final = re.compile(r"[0-9a-f]{16}")
 
