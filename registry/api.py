@@ -26,9 +26,12 @@ from registry.domain.model import ExpectedHead, FileInput, Origin, Publication, 
 from registry.domain.scanner import DefaultScanner, Scanner
 from registry.errors import RegistryError, StorageUnavailable
 from registry.failpoints import NO_FAILPOINTS, Failpoints
-from registry.services import publish, read
+from registry.services import operations, publish, read, tokens, uploads
 from registry.services.context import Context
+from registry.services.operations import Readiness, ServiceStatus
 from registry.services.read import Package, PackageInfo, SkillPage
+from registry.services.tokens import IssuedToken, TokenInfo
+from registry.services.uploads import ManifestFile, UploadedBlob
 from registry.settings import Settings
 
 
@@ -200,3 +203,82 @@ class Registry:
     ) -> SkillPage:
         """The live skills of `scope`, by slug, a page at a time."""
         return await read.list_skills(self.ctx, scope, limit=limit, after=after)
+
+    # ------------------------------------------------------------ two-phase upload
+
+    async def upload_blob(self, workspace: str, digest: str, data: bytes) -> UploadedBlob:
+        """Store one file's bytes under its digest, ahead of the manifest that names it.
+
+        The bytes are verified against `digest` before anything is stored
+        (`BlobDigestMismatch`); the blob is kept for `workspace` for `claim_ttl` seconds,
+        and for good once a version references it.
+        """
+        return await uploads.upload_blob(self.ctx, workspace, digest, data)
+
+    async def blob_size(self, workspace: str, digest: str) -> int:
+        """The size of a blob the workspace uploaded or references (`BlobUnknown` otherwise)."""
+        return await uploads.blob_size(self.ctx, workspace, digest)
+
+    async def read_blob(self, workspace: str, digest: str) -> bytes:
+        """The verified bytes of a blob the workspace uploaded or references."""
+        return await uploads.read_blob(self.ctx, workspace, digest)
+
+    async def publish_uploaded(
+        self,
+        scope: Scope,
+        slug: str,
+        files: Sequence[ManifestFile],
+        *,
+        expected_head: ExpectedHead,
+        origin: Origin = Origin.EDIT,
+        actor: str,
+        sources: Sequence[str] = (),
+        message: str = "",
+    ) -> Publication:
+        """Publish a manifest whose blobs were uploaded with `upload_blob` beforehand.
+
+        The package is validated and content-checked on the stored bytes, exactly like
+        `write_package`; `BlobsMissing` names the digests the workspace has not uploaded.
+        """
+        request = publish.WriteRequest(
+            scope=scope,
+            slug=slug,
+            expected_head=expected_head,
+            origin=origin,
+            actor=actor,
+            message=message,
+            sources=tuple(sources),
+        )
+        return await uploads.publish_uploaded(self.ctx, request, files)
+
+    # ------------------------------------------------------------ access tokens
+
+    async def create_token(
+        self, workspace: str, role: str, *, name: str = "", actor: str
+    ) -> IssuedToken:
+        """Create an HTTP access token; `IssuedToken.token` is shown once and never stored."""
+        return await tokens.create_token(self.ctx, workspace, role, name=name, actor=actor)
+
+    async def revoke_token(self, token_id: str, *, actor: str) -> TokenInfo:
+        """Revoke a token (idempotent; `TokenNotFound` if there is none)."""
+        return await tokens.revoke_token(self.ctx, token_id, actor=actor)
+
+    async def list_tokens(
+        self, workspace: str, *, include_revoked: bool = False
+    ) -> list[TokenInfo]:
+        """The tokens of a workspace (never their secrets)."""
+        return await tokens.list_tokens(self.ctx, workspace, include_revoked=include_revoked)
+
+    async def authenticate(self, bearer: str) -> TokenInfo:
+        """The live token a bearer string names, or `Unauthenticated`."""
+        return await tokens.authenticate(self.ctx, bearer)
+
+    # ------------------------------------------------------------ operations
+
+    async def readiness(self) -> Readiness:
+        """Whether the database and the blob store answer (never raises for their failures)."""
+        return await operations.readiness(self.ctx)
+
+    async def service_status(self) -> ServiceStatus:
+        """Service-wide figures for operators: aggregates only, no workspace names."""
+        return await operations.service_status(self.ctx)

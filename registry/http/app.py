@@ -1,0 +1,89 @@
+"""The HTTP app: `create_app(registry)` assembles routes, problems, limits and metrics.
+
+The app has no logic of its own beyond HTTP: every endpoint calls one `Registry` method.
+It does not own the registry it is given (`skillreg serve` opens and closes it); its
+lifespan only checks, at startup, that the database schema is current.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, Final
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from pydantic.json_schema import models_json_schema
+
+from registry import __version__
+from registry.api import Registry
+from registry.http import problems
+from registry.http.limits import BodyLimit
+from registry.http.metrics import Metrics, RequestMetrics
+from registry.http.routes import blobs, operations, skills
+from registry.http.schemas import ManifestBody, PackageMeta, Problem
+
+TITLE: Final = "skill-registry"
+DESCRIPTION: Final = (
+    "Transactional storage for agent skill packages. Every write is conditional "
+    "(If-Match / If-None-Match: *); errors are application/problem+json with a stable "
+    "`code`. See docs/http.md."
+)
+# Schemas the routes reference by hand (bodies they parse themselves, problems).
+_EXTRA_SCHEMAS: Final = (ManifestBody, PackageMeta, Problem)
+
+
+def create_app(registry: Registry, *, metrics: Metrics | None = None) -> FastAPI:
+    """The ASGI app serving `registry`."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        await registry.check_schema()
+        yield
+
+    app = FastAPI(
+        title=TITLE,
+        version=__version__,
+        description=DESCRIPTION,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/openapi.json",
+        lifespan=lifespan,
+    )
+    app.state.registry = registry
+    app.state.metrics = metrics or Metrics()
+    problems.install(app)
+    for module in (operations, skills, blobs):
+        app.include_router(module.router)
+    # Starlette runs the middleware added last first: metrics see every response,
+    # the body limit's early 413s included.
+    app.add_middleware(
+        BodyLimit, fastapi=app, settings=registry.settings, metrics=app.state.metrics
+    )
+    app.add_middleware(RequestMetrics, metrics=app.state.metrics)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = openapi_document(app)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app
+
+
+def openapi_document(app: FastAPI) -> dict[str, Any]:
+    """The OpenAPI document of `app` (what `/openapi.json` serves and docs/ keeps)."""
+    document = get_openapi(
+        title=TITLE,
+        version=__version__,
+        description=DESCRIPTION,
+        routes=app.routes,
+    )
+    _, defs = models_json_schema(
+        [(model, "validation") for model in _EXTRA_SCHEMAS],
+        ref_template="#/components/schemas/{model}",
+    )
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    for name, schema in defs.get("$defs", {}).items():
+        schemas.setdefault(name, schema)
+    return document

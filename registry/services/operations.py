@@ -1,0 +1,132 @@
+"""What an operator asks of a running registry: is it ready, and how is it doing.
+
+`readiness` checks that the database answers a `SELECT 1` and that the blob store is
+reachable. `service_status` gathers the service-wide figures of `/v1/status`: aggregates
+only (counts, bytes, ages), never a workspace's names or contents. A section whose source
+does not exist in this registry is reported as absent (`None`), never made up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from blobstore import BlobStoreError
+from registry.db.tables import Blob, BlobClaim, Event
+from registry.errors import RegistryError
+from registry.services.context import Context
+
+
+@dataclass(frozen=True)
+class Check:
+    """One dependency's readiness."""
+
+    ok: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """Whether the registry can serve requests."""
+
+    database: Check
+    blob_store: Check
+
+    @property
+    def ready(self) -> bool:
+        return self.database.ok and self.blob_store.ok
+
+
+async def readiness(ctx: Context) -> Readiness:
+    """Check the database and the blob store; never raises for their failures."""
+
+    async def ping(conn: AsyncConnection) -> None:
+        await conn.execute(sa.text("SELECT 1"))
+
+    try:
+        await ctx.read(ping)
+        database = Check(ok=True)
+    except RegistryError as exc:
+        database = Check(ok=False, detail=str(exc))
+    try:
+        await ctx.blobs.check()
+        blob_store = Check(ok=True)
+    except BlobStoreError as exc:
+        blob_store = Check(ok=False, detail=str(exc))
+    return Readiness(database, blob_store)
+
+
+@dataclass(frozen=True)
+class EventFigures:
+    """The outbox: how far it has got, and how recently something happened."""
+
+    latest_id: int | None
+    latest_at: datetime | None
+    age_seconds: float | None
+
+
+@dataclass(frozen=True)
+class UploadFigures:
+    """Writes and blob uploads in flight: unexpired claims and blobs not yet confirmed."""
+
+    active_claims: int
+    oldest_claim_at: datetime | None
+    pending_blobs: int
+    pending_bytes: int
+
+
+@dataclass(frozen=True)
+class ServiceStatus:
+    """The figures of `/v1/status`. `None` marks a section this registry has no source for."""
+
+    generated_at: datetime
+    events: EventFigures
+    uploads: UploadFigures
+    jobs: None
+
+
+async def service_status(ctx: Context) -> ServiceStatus:
+    """Service-wide figures for operators (aggregates across workspaces, no names)."""
+    now = ctx.clock.now()
+
+    async def work(conn: AsyncConnection) -> tuple[EventFigures, UploadFigures]:
+        return await _events(conn, now), await _uploads(conn, now)
+
+    events, uploads = await ctx.read(work)
+    # Marketplace install/update jobs do not exist yet: the section is absent, not zero.
+    return ServiceStatus(generated_at=now, events=events, uploads=uploads, jobs=None)
+
+
+async def _events(conn: AsyncConnection, now: datetime) -> EventFigures:
+    row = (
+        await conn.execute(sa.select(Event.id, Event.created_at).order_by(Event.id.desc()).limit(1))
+    ).first()
+    if row is None:
+        return EventFigures(None, None, None)
+    return EventFigures(row.id, row.created_at, max(0.0, (now - row.created_at).total_seconds()))
+
+
+async def _uploads(conn: AsyncConnection, now: datetime) -> UploadFigures:
+    claims = (
+        await conn.execute(
+            sa.select(sa.func.count(), sa.func.min(BlobClaim.created_at)).where(
+                BlobClaim.expires_at > now
+            )
+        )
+    ).one()
+    pending = (
+        await conn.execute(
+            sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(Blob.size), 0)).where(
+                Blob.status == "pending"
+            )
+        )
+    ).one()
+    return UploadFigures(
+        active_claims=int(claims[0]),
+        oldest_claim_at=claims[1],
+        pending_blobs=int(pending[0]),
+        pending_bytes=int(pending[1]),
+    )
