@@ -87,7 +87,9 @@ async def current_head(registry: Registry, scope: Scope, slug: str) -> Head | No
     return Head(info.version, entity_tag(info.skill_id, info.version, info.manifest_hash))
 
 
-def precondition_failed(conflict: HeadConflict, head: Head | None) -> HttpProblem:
+def precondition_failed(
+    conflict: HeadConflict, head: Head | None, detail: str | None = None
+) -> HttpProblem:
     """The 412 for a lost compare-and-swap, carrying the current tag and head."""
     extra = {
         "details": conflict.details(),
@@ -115,7 +117,11 @@ async def expected_head(
             )
         if not condition.matches(head.etag):
             wanted = next((tag_version(t) for t in condition.tags), None)
-            raise precondition_failed(HeadConflict(wanted, head.version), head)
+            detail = (
+                f"If-Match {if_match.strip()[:100]} does not match the current ETag {head.etag} "
+                f"(head version {head.version})"
+            )
+            raise precondition_failed(HeadConflict(wanted, head.version), head, detail)
         return head.version
     if if_none_match is not None and allow_create:
         if if_none_match.strip() != "*":

@@ -1,0 +1,48 @@
+"""`skillreg serve`: the HTTP API on uvicorn, over the configured database and blob store."""
+
+from __future__ import annotations
+
+import click
+import uvicorn
+
+from registry.cli.common import CliState, json_option, redact, run_async
+from registry.cli.output import Output
+from registry.http.app import create_app
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--log-level",
+    default="info",
+    show_default=True,
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+)
+@json_option
+@run_async
+async def serve(state: CliState, out: Output, *, host: str, port: int, log_level: str) -> None:
+    """Serve the HTTP API until interrupted (SIGINT or SIGTERM end it gracefully).
+
+    The database must be initialised (`skillreg init`); create access tokens with
+    `skillreg token create`.
+    """
+    async with state.open() as reg:
+        config = uvicorn.Config(
+            create_app(reg),
+            host=host,
+            port=port,
+            log_level=log_level,
+            lifespan="on",
+            server_header=False,
+        )
+        server = uvicorn.Server(config)
+        # uvicorn announces the address it bound (the real port, when given 0).
+        out.errors.print(
+            f"serving {redact(state.settings.database_url)} and {state.settings.blob_url}"
+        )
+        await server.serve()
+    out.emit({"stopped": True, "host": host, "port": port}, lambda c: c.print("stopped"))
+
+
+COMMANDS = (serve,)
