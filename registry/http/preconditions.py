@@ -97,7 +97,9 @@ def precondition_failed(
         "current_head": None if head is None else head.version,
     }
     headers = {} if head is None else {"ETag": head.etag}
-    return HttpProblem(conflict.code, str(conflict), status=412, extra=extra, headers=headers)
+    return HttpProblem(
+        conflict.code, detail or str(conflict), status=412, extra=extra, headers=headers
+    )
 
 
 async def expected_head(
