@@ -49,6 +49,8 @@ def create_app(registry: Registry, *, metrics: Metrics | None = None) -> FastAPI
         redoc_url=None,
         openapi_url="/openapi.json",
         lifespan=lifespan,
+        # Operation ids are the route names, which the role table is keyed by.
+        generate_unique_id_function=lambda route: route.name,
     )
     app.state.registry = registry
     app.state.metrics = metrics or Metrics()
@@ -57,9 +59,7 @@ def create_app(registry: Registry, *, metrics: Metrics | None = None) -> FastAPI
         app.include_router(module.router)
     # Starlette runs the middleware added last first: metrics see every response,
     # the body limit's early 413s included.
-    app.add_middleware(
-        BodyLimit, fastapi=app, settings=registry.settings, metrics=app.state.metrics
-    )
+    app.add_middleware(BodyLimit, settings=registry.settings, metrics=app.state.metrics)
     app.add_middleware(RequestMetrics, metrics=app.state.metrics)
 
     def openapi() -> dict[str, Any]:

@@ -1,0 +1,152 @@
+"""The authorisation matrix: every endpoint x every role x own and other workspace.
+
+Expected: the token's own workspace answers per the role table (`registry.http.auth.ROLES`):
+success when the role suffices, 403 `forbidden` when it does not; another workspace's
+path answers 404 `not_found` for every role, whether or not the resource exists there;
+no token, a malformed, unknown, revoked or wrong-secret token: 401.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+from registry.domain.access import Role
+from registry.http.app import create_app
+from registry.http.auth import ROLES
+from tests.http.helpers import digest, form, publish
+from tests.support.packages import package
+
+Request = Callable[[str, str], tuple[str, str, dict[str, Any]]]
+"""(workspace, unique suffix) -> (method, path, httpx keyword arguments)."""
+
+
+def _put_skill(workspace: str, n: str) -> tuple[str, str, dict[str, Any]]:
+    slug = f"made-{n}"
+    files, data = form(package(slug))
+    return (
+        "PUT",
+        f"/v1/workspaces/{workspace}/skills/{slug}",
+        {
+            "files": files,
+            "data": data,
+            "headers": {"If-None-Match": "*"},
+        },
+    )
+
+
+def _put_blob(workspace: str, n: str) -> tuple[str, str, dict[str, Any]]:
+    data = f"blob {n}\n".encode()
+    return "PUT", f"/v1/workspaces/{workspace}/blobs/{digest(data)}", {"content": data}
+
+
+DEMO = package("demo")
+DEMO_BLOB = digest(DEMO["SKILL.md"])
+
+# One request per endpoint that needs a token, against resources that exist in both
+# workspaces (so a 404 can only come from the workspace check).
+MATRIX: dict[str, Request] = {
+    "service_status": lambda w, n: ("GET", "/v1/status", {}),
+    "list_skills": lambda w, n: ("GET", f"/v1/workspaces/{w}/skills", {}),
+    "get_skill": lambda w, n: ("GET", f"/v1/workspaces/{w}/skills/demo", {}),
+    "get_version": lambda w, n: ("GET", f"/v1/workspaces/{w}/skills/demo/versions/1", {}),
+    "get_archive": lambda w, n: ("GET", f"/v1/workspaces/{w}/skills/demo/archive", {}),
+    "put_skill": _put_skill,
+    "head_blob": lambda w, n: ("HEAD", f"/v1/workspaces/{w}/blobs/{DEMO_BLOB}", {}),
+    "get_blob": lambda w, n: ("GET", f"/v1/workspaces/{w}/blobs/{DEMO_BLOB}", {}),
+    "put_blob": _put_blob,
+}
+
+
+@dataclass
+class Outcome:
+    endpoint: str
+    role: str
+    where: str
+    status: int
+    code: str | None
+
+
+async def test_every_route_has_a_role_and_every_role_entry_a_route(registry):
+    document = create_app(registry).openapi()
+    operations = [op for item in document["paths"].values() for op in item.values()]
+    names = {op["operationId"] for op in operations} | {"openapi"}
+    assert names == set(ROLES)
+    assert set(MATRIX) == {name for name, role in ROLES.items() if role is not None}
+
+
+async def _call(served, request: Request, workspace: str, n: str, headers: dict[str, str]):
+    method, path, kwargs = request(workspace, n)
+    kwargs = dict(kwargs)
+    kwargs["headers"] = {**kwargs.get("headers", {}), **headers}
+    return await served.client.request(method, path, **kwargs)
+
+
+def _code(response) -> str | None:
+    if (
+        response.request.method != "HEAD"
+        and response.headers.get("content-type") == "application/problem+json"
+    ):
+        return response.json()["code"]
+    return None
+
+
+async def test_the_matrix(served):
+    for workspace in ("acme", "globex"):
+        r = await publish(served, "demo", DEMO, workspace=workspace)
+        assert r.status_code == 201, r.text
+    wrong: list[Outcome] = []
+    counter = itertools.count()
+    for (endpoint, request), role in itertools.product(MATRIX.items(), Role):
+        needed = ROLES[endpoint]
+        assert needed is not None
+        for where in ("own", "other"):
+            token = served.auth(role.value, other=where == "other")
+            # The token of the other workspace asks for acme's resources.
+            response = await _call(served, request, "acme", str(next(counter)), token)
+            status, code = response.status_code, _code(response)
+            workspace_scoped = endpoint != "service_status"
+            if where == "other" and workspace_scoped:
+                ok = status == 404 and (code == "not_found" or endpoint == "head_blob")
+            elif role.allows(needed):
+                ok = status < 400
+            else:
+                ok = status == 403 and (code == "forbidden" or endpoint == "head_blob")
+            if not ok:
+                wrong.append(Outcome(endpoint, role.value, where, status, code))
+    assert wrong == []
+
+
+async def test_no_token_or_a_bad_token_is_401_everywhere(served):
+    revoked = await served.registry.create_token("acme", "admin", actor="test")
+    await served.registry.revoke_token(revoked.info.id, actor="test")
+    good = served.tokens["admin"]
+    wrong_secret = good[:-4] + ("AAAA" if not good.endswith("AAAA") else "BBBB")
+    unknown = "skr_" + "0" * 16 + "_" + "A" * 43
+    candidates = {
+        "none": {},
+        "malformed": {"Authorization": "Bearer not-a-token"},
+        "basic": {"Authorization": "Basic dXNlcjpwYXNz"},
+        "revoked": {"Authorization": f"Bearer {revoked.token}"},
+        "wrong secret": {"Authorization": f"Bearer {wrong_secret}"},
+        "unknown": {"Authorization": f"Bearer {unknown}"},
+    }
+    wrong = []
+    for (endpoint, request), (label, headers) in itertools.product(
+        MATRIX.items(), candidates.items()
+    ):
+        response = await _call(served, request, "acme", f"x{len(wrong)}", headers)
+        if response.status_code != 401:
+            wrong.append((endpoint, label, response.status_code))
+        elif response.request.method != "HEAD":
+            assert response.json()["code"] == "unauthenticated"
+            assert response.headers["www-authenticate"].startswith("Bearer")
+    assert wrong == []
+
+
+async def test_public_endpoints_need_no_token(served):
+    for path in ("/healthz", "/readyz", "/metrics", "/openapi.json"):
+        assert (await served.client.get(path)).status_code == 200, path
