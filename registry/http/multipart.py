@@ -140,6 +140,8 @@ async def read_upload(
     try:
         meta = PackageMeta() if meta_raw is None else PackageMeta.model_validate_json(meta_raw)
     except ValidationError as exc:
+        if any(e["type"] == "json_invalid" for e in exc.errors()):
+            raise HttpProblem("bad_request", "the meta part is not valid JSON") from None
         raise HttpProblem(
             "request_invalid",
             "the meta part does not match the PackageMeta schema",

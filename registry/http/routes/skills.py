@@ -303,6 +303,8 @@ def _options(body: WriteOptions, caller: Caller) -> dict[str, Any]:
 
 
 def _invalid(exc: ValidationError) -> HttpProblem:
+    if any(e["type"] == "json_invalid" for e in exc.errors()):
+        return HttpProblem("bad_request", "the body is not valid JSON")
     errors = [
         {"loc": ["body", *map(str, e["loc"])], "msg": e["msg"], "type": e["type"]}
         for e in exc.errors()
