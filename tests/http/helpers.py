@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from blake3 import blake3
 
 from registry.domain.model import PackageFile
@@ -23,8 +25,7 @@ def form(files: dict[str, bytes | PackageFile]) -> tuple[list, dict[str, str]]:
         if isinstance(value, PackageFile) and value.executable:
             executable.append(path)
         parts.append((path, (path.rsplit("/", 1)[-1], data, "application/octet-stream")))
-    meta = '{"executable": %s}' % str(executable).replace("'", '"')
-    return parts, {"meta": meta}
+    return parts, {"meta": json.dumps({"executable": executable})}
 
 
 def manifest(files: dict[str, bytes | PackageFile], **options) -> dict:

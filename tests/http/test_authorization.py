@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-
 from registry.domain.access import Role
 from registry.http.app import create_app
 from registry.http.auth import ROLES
@@ -49,14 +48,14 @@ DEMO_BLOB = digest(DEMO["SKILL.md"])
 # One request per endpoint that needs a token, against resources that exist in both
 # workspaces (so a 404 can only come from the workspace check).
 MATRIX: dict[str, Request] = {
-    "service_status": lambda w, n: ("GET", "/v1/status", {}),
-    "list_skills": lambda w, n: ("GET", f"/v1/workspaces/{w}/skills", {}),
-    "get_skill": lambda w, n: ("GET", f"/v1/workspaces/{w}/skills/demo", {}),
-    "get_version": lambda w, n: ("GET", f"/v1/workspaces/{w}/skills/demo/versions/1", {}),
-    "get_archive": lambda w, n: ("GET", f"/v1/workspaces/{w}/skills/demo/archive", {}),
+    "service_status": lambda _w, _n: ("GET", "/v1/status", {}),
+    "list_skills": lambda w, _n: ("GET", f"/v1/workspaces/{w}/skills", {}),
+    "get_skill": lambda w, _n: ("GET", f"/v1/workspaces/{w}/skills/demo", {}),
+    "get_version": lambda w, _n: ("GET", f"/v1/workspaces/{w}/skills/demo/versions/1", {}),
+    "get_archive": lambda w, _n: ("GET", f"/v1/workspaces/{w}/skills/demo/archive", {}),
     "put_skill": _put_skill,
-    "head_blob": lambda w, n: ("HEAD", f"/v1/workspaces/{w}/blobs/{DEMO_BLOB}", {}),
-    "get_blob": lambda w, n: ("GET", f"/v1/workspaces/{w}/blobs/{DEMO_BLOB}", {}),
+    "head_blob": lambda w, _n: ("HEAD", f"/v1/workspaces/{w}/blobs/{DEMO_BLOB}", {}),
+    "get_blob": lambda w, _n: ("GET", f"/v1/workspaces/{w}/blobs/{DEMO_BLOB}", {}),
     "put_blob": _put_blob,
 }
 

@@ -179,8 +179,10 @@ async def test_too_many_files_are_refused_while_streaming(serve):
 async def test_malformed_bodies_are_refused_and_store_nothing(served):
     before = await snapshot(served)
     write = {"If-None-Match": "*", **served.auth("write")}
-    cases = [
-        # (headers, body, status, code)
+    meta = (
+        b'--x\r\nContent-Disposition: form-data; name="meta"\r\n\r\n{"executable": 3}\r\n--x--\r\n'
+    )
+    cases = [  # headers, body, status, code
         ({"Content-Type": "application/json"}, b"{not json", 400, "bad_request"),
         ({"Content-Type": "application/json"}, b'{"files": "nope"}', 422, "request_invalid"),
         (
@@ -201,7 +203,7 @@ async def test_malformed_bodies_are_refused_and_store_nothing(served):
         ),
         (
             {"Content-Type": "multipart/form-data; boundary=x"},
-            b'--x\r\nContent-Disposition: form-data; name="meta"\r\n\r\n{"executable": 3}\r\n--x--\r\n',
+            meta,
             422,
             "request_invalid",
         ),
