@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help install run test test-fast lint format typecheck db-check bench bench-quick docs clean
+.PHONY: help install run test test-fast lint format typecheck db-check openapi bench bench-quick docs clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | \
@@ -43,6 +43,9 @@ typecheck: install ## mypy --strict over registry and blobstore
 
 db-check: install ## migrate fresh PostgreSQL and SQLite databases to head, then `alembic check`
 	$(BIN)/python -m tests.harness.dbcheck
+
+openapi: install ## regenerate docs/openapi.json from the HTTP app (a test compares them)
+	$(BIN)/python -m registry.http.openapi docs/openapi.json
 
 clean: ## remove the virtualenv, caches and the embedded default's data
 	rm -rf $(VENV) .skillreg .mypy_cache .ruff_cache .pytest_cache .hypothesis

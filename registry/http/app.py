@@ -20,6 +20,7 @@ from registry.api import Registry
 from registry.http import problems
 from registry.http.limits import BodyLimit
 from registry.http.metrics import Metrics, RequestMetrics
+from registry.http.problems import PROBLEM_JSON
 from registry.http.routes import blobs, operations, skills
 from registry.http.schemas import ManifestBody, PackageMeta, Problem
 
@@ -86,4 +87,15 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
     for name, schema in defs.get("$defs", {}).items():
         schemas.setdefault(name, schema)
+    # FastAPI documents its own validation error; this app answers a problem instead.
+    problem = {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    for item in document.get("paths", {}).values():
+        for operation in item.values():
+            invalid = operation.get("responses", {}).get("422")
+            if invalid is not None:
+                invalid["content"] = problem
+                if invalid.get("description") == "Validation Error":
+                    invalid["description"] = "Parameters or body invalid, or input refused"
+    for name in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(name, None)
     return document
