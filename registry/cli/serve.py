@@ -2,12 +2,40 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+
 import click
 import uvicorn
 
 from registry.cli.common import CliState, json_option, redact, run_async
 from registry.cli.output import Output
 from registry.http.app import create_app
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, minus re-raising the stop signal once it has shut down.
+
+    uvicorn re-raises SIGINT or SIGTERM after a graceful shutdown, which would interrupt
+    the registry's own close (its connections) with a KeyboardInterrupt, or kill the
+    process before it. The signal already did its job: stop serving.
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        originals = {sig: signal.signal(sig, self.handle_exit) for sig in _STOP_SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in originals.items():
+                signal.signal(sig, handler)
 
 
 @click.command()
@@ -36,7 +64,7 @@ async def serve(state: CliState, out: Output, *, host: str, port: int, log_level
             lifespan="on",
             server_header=False,
         )
-        server = uvicorn.Server(config)
+        server = _Server(config)
         # uvicorn announces the address it bound (the real port, when given 0).
         out.errors.print(
             f"serving {redact(state.settings.database_url)} and {state.settings.blob_url}"
