@@ -14,8 +14,9 @@ from typing import Any
 
 from blobstore.memory import MemoryBlobStore
 from registry.api import Registry
-from registry.db.engine import create_engine
+from registry.bootstrap import build_engine
 from registry.http.app import create_app
+from registry.settings import Settings
 
 
 def render(document: dict[str, Any]) -> str:
@@ -25,7 +26,7 @@ def render(document: dict[str, Any]) -> str:
 
 async def build() -> dict[str, Any]:
     """The OpenAPI document, from an app over a registry that is never used."""
-    engine = create_engine("sqlite+aiosqlite://")
+    engine = build_engine(Settings(database_url="sqlite+aiosqlite://"))
     try:
         return create_app(Registry(engine, MemoryBlobStore())).openapi()
     finally:
