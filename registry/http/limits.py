@@ -44,8 +44,9 @@ def body_limit(route: str | None, content_type: str, settings: Settings) -> int:
     if route == "put_skill":
         if content_type.startswith("multipart/"):
             return settings.max_package_bytes + settings.max_files * _PART_OVERHEAD + DEFAULT_LIMIT
-        # A manifest: per file a path (at most depth x segment bytes), a digest and a size.
-        per_file = settings.max_depth * (settings.max_segment_bytes + 1) + 256
+        # A manifest: per file a path (at most depth x segment bytes, up to three times
+        # that once JSON escapes it), a digest, a size and the keys.
+        per_file = 3 * settings.max_depth * (settings.max_segment_bytes + 1) + 256
         return settings.max_files * per_file + DEFAULT_LIMIT
     return DEFAULT_LIMIT
 

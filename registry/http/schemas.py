@@ -6,7 +6,7 @@ Names follow the registry's own values; timestamps are RFC 3339 UTC.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Final, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,14 +37,26 @@ class FileEntry(_Model):
     executable: bool = False
 
 
+# Text the database stores as given: no NUL (PostgreSQL text cannot hold it).
+_TEXT: Final = r"^[^\x00]*$"
+# One line of printable text (actors, sources).
+_LINE: Final = r"^[^\x00-\x1f\x7f]+$"
+
+Source = Annotated[str, Field(min_length=1, max_length=500, pattern=_LINE)]
+
+
 class WriteOptions(_Model):
     """What a write records besides the files."""
 
-    message: str = Field(default="", max_length=10_000)
+    message: str = Field(default="", max_length=10_000, pattern=_TEXT)
     actor: str | None = Field(
-        default=None, max_length=200, description="default: `token:<token id>`"
+        default=None,
+        min_length=1,
+        max_length=200,
+        pattern=_LINE,
+        description="default: `token:<token id>`",
     )
-    sources: list[str] = Field(default_factory=list, max_length=100)
+    sources: list[Source] = Field(default_factory=list, max_length=100)
     origin: ClientOrigin = "edit"
 
 

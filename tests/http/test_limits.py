@@ -223,3 +223,23 @@ async def test_malformed_bodies_are_refused_and_store_nothing(served):
     )
     assert r.status_code == 422
     await nothing_stored(served, before)
+
+
+async def test_text_the_database_cannot_hold_is_refused_as_invalid(served):
+    before = await snapshot(served)
+    write = {"If-None-Match": "*", **served.auth("write")}
+    files = [("SKILL.md", ("SKILL.md", skill_md("texty")))]
+    for meta in (
+        '{"message": "nul \\u0000 inside"}',
+        '{"actor": "two\\nlines"}',
+        '{"sources": ["' + "s" * 501 + '"]}',
+        '{"sources": [""]}',
+        '{"origin": "restore"}',
+    ):
+        r = await served.client.put(
+            f"{SKILLS}/texty", files=files, data={"meta": meta}, headers=write
+        )
+        assert (r.status_code, r.json()["code"]) == (422, "request_invalid"), meta
+    r = await served.client.get(SKILLS, params={"after": "a\x00b"}, headers=served.auth("read"))
+    assert r.status_code == 422
+    await nothing_stored(served, before)

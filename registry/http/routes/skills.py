@@ -87,7 +87,10 @@ async def list_skills(
     caller: Authorized,
     agent: Agent = DEFAULT,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    after: Annotated[str | None, Query(max_length=64, description="`next_after` of a page")] = None,
+    after: Annotated[
+        str | None,
+        Query(pattern=r"^[a-z0-9-]{1,64}$", description="`next_after` of the previous page"),
+    ] = None,
 ) -> SkillList:
     """The live skills of the scope, by slug, a page at a time."""
     del caller
