@@ -37,6 +37,7 @@ ROLES: Final[dict[str, Role | None]] = {
     # skills and packages
     "list_skills": Role.READ,
     "get_skill": Role.READ,
+    "head_skill": Role.READ,
     "get_version": Role.READ,
     "get_archive": Role.READ,
     "put_skill": Role.WRITE,

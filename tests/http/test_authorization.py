@@ -51,6 +51,7 @@ MATRIX: dict[str, Request] = {
     "service_status": lambda _w, _n: ("GET", "/v1/status", {}),
     "list_skills": lambda w, _n: ("GET", f"/v1/workspaces/{w}/skills", {}),
     "get_skill": lambda w, _n: ("GET", f"/v1/workspaces/{w}/skills/demo", {}),
+    "head_skill": lambda w, _n: ("HEAD", f"/v1/workspaces/{w}/skills/demo", {}),
     "get_version": lambda w, _n: ("GET", f"/v1/workspaces/{w}/skills/demo/versions/1", {}),
     "get_archive": lambda w, _n: ("GET", f"/v1/workspaces/{w}/skills/demo/archive", {}),
     "put_skill": _put_skill,
@@ -109,11 +110,11 @@ async def test_the_matrix(served):
             status, code = response.status_code, _code(response)
             workspace_scoped = endpoint != "service_status"
             if where == "other" and workspace_scoped:
-                ok = status == 404 and (code == "not_found" or endpoint == "head_blob")
+                ok = status == 404 and (code == "not_found" or endpoint.startswith("head_"))
             elif role.allows(needed):
                 ok = status < 400
             else:
-                ok = status == 403 and (code == "forbidden" or endpoint == "head_blob")
+                ok = status == 403 and (code == "forbidden" or endpoint.startswith("head_"))
             if not ok:
                 wrong.append(Outcome(endpoint, role.value, where, status, code))
     assert wrong == []

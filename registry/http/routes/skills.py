@@ -125,6 +125,21 @@ async def get_skill(
     return await _version_response(request, info)
 
 
+@router.head(
+    "/skills/{slug}",
+    name="head_skill",
+    summary="A skill's head ETag, without the manifest",
+    responses={304: {"description": "If-None-Match matched"}, **problems(400, 403, 404)},
+)
+async def head_skill(
+    request: Request, workspace: Workspace, slug: Slug, caller: Authorized, agent: Agent = DEFAULT
+) -> Response:
+    """The `ETag` a write's `If-Match` takes, as cheaply as asking for it."""
+    del caller
+    info = await registry_of(request).package_info(make_scope(workspace, agent), slug)
+    return await _version_response(request, info)
+
+
 @router.get(
     "/skills/{slug}/versions/{version}",
     name="get_version",
