@@ -44,7 +44,9 @@ Serve = Callable[..., Awaitable[Served]]
 
 
 async def _start(app: Any) -> tuple[uvicorn.Server, asyncio.Task[None], str]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on accepted sockets whose
+    # protocol says TCP, and without it every keep-alive response waits on delayed ACKs.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     port = sock.getsockname()[1]
