@@ -246,26 +246,22 @@ async def put_skill(
     request: Request, workspace: Workspace, slug: Slug, caller: Authorized, agent: Agent = DEFAULT
 ) -> Response:
     """Publish a package as the new head in one atomic change, if the precondition holds."""
+    kind = media_type(request)
+    if kind not in ("application/json", "multipart/form-data"):
+        raise HttpProblem(
+            "unsupported_media_type",
+            "send application/json (a manifest) or multipart/form-data (the files)",
+        )
     registry = registry_of(request)
     scope = make_scope(workspace, agent)
     expected = await expected_head(request, registry, scope, slug, allow_create=True)
-    kind = media_type(request)
+    publish = _publish_manifest if kind == "application/json" else _publish_multipart
     metrics = _metrics(request)
     try:
         with metrics.write("publish"):
-            if kind == "application/json":
-                pub, received = await _publish_manifest(
-                    request, registry, scope=scope, slug=slug, expected=expected, caller=caller
-                )
-            elif kind == "multipart/form-data":
-                pub, received = await _publish_multipart(
-                    request, registry, scope=scope, slug=slug, expected=expected, caller=caller
-                )
-            else:
-                raise HttpProblem(
-                    "unsupported_media_type",
-                    "send application/json (a manifest) or multipart/form-data (the files)",
-                )
+            pub, received = await publish(
+                request, registry, scope=scope, slug=slug, expected=expected, caller=caller
+            )
     except HeadConflict as conflict:
         raise precondition_failed(conflict, await current_head(registry, scope, slug)) from None
     metrics.upload_bytes.labels("package").inc(received)
