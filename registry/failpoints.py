@@ -21,6 +21,7 @@ POINTS: Final = (
     "publish.checked",  # root checks and compare-and-swap passed
     "publish.version_rows",  # version and manifest rows inserted
     "publish.head_moved",  # the head points at the new version
+    "publish.proposal_rows",  # a diverted write's proposal row is inserted (instead of a version)
     "publish.before_commit",  # everything written, commit next
     "publish.committed",  # the commit returned; the reply is still to be sent
 )
