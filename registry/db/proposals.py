@@ -249,3 +249,20 @@ async def in_scope_page(
         slug, head, state = data.pop("slug"), data.pop("head"), data.pop("skill_state")
         out.append(ListedProposal(ProposalRow(**data), slug, head, state))
     return out
+
+
+async def find(conn: AsyncConnection, scope: Scope, proposal_id: int) -> ListedProposal | None:
+    """The proposal `proposal_id` of a skill in `scope`, with its skill's slug and head."""
+    row = (
+        await conn.execute(
+            sa.select(*_COLUMNS, Skill.slug, Skill.head, Skill.state.label("skill_state"))
+            .join(Skill, Skill.id == Proposal.skill_id)
+            .where(Proposal.workspace == scope.workspace, in_scope(scope))
+            .where(Proposal.id == proposal_id)
+        )
+    ).first()
+    if row is None:
+        return None
+    data = row._asdict()
+    slug, head, state = data.pop("slug"), data.pop("head"), data.pop("skill_state")
+    return ListedProposal(ProposalRow(**data), slug, head, state)

@@ -66,8 +66,10 @@ class Verdict:
     """The outcome of the content check under approvals.
 
     `blocked` is the error for the first finding no approval covers (path, then ordinal
-    order), or None; `kept` are the approvals the checked package carries forward, one per
-    (path, value) it still contains, counting the occurrences actually present.
+    order), or None; `kept` are the approvals that cover occurrences the checked package
+    contains, one per (path, value), counting the covered occurrences: what the package
+    carries forward (a blocked package is not stored, so its `kept` only matters to an
+    owner approving findings one at a time).
     """
 
     blocked: ContentBlocked | None
@@ -100,11 +102,13 @@ def evaluate(
         budget[finding.path, finding.value_hash] += 1
     used: Counter[tuple[str, str]] = Counter()
     classes: dict[tuple[str, str], str] = {}
+    blocked: ContentBlocked | None = None
     for finding in ordered:
         key = (finding.path, finding.value_hash)
         if used[key] >= budget[key]:
-            blocked = ContentBlocked(finding.path, finding.pattern_class, finding.ordinal)
-            return Verdict(blocked, ())
+            if blocked is None:
+                blocked = ContentBlocked(finding.path, finding.pattern_class, finding.ordinal)
+            continue
         used[key] += 1
         classes.setdefault(key, finding.pattern_class)
     kept = tuple(
@@ -112,4 +116,4 @@ def evaluate(
             Approval(path, digest, classes[path, digest], n) for (path, digest), n in used.items()
         )
     )
-    return Verdict(None, kept)
+    return Verdict(blocked, kept)

@@ -15,6 +15,7 @@ proposal, `propose` writes it instead of the version's).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -33,11 +34,23 @@ if TYPE_CHECKING:
     from registry.services.publish import WriteRequest
 
 
+@dataclass(frozen=True, slots=True)
+class ProposalDecision:
+    """The owner's decision to apply a pending proposal.
+
+    `decision` is `apply` (the proposal as it is) or `alternative` (the owner's edit of it).
+    """
+
+    proposal: int
+    decision: str
+    actor: str
+
+
 def diverted(request: WriteRequest, skill: db.SkillRow | None) -> bool:
     """An automated write to a skill under human control becomes a proposal."""
     return (
         skill is not None
-        and request.proposal is None
+        and request.decides is None
         and request.origin is Origin.LEARNING
         and (not skill.auto_improve or skill.learning_paused)
     )
@@ -45,7 +58,7 @@ def diverted(request: WriteRequest, skill: db.SkillRow | None) -> bool:
 
 def event_kind(request: WriteRequest) -> str:
     """The outbox event kind of a write that appends a version."""
-    if request.proposal is not None:
+    if request.decides is not None:
         return "proposal_applied"
     if request.origin is Origin.RESTORE:
         return "restored"
@@ -56,18 +69,26 @@ async def pending_proposal(
     conn: AsyncConnection, request: WriteRequest, skill: db.SkillRow | None
 ) -> db_proposals.ProposalRow | None:
     """The proposal this write decides, checked to be open and made on the current head."""
-    if request.proposal is None:
+    decides = request.decides
+    if decides is None:
         return None
-    proposal = await db_proposals.get(conn, request.scope, request.proposal)
+    proposal = await db_proposals.get(conn, request.scope, decides.proposal)
     if proposal is None or skill is None or proposal.skill_id != skill.id:
-        raise ProposalNotFound(request.proposal)
-    if proposal.status == "stale" or (
-        proposal.status == "open" and proposal.base_version != skill.head
-    ):
-        raise ProposalStale(proposal.id, proposal.base_version, skill.head)
-    if proposal.status != "open":
-        raise StateConflict(request.decision, f"proposal {proposal.status}")
+        raise ProposalNotFound(decides.proposal)
+    check_decidable(proposal, decides.decision, skill.head)
     return proposal
+
+
+def check_decidable(proposal: db_proposals.ProposalRow, decision: str, head: int) -> None:
+    """Refuse a decision the proposal's status does not allow (docs/history.md)."""
+    if decision == "keep_current":
+        if not proposal.pending:
+            raise StateConflict(decision, f"proposal {proposal.status}")
+        return
+    if proposal.status == "stale" or (proposal.status == "open" and proposal.base_version != head):
+        raise ProposalStale(proposal.id, proposal.base_version, head)
+    if proposal.status != "open":
+        raise StateConflict(decision, f"proposal {proposal.status}")
 
 
 async def check_sources(conn: AsyncConnection, request: WriteRequest) -> None:
@@ -87,13 +108,13 @@ async def head_moved(
     now: datetime,
 ) -> list[int]:
     """Close the decided proposal as applied; return the ids of proposals made stale."""
-    if decided is not None:
+    if decided is not None and request.decides is not None:
         await db_proposals.close(
             conn,
             decided,
             status="applied",
-            decision=request.decision,
-            actor=request.actor,
+            decision=request.decides.decision,
+            actor=request.decides.actor,
             now=now,
             applied_version=number,
         )

@@ -66,6 +66,7 @@ from registry.errors import (
 )
 from registry.services import content, diversion
 from registry.services.context import Context, shielded
+from registry.services.diversion import ProposalDecision
 
 # Above this many bytes, hashing runs in a worker thread (BLAKE3 releases the GIL), so a
 # large package does not stall the event loop.
@@ -84,8 +85,9 @@ class WriteRequest:
     History fields (docs/history.md): `approve` names findings the writer approves;
     `approvals` are the content-check approvals stored with the new version (set by the
     content check, never by callers of `write_package`); `keep_draft` records the package
-    as a proposal if the compare-and-swap fails; `proposal` makes this write the decision
-    (`decision`: `apply` or `alternative`) on that pending proposal.
+    as a proposal if the compare-and-swap fails; `decides` makes this write the owner's
+    decision on a pending proposal; `repair` marks a rollback after a source exclusion.
+    A decision or a repair always appends a version, even if the head has the same package.
     """
 
     scope: Scope
@@ -101,8 +103,13 @@ class WriteRequest:
     approve: Sequence[FindingRef] = ()
     approvals: Sequence[Approval] = ()
     keep_draft: bool = False
-    proposal: int | None = None
-    decision: str = "apply"
+    decides: ProposalDecision | None = None
+    repair: bool = False
+
+    @property
+    def may_be_unchanged(self) -> bool:
+        """True if re-saving the head's package is a no-op for this write."""
+        return self.decides is None and not self.repair
 
     @property
     def kind(self) -> str:
@@ -158,9 +165,8 @@ async def publish_manifest(
     install passes an empty mapping (every blob is already referenced and live).
     """
     head = await ctx.read(lambda conn: _read_head(conn, request.scope, request.slug))
-    # Applying a proposal is a decision that must be recorded even if the head's package
-    # happens to be the same; it is never a silent no-op.
-    if head is not None and head.manifest.hash == manifest.hash and request.proposal is None:
+    # A decision or a repair must be recorded even if the head's package is the same.
+    if head is not None and head.manifest.hash == manifest.hash and request.may_be_unchanged:
         return _unchanged(head)
     _early_checks(request, head)
 
@@ -366,7 +372,7 @@ async def _apply(
     """Root checks, compare-and-swap and every row of the new version (lock held)."""
     scope, now = request.scope, ctx.clock.now()
     skill = await db.live_skill(conn, scope, request.slug)
-    if skill is not None and request.proposal is None:
+    if skill is not None and request.may_be_unchanged:
         head = await db.version(conn, skill, skill.head)
         assert head is not None
         if head.manifest_hash == manifest.hash:
@@ -519,8 +525,9 @@ async def _append_version(
             "restored_from": request.restored_from,
             "files": manifest.file_count,
             "bytes": manifest.total_size,
-            "proposal": request.proposal,
-            "decision": request.decision if request.proposal is not None else None,
+            "proposal": None if request.decides is None else request.decides.proposal,
+            "decided_by": None if request.decides is None else request.decides.actor,
+            "repair": request.repair,
             "staled_proposals": staled,
         },
         now=now,
