@@ -14,6 +14,7 @@ from typing import Final, Protocol
 
 POINTS: Final = (
     "write.validated",  # after validation and the content check, before any storage
+    "write.checked",  # the early root checks passed (head read), before any claim
     "write.claimed",  # the claim transaction committed
     "write.uploaded",  # every changed blob is stored
     "publish.begin",  # the publish transaction began, before the lock

@@ -169,6 +169,7 @@ async def publish_manifest(
     if head is not None and head.manifest.hash == manifest.hash and request.may_be_unchanged:
         return _unchanged(head)
     _early_checks(request, head)
+    await ctx.hit("write.checked")
 
     head_digests = set() if head is None else {e.digest for e in head.manifest.entries}
     to_store = {
