@@ -24,9 +24,10 @@ async def add(
         upsert(conn, SourceExclusion)
         .values(workspace=workspace, source=source, actor=actor, reason=reason, created_at=now)
         .on_conflict_do_nothing(index_elements=["workspace", "source"])
+        .returning(SourceExclusion.id)
     )
-    result = await conn.execute(statement)
-    return bool(result.rowcount)
+    # RETURNING, not rowcount: drivers disagree on the rowcount of a skipped insert.
+    return (await conn.execute(statement)).first() is not None
 
 
 async def excluded(conn: AsyncConnection, workspace: str, sources: Iterable[str]) -> list[str]:
