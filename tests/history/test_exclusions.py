@@ -116,9 +116,7 @@ async def test_excluding_again_finishes_an_interrupted_repair(make_registry):
 
     report = await registry.exclude_source(ACME, "chat:2", actor="dpo")
     assert not report.newly_excluded
-    assert [(r.slug, r.outcome, r.version) for r in report.repairs] == [
-        ("beta", "rolled_back", 3)
-    ]
+    assert [(r.slug, r.outcome, r.version) for r in report.repairs] == [("beta", "rolled_back", 3)]
     for slug in ("alpha", "beta"):
         info = await registry.package_info(ACME, slug)
         assert info.version == 3

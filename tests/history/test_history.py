@@ -45,7 +45,9 @@ async def test_history_lists_versions_newest_first_with_their_metadata(registry)
 async def test_history_pages_with_a_cursor(registry):
     await registry.write_package(ACME, SLUG, package(SLUG, tag="0"), expected_head=None, actor="u")
     for n in range(1, 7):
-        await registry.write_package(ACME, SLUG, package(SLUG, tag=str(n)), expected_head=n, actor="u")
+        await registry.write_package(
+            ACME, SLUG, package(SLUG, tag=str(n)), expected_head=n, actor="u"
+        )
     seen, before = [], None
     while True:
         page = await registry.history(ACME, SLUG, limit=3, before=before)

@@ -53,13 +53,17 @@ async def test_learning_on_a_human_controlled_skill_records_a_proposal(registry)
     # Its manifest rows (a real FK from the proposal) keep its blobs referenced and live.
     async with registry.engine.connect() as conn:
         digests = (
-            await conn.execute(
-                sa.select(ManifestEntry.digest)
-                .join(Manifest, Manifest.id == ManifestEntry.manifest_id)
-                .join(Proposal, Proposal.manifest_id == Manifest.id)
-                .where(Proposal.id == pub.proposal)
+            (
+                await conn.execute(
+                    sa.select(ManifestEntry.digest)
+                    .join(Manifest, Manifest.id == ManifestEntry.manifest_id)
+                    .join(Proposal, Proposal.manifest_id == Manifest.id)
+                    .where(Proposal.id == pub.proposal)
+                )
             )
-        ).scalars().all()
+            .scalars()
+            .all()
+        )
     rows = await blob_rows(registry)
     assert digests
     assert all(rows[d] == "live" for d in digests)
