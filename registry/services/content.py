@@ -11,7 +11,7 @@ the same way: its bytes are fetched only for digests not cached clean.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Final
 
 import sqlalchemy as sa
@@ -79,12 +79,17 @@ async def _remember_clean(ctx: Context, digests: Sequence[str]) -> None:
     await ctx.write(work)
 
 
+Inherited = Iterable[Approval] | Callable[[], Awaitable[Iterable[Approval]]]
+"""Approvals, or a function that loads them: called only if the scan finds something, so
+a clean package (the common case) costs no extra query."""
+
+
 async def verdict(
     ctx: Context,
     manifest: Manifest,
     files: Mapping[str, PackageFile] | None,
     *,
-    allowed: Iterable[Approval] = (),
+    allowed: Inherited = (),
     approve: Iterable[FindingRef] = (),
 ) -> Verdict:
     """Check `manifest`'s files (`files`, or fetched from the blob store if None).
@@ -108,7 +113,9 @@ async def verdict(
         findings = await asyncio.to_thread(scan_all)
     else:
         findings = scan_all()
-    result = evaluate(findings, allowed, approve)
+    if findings and callable(allowed):
+        allowed = await allowed()
+    result = evaluate(findings, () if callable(allowed) else allowed, approve)
     if result.blocked is None:
         paths = {f.path for f in findings}
         dirty = {e.digest for e in todo if e.path in paths}
@@ -121,7 +128,7 @@ async def check(
     manifest: Manifest,
     files: Mapping[str, PackageFile] | None,
     *,
-    allowed: Iterable[Approval] = (),
+    allowed: Inherited = (),
     approve: Iterable[FindingRef] = (),
 ) -> tuple[Approval, ...]:
     """`verdict(...)`, raising `ContentBlocked` if anything blocks; returns the kept approvals."""

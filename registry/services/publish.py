@@ -137,15 +137,16 @@ async def write_package(
     check_slug(request.slug)
     package = validate_package(files, request.slug, ctx.limits)
     manifest = await _hash(package)
-    # Approvals are inherited from the version the write builds on (docs/history.md).
+    # Approvals are inherited from the version the write builds on (docs/history.md);
+    # they are looked up only if the content check finds something.
     expected = request.expected_head
-    inherited = (
-        ()
-        if expected is None
-        else await content.approvals_of(
-            ctx, request.scope, request.slug, expected if isinstance(expected, int) else None
-        )
-    )
+
+    async def inherited() -> tuple[Approval, ...]:
+        if expected is None:
+            return ()
+        base = expected if isinstance(expected, int) else None
+        return await content.approvals_of(ctx, request.scope, request.slug, base)
+
     kept = await content.check(
         ctx, manifest, package.files, allowed=inherited, approve=request.approve
     )

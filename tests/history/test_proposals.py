@@ -7,8 +7,8 @@ import sqlalchemy as sa
 
 from registry import Origin, ProposalRef, Scope
 from registry.db.tables import Manifest, ManifestEntry, Proposal
-from registry.errors import ProposalNotFound, ProposalStale, StateConflict
-from tests.support.faults import InstrumentedStore
+from registry.errors import DraftKept, ProposalNotFound, ProposalStale, StateConflict
+from tests.support.faults import InstrumentedStore, ScriptedFailpoints
 from tests.support.history import event_count, events
 from tests.support.packages import as_bytes, package
 from tests.support.state import blob_rows, db_state, live_claims
@@ -239,3 +239,20 @@ async def test_delete_withdraws_the_pending_proposal(registry):
     assert (await registry.proposal(ACME, proposed.proposal)).summary.status == "withdrawn"
     with pytest.raises(StateConflict):
         await registry.decide(ACME, proposed.proposal, "apply", actor="owner")
+
+
+async def test_a_diverted_write_whose_reply_was_lost_reports_its_proposal(make_registry):
+    failpoints = ScriptedFailpoints()
+    registry = await make_registry(failpoints=failpoints)
+    await owned(registry)
+    failpoints.fail("publish.committed", nth=failpoints.hits["publish.committed"] + 1)
+    pub = await learn(registry, "idea")
+    assert pub.proposal is not None
+    assert [p.id for p in (await registry.list_proposals(ACME)).items] == [pub.proposal]
+    assert await live_claims(registry) == 0
+    failpoints.fail("publish.committed", nth=failpoints.hits["publish.committed"] + 1)
+    with pytest.raises(DraftKept) as caught:
+        await registry.edit(
+            ACME, SLUG, package(SLUG, tag="draft"), base_version=1, actor="o", keep_draft=True
+        )
+    assert caught.value.proposal == (await registry.list_proposals(ACME)).items[0].id
