@@ -35,13 +35,15 @@ async def replace(
     *,
     actor: str,
     now: datetime,
+    fresh: bool = False,
 ) -> None:
-    """Make `approvals` the version's approvals (a new version starts with none)."""
-    await conn.execute(
-        sa.delete(ContentApproval).where(
-            ContentApproval.workspace == workspace, ContentApproval.version_id == version_id
+    """Make `approvals` the version's approvals (`fresh`: a new version, which has none)."""
+    if not fresh:
+        await conn.execute(
+            sa.delete(ContentApproval).where(
+                ContentApproval.workspace == workspace, ContentApproval.version_id == version_id
+            )
         )
-    )
     if approvals:
         await conn.execute(
             sa.insert(ContentApproval),

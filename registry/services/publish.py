@@ -492,7 +492,13 @@ async def _append_version(
         now=now,
     )
     await db_approvals.replace(
-        conn, scope.workspace, version_id, request.approvals, actor=request.actor, now=now
+        conn,
+        scope.workspace,
+        version_id,
+        request.approvals,
+        actor=request.actor,
+        now=now,
+        fresh=True,
     )
     await ctx.hit("publish.version_rows")
     staled: list[int] = []
