@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import click
@@ -92,6 +93,9 @@ async def history(
 ) -> None:
     """List the versions of REF (WORKSPACE/SLUG), newest first."""
     workspace, slug = parse_skill(ref)
+    if before is not None and not re.fullmatch(r"\d+\.\d+", before):
+        msg = f"{before!r}: not a cursor from a previous page"
+        raise click.BadParameter(msg, param_hint="--before")
     async with state.open() as reg:
         page = await reg.history(
             make_scope(workspace, agent),

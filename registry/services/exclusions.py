@@ -31,7 +31,7 @@ from registry.db import exclusions as db_exclusions
 from registry.db import skills as db
 from registry.db.tables import Skill, Version
 from registry.domain.model import Scope
-from registry.errors import ContentBlocked, HeadConflict
+from registry.errors import ContentBlocked, HeadConflict, VersionUnavailable
 from registry.services.context import Context
 from registry.services.controls import locked
 from registry.services.restore import StoredVersion, republish, stored_version
@@ -148,8 +148,8 @@ async def _roll_back(
     skill = found.skill
     reason = f"source {found.excluded_head_source!r} excluded"
     for number in found.numbers:
-        stored: StoredVersion = await stored_version(ctx, scope, skill.slug, number)
         try:
+            stored: StoredVersion = await stored_version(ctx, scope, skill.slug, number)
             publication = await republish(
                 ctx,
                 scope,
@@ -160,8 +160,9 @@ async def _roll_back(
                 message=f"rolled back: {reason}",
                 repair=True,
             )
-        except ContentBlocked:
-            # The newest independent version fails today's content check: try an older one.
+        except (ContentBlocked, VersionUnavailable):
+            # It fails today's content check, or another exclusion made it unavailable
+            # meanwhile: try an older one.
             continue
         return Repair(
             skill.slug, skill.agent, skill.head, "rolled_back", publication.version, number

@@ -7,9 +7,9 @@ import sqlalchemy as sa
 
 from registry import FindingRef, Scope
 from registry.db.tables import ContentApproval
-from registry.domain.scanner import DefaultScanner, Finding, value_hash
+from registry.domain.scanner import value_hash
 from registry.errors import ContentBlocked, FindingNotFound, StateConflict
-from tests.support.history import events, github_token
+from tests.support.history import CODENAME, StricterScanner, events, github_token
 from tests.support.packages import package
 
 ACME = Scope("acme")
@@ -100,21 +100,6 @@ async def test_approving_a_finding_that_is_not_there_is_refused(registry):
             actor="o",
             approve=[FindingRef(CONFIG, 2)],
         )
-
-
-CODENAME = "PROJECT-NIGHTJAR"
-
-
-class StricterScanner(DefaultScanner):
-    """Today's rules: also blocks an internal code name (a different fingerprint)."""
-
-    fingerprint = "stricter-" + DefaultScanner.fingerprint[:40]
-
-    def scan(self, path, data):
-        found = super().scan(path, data)
-        if CODENAME.encode() in data:
-            found.append(Finding(path, "codename", len(found) + 1, 1, value_hash(CODENAME)))
-        return found
 
 
 async def test_a_version_blocked_by_todays_rules_until_the_owner_approves_it(make_registry):

@@ -7,7 +7,7 @@ import pytest
 from registry import Scope
 from registry.errors import SkillNotFound, SourceExcluded, VersionUnavailable
 from tests.support.faults import InjectedFault, ScriptedFailpoints
-from tests.support.history import events
+from tests.support.history import CODENAME, StricterScanner, events
 from tests.support.packages import as_bytes, package
 from tests.support.state import db_state
 
@@ -161,4 +161,18 @@ async def test_a_deleted_skills_history_is_not_brought_back(registry):
     assert [(v.number, v.archived, v.available) for v in archived.items] == [
         (2, True, False),
         (1, True, True),
+    ]
+
+
+async def test_the_rollback_skips_a_version_todays_content_check_blocks(make_registry):
+    writer = await make_registry()
+    await publish(writer, "1", ["chat:1"])
+    blocked = package(SLUG, tag="2")
+    blocked["references/codename.md"] = CODENAME.encode()
+    await writer.write_package(ACME, SLUG, blocked, expected_head=1, actor="u", sources=["chat:1"])
+    await publish(writer, "3", ["chat:2"], expected=2)
+    registry = await make_registry(scanner=StricterScanner())
+    report = await registry.exclude_source(ACME, "chat:2", actor="dpo")
+    assert [(r.outcome, r.restored_from, r.version) for r in report.repairs] == [
+        ("rolled_back", 1, 4)
     ]

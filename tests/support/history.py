@@ -6,6 +6,7 @@ import sqlalchemy as sa
 
 from registry.api import Registry
 from registry.db.tables import Event
+from registry.domain.scanner import DefaultScanner, Finding, value_hash
 from tests.corpus.fakes import ALNUM, chars
 
 
@@ -25,3 +26,18 @@ async def event_count(registry: Registry) -> int:
 def github_token(seed: str) -> str:
     """A credential-shaped fake the default scanner blocks (never a real one)."""
     return "gh" + "p_" + chars(ALNUM, 36, seed)
+
+
+CODENAME = "PROJECT-NIGHTJAR"
+
+
+class StricterScanner(DefaultScanner):
+    """Today's rules: also blocks an internal code name (a different fingerprint)."""
+
+    fingerprint = "stricter-" + DefaultScanner.fingerprint[:40]
+
+    def scan(self, path, data):
+        found = super().scan(path, data)
+        if CODENAME.encode() in data:
+            found.append(Finding(path, "codename", len(found) + 1, 1, value_hash(CODENAME)))
+        return found
