@@ -420,9 +420,34 @@ class Registry:
         action = Action.AUTO_IMPROVE_ON if enabled else Action.AUTO_IMPROVE_OFF
         return await controls.act(self.ctx, scope, slug, action, actor=actor)
 
-    async def delete(self, scope: Scope, slug: str, *, actor: str) -> SkillStatus:
-        """Delete the skill: its versions are kept (listed as archived), the slug is free."""
-        return await controls.act(self.ctx, scope, slug, Action.DELETE, actor=actor)
+    async def delete(
+        self, scope: Scope, slug: str, *, actor: str, expected_head: int | None = None
+    ) -> SkillStatus:
+        """Delete the skill: its versions are kept (listed as archived), the slug is free.
+
+        With `expected_head`, only if the head is still that version (`HeadConflict`).
+        """
+        return await controls.act(
+            self.ctx, scope, slug, Action.DELETE, actor=actor, expected_head=expected_head
+        )
+
+    async def control(
+        self,
+        scope: Scope,
+        slug: str,
+        action: Action,
+        *,
+        actor: str,
+        reason: str = "",
+        expected_head: int | None = None,
+    ) -> SkillStatus:
+        """Apply any owner control `action` (pause, resume, stop_using, ..., delete).
+
+        With `expected_head`, a compare-and-swap on the head (`HeadConflict`).
+        """
+        return await controls.act(
+            self.ctx, scope, slug, action, actor=actor, reason=reason, expected_head=expected_head
+        )
 
     # ------------------------------------------------------------ exceptions and exclusions
 
@@ -493,6 +518,15 @@ class Registry:
             sources=tuple(sources),
         )
         return await uploads.publish_uploaded(self.ctx, request, files)
+
+    async def uploaded_files(
+        self, workspace: str, files: Sequence[ManifestFile]
+    ) -> dict[str, PackageFile]:
+        """The files a manifest of uploaded blobs names, fetched and verified.
+
+        For writes that take files, such as a proposal's edited alternative.
+        """
+        return await uploads.uploaded_files(self.ctx, workspace, files)
 
     # ------------------------------------------------------------ access tokens
 

@@ -21,7 +21,7 @@ from registry.http import problems
 from registry.http.limits import BodyLimit
 from registry.http.metrics import Metrics, RequestMetrics
 from registry.http.problems import PROBLEM_JSON
-from registry.http.routes import blobs, operations, skills
+from registry.http.routes import blobs, history, operations, proposals, skills
 from registry.http.schemas import ManifestBody, PackageMeta, Problem
 
 TITLE: Final = "skill-registry"
@@ -56,7 +56,7 @@ def create_app(registry: Registry, *, metrics: Metrics | None = None) -> FastAPI
     app.state.registry = registry
     app.state.metrics = metrics or Metrics()
     problems.install(app)
-    for module in (operations, skills, blobs):
+    for module in (operations, skills, history, proposals, blobs):
         app.include_router(module.router)
     # Starlette runs the middleware added last first: metrics see every response,
     # the body limit's early 413s included.

@@ -41,6 +41,17 @@ ROLES: Final[dict[str, Role | None]] = {
     "get_version": Role.READ,
     "get_archive": Role.READ,
     "put_skill": Role.WRITE,
+    # history, state and owner decisions
+    "get_history": Role.READ,
+    "get_diff": Role.READ,
+    "get_state": Role.READ,
+    "restore_skill": Role.OWNER,
+    "change_state": Role.OWNER,
+    "delete_skill": Role.OWNER,
+    # proposals
+    "list_proposals": Role.READ,
+    "get_proposal": Role.READ,
+    "decide_proposal": Role.OWNER,
     # blobs
     "head_blob": Role.READ,
     "get_blob": Role.READ,

@@ -41,6 +41,8 @@ def body_limit(route: str | None, content_type: str, settings: Settings) -> int:
     """The most body bytes a request to `route` may send."""
     if route == "put_blob":
         return settings.max_file_bytes
+    if route == "decide_proposal":  # an alternative's manifest
+        return body_limit("put_skill", "application/json", settings)
     if route == "put_skill":
         if content_type.startswith("multipart/"):
             return settings.max_package_bytes + settings.max_files * _PART_OVERHEAD + DEFAULT_LIMIT

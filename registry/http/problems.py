@@ -35,6 +35,9 @@ STATUS_BY_ERROR: Final[tuple[tuple[type[BaseException], int], ...]] = (
     (errors.Unauthenticated, 401),
     (errors.Forbidden, 403),
     (errors.AccessDenied, 403),
+    # A stale proposal conflicts with the skill's state; the request's own precondition
+    # may well have held, so this is not a 412.
+    (errors.ProposalStale, 409),
     (errors.HeadConflict, 412),  # compare-and-swap lost: every write here is conditional
     (errors.Conflict, 409),
     (errors.LimitExceeded, 413),

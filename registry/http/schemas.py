@@ -45,6 +45,18 @@ _LINE: Final = r"^[^\x00-\x1f\x7f]+$"
 Source = Annotated[str, Field(min_length=1, max_length=500, pattern=_LINE)]
 
 
+class ActorOptions(_Model):
+    """Who acts, if not the token itself."""
+
+    actor: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        pattern=_LINE,
+        description="default: `token:<token id>`",
+    )
+
+
 class WriteOptions(_Model):
     """What a write records besides the files."""
 

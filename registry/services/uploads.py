@@ -210,17 +210,15 @@ def _check_declared(files: Sequence[ManifestFile], ctx: Context) -> None:
         raise LimitExceeded("max_package_bytes", limits.max_package_bytes, total)
 
 
-async def publish_uploaded(
-    ctx: Context, request: publish.WriteRequest, files: Sequence[ManifestFile]
-) -> Publication:
-    """Publish a package whose blobs were uploaded beforehand (or are already referenced).
+async def uploaded_files(
+    ctx: Context, workspace: str, files: Sequence[ManifestFile]
+) -> dict[str, PackageFile]:
+    """The files a client's manifest names, fetched back from the store and verified.
 
     The declared sizes must match the blobs; every blob must be visible to the workspace
     (`BlobsMissing` lists the ones that are not: upload them and send the manifest again).
-    Then the package is written like any other, validated and content-checked.
     """
     _check_declared(files, ctx)
-    workspace = request.scope.workspace
     now = ctx.clock.now()
 
     async def work(conn: AsyncConnection) -> dict[str, int]:
@@ -236,5 +234,15 @@ async def publish_uploaded(
                 "size_mismatch", f"declared {f.size} bytes, the blob has {sizes[f.digest]}", f.path
             )
     data = await _fetch(ctx, [f.digest for f in files])
-    package = {f.path: PackageFile(data[f.digest], f.executable) for f in files}
+    return {f.path: PackageFile(data[f.digest], f.executable) for f in files}
+
+
+async def publish_uploaded(
+    ctx: Context, request: publish.WriteRequest, files: Sequence[ManifestFile]
+) -> Publication:
+    """Publish a package whose blobs were uploaded beforehand (or are already referenced).
+
+    The package is then written like any other, validated and content-checked.
+    """
+    package = await uploaded_files(ctx, request.scope.workspace, files)
     return await publish.write_package(ctx, request, package)

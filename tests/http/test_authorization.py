@@ -9,26 +9,38 @@ no token, a malformed, unknown, revoked or wrong-secret token: 401.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from registry.domain.access import Role
+from registry.domain.model import Origin, Scope
 from registry.http.app import create_app
 from registry.http.auth import ROLES
 from tests.http.helpers import digest, form, publish
 from tests.support.packages import package
 
-Request = Callable[[str, str], tuple[str, str, dict[str, Any]]]
-"""(workspace, unique suffix) -> (method, path, httpx keyword arguments)."""
+Request = Callable[[Any, str, str], Awaitable[tuple[str, str, dict[str, Any]]]]
+"""(served, workspace, unique suffix) -> (method, path, httpx keyword arguments).
+
+Requests always target `acme`; the setup they need (a fresh skill, a proposal) is made
+in `acme` with the registry, so an allowed request can succeed and a refused one could
+have. A token of the other workspace asks for acme's resources."""
 
 
-def _put_skill(workspace: str, n: str) -> tuple[str, str, dict[str, Any]]:
+def fixed(method: str, path: str, **kwargs: Any) -> Request:
+    async def build(_served, w: str, _n: str):
+        return method, path.format(w=w), kwargs
+
+    return build
+
+
+async def _put_skill(_served, w: str, n: str):
     slug = f"made-{n}"
     files, data = form(package(slug))
     return (
         "PUT",
-        f"/v1/workspaces/{workspace}/skills/{slug}",
+        f"/v1/workspaces/{w}/skills/{slug}",
         {
             "files": files,
             "data": data,
@@ -37,26 +49,106 @@ def _put_skill(workspace: str, n: str) -> tuple[str, str, dict[str, Any]]:
     )
 
 
-def _put_blob(workspace: str, n: str) -> tuple[str, str, dict[str, Any]]:
+async def _put_blob(_served, w: str, n: str):
     data = f"blob {n}\n".encode()
-    return "PUT", f"/v1/workspaces/{workspace}/blobs/{digest(data)}", {"content": data}
+    return "PUT", f"/v1/workspaces/{w}/blobs/{digest(data)}", {"content": data}
 
 
+async def _fresh_skill(served, n: str) -> str:
+    slug = f"fresh-{n}"
+    await served.registry.write_package(ACME, slug, package(slug), expected_head=None, actor="t")
+    return slug
+
+
+async def _change_state(served, w: str, n: str):
+    slug = await _fresh_skill(served, n)
+    return (
+        "POST",
+        f"/v1/workspaces/{w}/skills/{slug}/state",
+        {
+            "json": {"action": "pause"},
+            "headers": {"If-Match": "*"},
+        },
+    )
+
+
+async def _restore(served, w: str, n: str):
+    slug = await _fresh_skill(served, n)
+    await served.registry.write_package(
+        ACME, slug, package(slug, tag="2"), expected_head=1, actor="t"
+    )
+    return (
+        "POST",
+        f"/v1/workspaces/{w}/skills/{slug}/restore",
+        {
+            "json": {"version": 1},
+            "headers": {"If-Match": "*"},
+        },
+    )
+
+
+async def _delete(served, w: str, n: str):
+    slug = await _fresh_skill(served, n)
+    return "DELETE", f"/v1/workspaces/{w}/skills/{slug}", {"headers": {"If-Match": "*"}}
+
+
+async def _proposal(served, n: str) -> tuple[str, int]:
+    slug = await _fresh_skill(served, n)
+    await served.registry.pause_learning(ACME, slug, actor="t")
+    pub = await served.registry.write_package(
+        ACME,
+        slug,
+        package(slug, tag="learned"),
+        expected_head=1,
+        actor="job",
+        origin=Origin.LEARNING,
+    )
+    assert pub.proposal is not None
+    return slug, pub.proposal
+
+
+async def _decide(served, w: str, n: str):
+    _, proposal = await _proposal(served, n)
+    return (
+        "POST",
+        f"/v1/workspaces/{w}/proposals/{proposal}/decision",
+        {
+            "json": {"decision": "keep_current"},
+            "headers": {"If-Match": "*"},
+        },
+    )
+
+
+async def _get_proposal(served, w: str, n: str):
+    _, proposal = await _proposal(served, n)
+    return "GET", f"/v1/workspaces/{w}/proposals/{proposal}", {}
+
+
+ACME = Scope("acme")
 DEMO = package("demo")
 DEMO_BLOB = digest(DEMO["SKILL.md"])
+SKILL = "/v1/workspaces/{w}/skills/demo"
 
-# One request per endpoint that needs a token, against resources that exist in both
-# workspaces (so a 404 can only come from the workspace check).
+# One request per endpoint that needs a token.
 MATRIX: dict[str, Request] = {
-    "service_status": lambda _w, _n: ("GET", "/v1/status", {}),
-    "list_skills": lambda w, _n: ("GET", f"/v1/workspaces/{w}/skills", {}),
-    "get_skill": lambda w, _n: ("GET", f"/v1/workspaces/{w}/skills/demo", {}),
-    "head_skill": lambda w, _n: ("HEAD", f"/v1/workspaces/{w}/skills/demo", {}),
-    "get_version": lambda w, _n: ("GET", f"/v1/workspaces/{w}/skills/demo/versions/1", {}),
-    "get_archive": lambda w, _n: ("GET", f"/v1/workspaces/{w}/skills/demo/archive", {}),
+    "service_status": fixed("GET", "/v1/status"),
+    "list_skills": fixed("GET", "/v1/workspaces/{w}/skills"),
+    "get_skill": fixed("GET", SKILL),
+    "head_skill": fixed("HEAD", SKILL),
+    "get_version": fixed("GET", SKILL + "/versions/1"),
+    "get_archive": fixed("GET", SKILL + "/archive"),
     "put_skill": _put_skill,
-    "head_blob": lambda w, _n: ("HEAD", f"/v1/workspaces/{w}/blobs/{DEMO_BLOB}", {}),
-    "get_blob": lambda w, _n: ("GET", f"/v1/workspaces/{w}/blobs/{DEMO_BLOB}", {}),
+    "get_history": fixed("GET", SKILL + "/history"),
+    "get_diff": fixed("GET", SKILL + "/diff", params={"from": "1", "to": "1"}),
+    "get_state": fixed("GET", SKILL + "/state"),
+    "restore_skill": _restore,
+    "change_state": _change_state,
+    "delete_skill": _delete,
+    "list_proposals": fixed("GET", "/v1/workspaces/{w}/proposals"),
+    "get_proposal": _get_proposal,
+    "decide_proposal": _decide,
+    "head_blob": fixed("HEAD", f"/v1/workspaces/{{w}}/blobs/{DEMO_BLOB}"),
+    "get_blob": fixed("GET", f"/v1/workspaces/{{w}}/blobs/{DEMO_BLOB}"),
     "put_blob": _put_blob,
 }
 
@@ -79,7 +171,7 @@ async def test_every_route_has_a_role_and_every_role_entry_a_route(registry):
 
 
 async def _call(served, request: Request, workspace: str, n: str, headers: dict[str, str]):
-    method, path, kwargs = request(workspace, n)
+    method, path, kwargs = await request(served, workspace, n)
     kwargs = dict(kwargs)
     kwargs["headers"] = {**kwargs.get("headers", {}), **headers}
     return await served.client.request(method, path, **kwargs)
@@ -135,10 +227,11 @@ async def test_no_token_or_a_bad_token_is_401_everywhere(served):
         "unknown": {"Authorization": f"Bearer {unknown}"},
     }
     wrong = []
+    counter = itertools.count()
     for (endpoint, request), (label, headers) in itertools.product(
         MATRIX.items(), candidates.items()
     ):
-        response = await _call(served, request, "acme", f"x{len(wrong)}", headers)
+        response = await _call(served, request, "acme", f"x{next(counter)}", headers)
         if response.status_code != 401:
             wrong.append((endpoint, label, response.status_code))
         elif response.request.method != "HEAD":

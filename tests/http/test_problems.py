@@ -21,6 +21,7 @@ EXPECTED_STATUS = {
     errors.LimitExceeded: 413,
     errors.Conflict: 409,
     errors.HeadConflict: 412,
+    errors.ProposalStale: 409,
     errors.NotFound: 404,
     errors.AccessDenied: 403,
     errors.Unauthenticated: 401,

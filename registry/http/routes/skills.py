@@ -265,7 +265,7 @@ async def put_skill(
     except HeadConflict as conflict:
         raise precondition_failed(conflict, await current_head(registry, scope, slug)) from None
     metrics.upload_bytes.labels("package").inc(received)
-    return await _published(request, registry, scope, slug, pub)
+    return await published(request, registry, scope, slug, pub)
 
 
 async def _publish_manifest(
@@ -328,9 +328,10 @@ def _invalid(exc: ValidationError) -> HttpProblem:
     )
 
 
-async def _published(
+async def published(
     request: Request, registry: Registry, scope: Scope, slug: str, pub: Publication
 ) -> Response:
+    """The response to a write that made (or found) version `pub.version`."""
     # The tag of exactly the version this write made (or found): a pinned read, so a
     # later writer's head is never handed out as this write's.
     info = await registry.package_info(scope, slug, pub.version)
