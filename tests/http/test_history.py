@@ -233,3 +233,16 @@ async def test_controls_compare_and_swap_under_the_lock(registry):
         await registry.delete(ACME, "cas", actor="t", expected_head=1)
     status = await registry.delete(ACME, "cas", actor="t", expected_head=2)
     assert status.head == 2
+
+
+async def test_numbers_that_do_not_fit_a_column_are_422_not_503(served):
+    # Found by schemathesis on PostgreSQL: an id past 64 bits reached the database.
+    assert (await publish(served, "numbers", package("numbers"))).status_code == 201
+    read = served.auth("read")
+    for params in ({"from": "1", "to": "p99999999999999999999"}, {"from": "9999999999", "to": "1"}):
+        r = await served.client.get(f"{SKILLS}/numbers/diff", params=params, headers=read)
+        assert r.status_code == 422, params
+    r = await served.client.get(
+        f"{SKILLS}/numbers/history", params={"before": "99999999999999999999.1"}, headers=read
+    )
+    assert r.status_code == 422

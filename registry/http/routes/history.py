@@ -35,7 +35,8 @@ from registry.services.history import HistoryPage
 router = APIRouter(prefix="/v1/workspaces/{workspace}/skills/{slug}", tags=["history"])
 
 Authorized = Annotated[Caller, Depends(authorize)]
-_TARGET = r"^([1-9][0-9]{0,9}|p[1-9][0-9]{0,18})$"
+# Bounded so a number always fits its column (versions: 32 bits; proposal ids: 64 bits).
+_TARGET = r"^([1-9][0-9]{0,8}|p[1-9][0-9]{0,17})$"
 
 
 def _metrics(request: Request) -> Metrics:
@@ -59,7 +60,7 @@ async def get_history(
     agent: Agent = DEFAULT,
     limit: Annotated[int, Query(ge=1, le=500)] = 20,
     before: Annotated[
-        str | None, Query(pattern=r"^[0-9]{1,19}\.[0-9]{1,10}$", description="`next_before`")
+        str | None, Query(pattern=r"^[0-9]{1,18}\.[0-9]{1,9}$", description="`next_before`")
     ] = None,
     include_archived: bool = False,
 ) -> HistoryPage:
