@@ -23,12 +23,17 @@ from registry.bootstrap import build_blobstore, build_engine
 from registry.db.migrate import current_revision, head_revision, upgrade
 from registry.domain.clock import Clock, SystemClock
 from registry.domain.model import ExpectedHead, FileInput, Origin, Publication, Scope
+from registry.domain.retention import RetentionPolicy
 from registry.domain.scanner import DefaultScanner, Scanner
 from registry.errors import RegistryError, StorageUnavailable
 from registry.failpoints import NO_FAILPOINTS, Failpoints
-from registry.services import publish, read
+from registry.services import fsck, gc, gc_figures, publish, read, retention
 from registry.services.context import Context
+from registry.services.fsck import FsckReport
+from registry.services.gc import GcReport
+from registry.services.gc_figures import GcFigures
 from registry.services.read import Package, PackageInfo, SkillPage
+from registry.services.retention import RetentionReport
 from registry.settings import Settings
 
 
@@ -200,3 +205,45 @@ class Registry:
     ) -> SkillPage:
         """The live skills of `scope`, by slug, a page at a time."""
         return await read.list_skills(self.ctx, scope, limit=limit, after=after)
+
+    # ------------------------------------------------------------ garbage collection
+
+    async def gc(self, *, grace: float | None = None, dry_run: bool = False) -> GcReport:
+        """Reclaim orphaned blobs (and prune versions, if a retention policy is set).
+
+        Safe while writers run. `grace` (seconds, default `settings.gc_grace`) is how long
+        an unreferenced, unclaimed blob is kept after it was last touched; `dry_run`
+        reports what a run would reclaim and changes nothing.
+        """
+        return await gc.collect(self.ctx, grace=grace, dry_run=dry_run)
+
+    async def fsck(self, *, verify_content: bool = False, limit: int = 1000) -> FsckReport:
+        """Check the registry end to end; `report.clean` is False on any inconsistency.
+
+        `verify_content` reads every referenced blob and checks its hash (otherwise its
+        existence and size). At most `limit` problems and orphans are listed; the
+        counters cover all of them.
+        """
+        return await fsck.fsck(self.ctx, verify_content=verify_content, limit=limit)
+
+    async def gc_figures(self) -> GcFigures:
+        """Bytes stored, referenced and orphaned, and what garbage collection reclaimed."""
+        return await gc_figures.gc_figures(self.ctx)
+
+    async def prune_versions(
+        self,
+        *,
+        keep_versions: int | None = None,
+        keep_days: float | None = None,
+        dry_run: bool = False,
+    ) -> RetentionReport:
+        """Apply a retention policy now (default: the settings' policy; off if unset).
+
+        Never prunes a head, a marketplace baseline or a version another row names. A
+        pruned version can no longer be read or restored; its blobs are reclaimed by a
+        later GC run once the grace period has passed.
+        """
+        policy = None
+        if keep_versions is not None or keep_days is not None:
+            policy = RetentionPolicy(keep_versions, keep_days)
+        return await retention.prune(self.ctx, policy, dry_run=dry_run)

@@ -103,6 +103,10 @@ class _CommitOutcomeUnknown(Exception):
 class _BlobsRaced(Exception):
     """A referenced blob was found missing or being deleted inside the publish transaction."""
 
+    def __init__(self, digests: tuple[str, ...]) -> None:
+        self.digests = digests
+        super().__init__(f"{len(digests)} referenced blobs became unavailable")
+
 
 async def write_package(
     ctx: Context, request: WriteRequest, files: Mapping[str, FileInput]
@@ -133,14 +137,13 @@ async def publish_manifest(
     _early_checks(request, head)
 
     head_digests = set() if head is None else {e.digest for e in head.manifest.entries}
-    to_store = {
-        e.digest: files[e.path].data
-        for e in manifest.entries
-        if e.digest not in head_digests and e.path in files
-    }
+    available = {e.digest: files[e.path].data for e in manifest.entries if e.path in files}
+    to_store = {d: data for d, data in available.items() if d not in head_digests}
     write_id = str(uuid.uuid4())
     try:
-        return await _store_and_publish(ctx, request, manifest, write_id, to_store)
+        return await _store_and_publish(
+            ctx, request, manifest, write_id, to_store=to_store, available=available
+        )
     except _CommitOutcomeUnknown as unknown:
         # The reply was lost, not necessarily the write: look for the version.
         settled = await shielded(_settle(ctx, request, write_id, look=True))
@@ -160,13 +163,21 @@ async def _store_and_publish(
     request: WriteRequest,
     manifest: Manifest,
     write_id: str,
+    *,
     to_store: Mapping[str, bytes],
+    available: Mapping[str, bytes],
 ) -> Publication:
+    pending = dict(to_store)
     for _ in range(_BLOB_RACE_ATTEMPTS):
-        uploaded = await _claim_and_upload(ctx, request.scope, write_id, to_store)
+        uploaded = await _claim_and_upload(ctx, request.scope, write_id, pending)
         try:
             return await _publish(ctx, request, manifest, write_id, uploaded)
-        except _BlobsRaced:
+        except _BlobsRaced as raced:
+            # A digest deduplicated against the head is not claimed; if the head moved
+            # on, retention pruned the old one and GC reclaimed the blob meanwhile, the
+            # write still holds the bytes: claim and upload it like any other.
+            missing = {d: available[d] for d in raced.digests if d in available}
+            pending |= missing
             continue
     raise StorageUnavailable("blob store", "referenced blobs kept disappearing during the write")
 
@@ -384,7 +395,11 @@ async def _apply(
     await ctx.hit("publish.checked")
 
     problem = await db_blobs.confirm(
-        conn, uploaded=uploaded, referenced=[e.digest for e in manifest.entries]
+        conn,
+        write_id=write_id,
+        uploaded=uploaded,
+        referenced=[e.digest for e in manifest.entries],
+        now=now,
     )
     if problem is not None:
         raise _BlobsRaced(problem.digests)
