@@ -309,11 +309,14 @@ async def _upload(ctx: Context, blobs: Mapping[str, bytes]) -> None:
 
     try:
         async with asyncio.TaskGroup() as group:
-            for digest, data in blobs.items():
-                group.create_task(put(digest, data))
+            tasks = [group.create_task(put(digest, data)) for digest, data in blobs.items()]
     except* BlobStoreError as failures:
         first = failures.exceptions[0]
         raise StorageUnavailable("blob store", str(first)) from first
+    # A task group ignores a child that was cancelled on its own (not through this
+    # task): its blob was not stored, so the write must not go on to publish it.
+    if any(task.cancelled() for task in tasks):
+        raise StorageUnavailable("blob store", "an upload was cancelled before it finished")
 
 
 async def _publish(
