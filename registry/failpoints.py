@@ -30,6 +30,7 @@ POINTS: Final = (
     "gc.locked",  # tx2 holds the row locks and re-checked them; objects not yet deleted
     "gc.object_deleted",  # one object was deleted; its row is not (tx2 still open)
     "gc.committed",  # tx2 committed: the rows of the deleted objects are gone
+    "retention.planned",  # a skill's prune was planned without the lock; lock next
     "retention.locked",  # the workspace lock is held, versions not yet deleted
     "retention.before_commit",  # versions and manifests deleted, commit next
 )

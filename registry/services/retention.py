@@ -141,6 +141,7 @@ async def _prune_skill(
     planned = await ctx.read(plan)
     if planned is None or dry_run:
         return planned
+    await ctx.hit("retention.planned")
 
     async def work(conn: AsyncConnection) -> PrunedSkill | None:
         await lock_workspace(conn, planned.workspace)
