@@ -164,8 +164,8 @@ async def test_versions_and_manifests_other_rows_name_are_kept(reg, clock, local
     )
     await versions(reg, count=6)
     async with reg.engine.begin() as conn:
-        await conn.run_sync(lambda c: proposals.create(c))
-        await conn.run_sync(lambda c: pins.create(c))
+        await conn.run_sync(proposals.create)
+        await conn.run_sync(pins.create)
         rows = {
             r.number: r
             for r in await conn.execute(
