@@ -169,7 +169,8 @@ def _render_fsck(console: Console, report: FsckReport) -> None:
         where = "stored" if orphan.stored else "no object"
         claim = ", claimed" if orphan.claimed else ""
         console.print(
-            f"  {orphan.digest}  {human_size(orphan.bytes):>9}  {orphan.status}, {where}{claim}"
+            f"  {orphan.digest}  {human_size(orphan.bytes):>9}  {orphan.status}, {where}{claim}",
+            soft_wrap=True,
         )
     _more(console, report.orphan_count, len(report.orphans))
     if report.clean:
@@ -177,7 +178,8 @@ def _render_fsck(console: Console, report: FsckReport) -> None:
         return
     console.print(f"[bold red]problems: {report.problem_count}[/]")
     for problem in report.problems:
-        console.print(f"  [red]{problem.kind}[/]: {problem.message}", markup=True)
+        # One line per problem, never wrapped: operators grep for digests.
+        console.print(f"  [red]{problem.kind}[/]: {problem.message}", soft_wrap=True)
     _more(console, report.problem_count, len(report.problems))
 
 
