@@ -27,7 +27,10 @@ from registry.domain.retention import RetentionPolicy
 from registry.domain.scanner import DefaultScanner, Scanner
 from registry.errors import RegistryError, StorageUnavailable
 from registry.failpoints import NO_FAILPOINTS, Failpoints
-from registry.services import fsck, gc, gc_figures, publish, read, retention
+from registry.services import fsck as fsck_service
+from registry.services import gc as gc_service
+from registry.services import gc_figures as figures_service
+from registry.services import publish, read, retention
 from registry.services.context import Context
 from registry.services.fsck import FsckReport
 from registry.services.gc import GcReport
@@ -215,7 +218,7 @@ class Registry:
         an unreferenced, unclaimed blob is kept after it was last touched; `dry_run`
         reports what a run would reclaim and changes nothing.
         """
-        return await gc.collect(self.ctx, grace=grace, dry_run=dry_run)
+        return await gc_service.collect(self.ctx, grace=grace, dry_run=dry_run)
 
     async def fsck(self, *, verify_content: bool = False, limit: int = 1000) -> FsckReport:
         """Check the registry end to end; `report.clean` is False on any inconsistency.
@@ -224,11 +227,11 @@ class Registry:
         existence and size). At most `limit` problems and orphans are listed; the
         counters cover all of them.
         """
-        return await fsck.fsck(self.ctx, verify_content=verify_content, limit=limit)
+        return await fsck_service.fsck(self.ctx, verify_content=verify_content, limit=limit)
 
     async def gc_figures(self) -> GcFigures:
         """Bytes stored, referenced and orphaned, and what garbage collection reclaimed."""
-        return await gc_figures.gc_figures(self.ctx)
+        return await figures_service.gc_figures(self.ctx)
 
     async def prune_versions(
         self,

@@ -121,7 +121,10 @@ async def collect(ctx: Context, *, grace: float | None = None, dry_run: bool = F
     cutoffs = cutoffs_at(ctx, started, grace)
     tally = _Tally()
     if dry_run:
-        await _plan(ctx, cutoffs, policy, tally)
+        try:
+            await _plan(ctx, cutoffs, policy, tally)
+        except BlobStoreError as exc:
+            raise StorageUnavailable("blob store", str(exc)) from exc
         return _report(None, grace, started, ctx.clock.now(), tally, dry_run=True)
 
     async def start(conn: AsyncConnection) -> int:
@@ -415,17 +418,14 @@ async def _plan_untracked(ctx: Context, cutoffs: db_gc.Cutoffs, tally: _Tally) -
                 tally.bytes_reclaimed += info.size
                 tally.untracked_reclaimed += 1
 
-    try:
-        async for info in ctx.blobs.iter_digests():
-            tally.store_objects += 1
-            tally.store_bytes += info.size
-            if info.stored_at < cutoffs.touched_before:
-                page.append(info)
-            if len(page) >= ctx.settings.gc_batch_size:
-                await count(page)
-                page = []
-    except BlobStoreError as exc:
-        raise StorageUnavailable("blob store", str(exc)) from exc
+    async for info in ctx.blobs.iter_digests():
+        tally.store_objects += 1
+        tally.store_bytes += info.size
+        if info.stored_at < cutoffs.touched_before:
+            page.append(info)
+        if len(page) >= ctx.settings.gc_batch_size:
+            await count(page)
+            page = []
     if page:
         await count(page)
     tally.store_listed = True
