@@ -20,6 +20,7 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
+import sqlalchemy as sa
 
 from blobstore.local import LocalBlobStore
 from registry import ANY, PackageFile, Scope
@@ -117,6 +118,9 @@ async def soak(make_registry, stores, *, writes: int, writers: int = 4) -> None:
         rounds = 0
         while not done.is_set():
             rounds += 1
+            # Time passes while writes are in flight: a write that spans two rounds
+            # outlives its claims, so stale writers meet GC on both databases.
+            clock.advance(settings.claim_ttl / 2)
             try:
                 await gc_registry.gc(grace=0)
                 outcomes["gc"] += 1
@@ -138,8 +142,21 @@ async def soak(make_registry, stores, *, writes: int, writers: int = 4) -> None:
     gc_chaos.rates = {}  # the checks below run without faults
     assert outcomes["published"] > writers * writes // 2, outcomes
     assert outcomes["gc"] > 0, outcomes
-
+    await assert_collided(gc_registry, outcomes)
     await verify(gc_registry, clock, stores(), acked)
+
+
+async def assert_collided(registry, outcomes) -> None:
+    """The run collided for real: GC took blobs and expired claims while writers ran."""
+    async with registry.engine.connect() as conn:
+        reclaimed, expired = (
+            await conn.execute(
+                sa.text("SELECT sum(blobs_reclaimed), sum(claims_expired) FROM gc_runs")
+            )
+        ).one()
+    print(f"soak: {dict(outcomes)}, reclaimed {reclaimed}, claims expired {expired}")  # noqa: T201
+    assert reclaimed > 0, outcomes
+    assert expired > 0, outcomes
 
 
 async def verify(registry, clock, store, acked) -> None:
