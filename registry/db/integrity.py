@@ -205,7 +205,9 @@ async def blob_row(conn: AsyncConnection, digest: str, claims_after: datetime) -
         ).where(Blob.digest == digest)
     )
     r = rows.first()
-    return None if r is None else BlobRow(r.digest, r.size, r.status, r.referenced, r.claimed)
+    if r is None:
+        return None
+    return BlobRow(r.digest, r.size, r.status, bool(r.referenced), bool(r.claimed))
 
 
 async def references(

@@ -37,7 +37,7 @@ def gc_settings(**overrides: object) -> Settings:
     """Settings for GC tests: no clock-skew margin, so the clock alone decides expiry."""
     values: dict[str, object] = {"gc_clock_skew": 0.0, "gc_grace": HOUR, "claim_ttl": HOUR}
     values.update(overrides)
-    return Settings(**values)  # type: ignore[arg-type]
+    return Settings(**values)
 
 
 async def publish(registry: Registry, slug: str = "pdf-report", expected=None, **kwargs):
