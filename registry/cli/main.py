@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from registry import __version__
-from registry.cli import controls, history, packages, proposals, serve, tokens
+from registry.cli import controls, gc, history, packages, proposals, serve, tokens
 from registry.cli.common import CliState, json_option, redact, run_async, settings_with
 from registry.cli.output import Output
 from registry.db.migrate import current_revision
@@ -59,6 +59,8 @@ for command in history.COMMANDS:
 for command in proposals.COMMANDS:
     cli.add_command(command)
 for command in controls.COMMANDS:
+    cli.add_command(command)
+for command in gc.COMMANDS:
     cli.add_command(command)
 for command in serve.COMMANDS:
     cli.add_command(command)
