@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from registry.domain.model import Publication, Scope
 from registry.http.preconditions import entity_tag
+from registry.services.gc_figures import GcFigures
 from registry.services.read import PackageInfo, SkillPage
 from registry.services.uploads import ManifestFile
 
@@ -243,6 +244,7 @@ class ServiceStatusBody(_Model):
     generated_at: datetime
     events: EventStatus
     uploads: UploadStatus
+    storage: GcFigures = Field(description="blob bytes stored, referenced, orphaned; last GC")
     jobs: None = Field(description="marketplace jobs do not exist yet: always null")
 
 

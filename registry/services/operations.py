@@ -2,7 +2,8 @@
 
 `readiness` checks that the database answers a `SELECT 1` and that the blob store is
 reachable. `service_status` gathers the service-wide figures of `/v1/status`: aggregates
-only (counts, bytes, ages), never a workspace's names or contents. A section whose source
+only (counts, bytes, ages), never a workspace's names or contents: the outbox, uploads in
+flight, and storage (orphan bytes, what GC would reclaim, the last GC run). A section whose source
 does not exist in this registry is reported as absent (`None`), never made up.
 """
 
@@ -18,6 +19,7 @@ from blobstore import BlobStoreError
 from registry.db.tables import Blob, BlobClaim, Event
 from registry.errors import RegistryError
 from registry.services.context import Context
+from registry.services.gc_figures import GcFigures, gc_figures
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ class ServiceStatus:
     generated_at: datetime
     events: EventFigures
     uploads: UploadFigures
+    storage: GcFigures
     jobs: None
 
 
@@ -96,8 +99,11 @@ async def service_status(ctx: Context) -> ServiceStatus:
         return await _events(conn, now), await _uploads(conn, now)
 
     events, uploads = await ctx.read(work)
+    storage = await gc_figures(ctx)
     # Marketplace install/update jobs do not exist yet: the section is absent, not zero.
-    return ServiceStatus(generated_at=now, events=events, uploads=uploads, jobs=None)
+    return ServiceStatus(
+        generated_at=now, events=events, uploads=uploads, storage=storage, jobs=None
+    )
 
 
 async def _events(conn: AsyncConnection, now: datetime) -> EventFigures:

@@ -61,6 +61,18 @@ async def test_status_is_for_admins_and_counts_uploads_and_events(served):
     assert after["uploads"]["pending_blobs"] == 0
     assert after["events"]["latest_id"] > (before["events"]["latest_id"] or 0)
     assert after["jobs"] is None
+    storage = after["storage"]
+    # The uploaded blob is referenced by nothing yet (its claim keeps it): an orphan.
+    assert storage["orphan_bytes"] >= len(data)
+    assert storage["bytes_stored"] >= storage["bytes_referenced"] > 0
+    assert storage["last_gc"] is None
+    report = await served.registry.gc(grace=0)
+    r = await served.client.get("/v1/status", headers=served.auth("admin"))
+    last = r.json()["storage"]["last_gc"]
+    assert last is not None
+    assert last["run_id"] == report.run_id
+    # The claim still holds the uploaded blob: GC kept it.
+    assert r.json()["storage"]["orphan_bytes"] >= len(data)
 
 
 def metric(text: str, name: str, **labels: str) -> float:

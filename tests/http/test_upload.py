@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from registry.domain.model import Scope
 from tests.corpus.fakes import AWS_ACCESS_KEY_ID
 from tests.http.helpers import BLOBS, SKILLS, digest, manifest, publish, raw
@@ -193,3 +195,38 @@ async def test_a_second_manifest_reuses_the_first_versions_blobs_without_uploadi
     assert r.status_code == 200, r.text
     assert r.json()["version"] == 2
     assert r.json()["retired"] == 1
+
+
+class SteppedClock:
+    # Starts at the wall clock: GC also compares the store's own object times with it.
+    def __init__(self) -> None:
+        self.current = datetime.now(UTC)
+
+    def now(self) -> datetime:
+        return self.current
+
+
+async def test_gc_keeps_an_upload_while_its_claim_lasts_and_reclaims_it_after(serve):
+    clock = SteppedClock()
+    served = await serve(clock=clock)
+    kept, dropped = package("kept", files=1), {"orphan.bin": b"never named by a manifest\n"}
+    await upload_all(served, kept)
+    await upload_all(served, dropped)
+    orphan = digest(dropped["orphan.bin"])
+    await served.registry.gc(grace=0)
+    assert orphan in await store_digests(served.registry.blobs)  # its claim holds it
+    r = await served.client.put(
+        f"{SKILLS}/kept",
+        json=manifest(kept),
+        headers={"If-None-Match": "*", **served.auth("write")},
+    )
+    assert r.status_code == 201, r.text
+
+    settings = served.registry.settings
+    clock.current += timedelta(seconds=settings.claim_ttl + settings.gc_clock_skew + 1)
+    await served.registry.gc(grace=0)
+    stored = await store_digests(served.registry.blobs)
+    assert orphan not in stored  # claim expired, nothing names it: reclaimed
+    assert all(digest(raw(v)) in stored for v in kept.values())  # named by a version: kept
+    r = await served.client.head(f"{BLOBS}/{orphan}", headers=served.auth("read"))
+    assert r.status_code == 404

@@ -67,12 +67,13 @@ async def metrics(request: Request) -> Response:
 async def service_status(
     request: Request, caller: Annotated[Caller, Depends(authorize)]
 ) -> ServiceStatusBody:
-    """Aggregates across workspaces (no names): outbox, uploads in flight, and more."""
+    """Aggregates across workspaces (no names): outbox, uploads in flight, storage and GC."""
     del caller
     status = await registry_of(request).service_status()
     return ServiceStatusBody(
         generated_at=status.generated_at,
         events=EventStatus(**vars(status.events)),
         uploads=UploadStatus(**vars(status.uploads)),
+        storage=status.storage,
         jobs=status.jobs,
     )
