@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from types import TracebackType
 from typing import Self
 
@@ -26,9 +27,12 @@ from registry.domain.model import ExpectedHead, FileInput, Origin, Publication, 
 from registry.domain.scanner import DefaultScanner, Scanner
 from registry.errors import RegistryError, StorageUnavailable
 from registry.failpoints import NO_FAILPOINTS, Failpoints
-from registry.services import publish, read
+from registry.services import lockfile, publish, read, reconcile, status
 from registry.services.context import Context
+from registry.services.lockfile import LockFile
 from registry.services.read import Package, PackageInfo, SkillPage
+from registry.services.reconcile import ReconcileReport
+from registry.services.status import Status
 from registry.settings import Settings
 
 
@@ -200,3 +204,48 @@ class Registry:
     ) -> SkillPage:
         """The live skills of `scope`, by slug, a page at a time."""
         return await read.list_skills(self.ctx, scope, limit=limit, after=after)
+
+    # ------------------------------------------------------------ materialisation
+
+    async def reconcile(
+        self,
+        scope: Scope,
+        target: Path | str,
+        *,
+        mode: str | None = None,
+        adopt: bool = False,
+        verify: bool = False,
+        lock: LockFile | None = None,
+        wait: bool = False,
+        actor: str = "reconciler",
+    ) -> ReconcileReport:
+        """Make the directory `target` hold the desired state of `scope`, and repair drift.
+
+        Every skill of the scope in use (or, with `lock`, exactly the pinned versions) is
+        written package-atomically to `target/<slug>`; skills deleted or paused are removed.
+        On-disk edits are restored from the blob store, or with `adopt=True` published as
+        a new version (origin `out_of_band`, compare-and-swap on the applied version).
+        `mode` is `link` (default: each skill a link swapped atomically) or `copy` (real
+        folders, `SKILL.md` written last), fixed when the target is first used. `verify`
+        rehashes every file instead of trusting the stat cache. A second reconciler on the
+        same target raises `TargetBusy` unless `wait=True`.
+        """
+        return await reconcile.reconcile(
+            self.ctx,
+            scope,
+            target,
+            mode=mode,
+            adopt=adopt,
+            verify=verify,
+            lock=lock,
+            wait=wait,
+            actor=actor,
+        )
+
+    async def lock_file(self, scope: Scope) -> LockFile:
+        """The head version and manifest hash of every skill of `scope` in use."""
+        return await lockfile.make_lock(self.ctx, scope)
+
+    async def status(self, workspace: str | None = None, agent: str | None = None) -> Status:
+        """Targets and pending materialisations, of one workspace (and agent) or of all."""
+        return await status.status(self.ctx, workspace, agent)

@@ -1,0 +1,676 @@
+"""Reconcile: make a target directory equal to a scope's desired state, and repair drift.
+
+Desired state: the head manifest of every skill of the scope that is in use (state
+`active`, use not paused), or the versions a lock file pins. Applied state: what the
+registry recorded per target and skill (`materializations`), and what the target's own
+stat cache says it wrote. For each skill the reconciler looks at the disk first:
+
+    disk holds the desired package        -> record it if the record is stale; else nothing
+    disk holds what was last written      -> pending: write the desired package
+    a write of ours was interrupted       -> complete it (never reported, never adopted)
+    anything else                         -> drift: restore the desired package from the
+                                             blob store, or with `adopt` publish the disk's
+                                             package as a new version (origin out_of_band,
+                                             compare-and-swap on the applied version)
+    not desired (deleted, paused, unpinned) -> remove it from the target
+
+Every change is written package-atomically (`registry.services.materialize`) and then
+recorded in one locked transaction with one outbox event. A skill that fails is reported
+with its reason and recorded as failed; the others go on. One reconciler works on a target
+at a time (`registry.services.target`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from blobstore import BlobStoreError
+from registry.db import materializations as dbm
+from registry.db import skills as db
+from registry.db.locks import lock_workspace
+from registry.domain.manifest import Manifest
+from registry.domain.model import Origin, PackageFile, Scope
+from registry.errors import (
+    EntryInTheWay,
+    IntegrityError,
+    LockFileInvalid,
+    LockMismatch,
+    NotInUse,
+    RegistryError,
+    SkillNotFound,
+    StorageUnavailable,
+)
+from registry.failpoints import NO_FAILPOINTS
+from registry.services import drift, materialize, publish, read
+from registry.services.context import Context
+from registry.services.drift import DIR, LINK, DriftItem, Observation
+from registry.services.durable import Step, no_step
+from registry.services.lockfile import LockFile
+from registry.services.target import SkillCache, Target
+
+WRITTEN: Final = "written"
+UNCHANGED: Final = "unchanged"
+REPAIRED: Final = "repaired"
+ADOPTED: Final = "adopted"
+REMOVED: Final = "removed"
+FAILED: Final = "failed"
+ACTIONS: Final = (WRITTEN, UNCHANGED, REPAIRED, ADOPTED, REMOVED, FAILED)
+
+_EVENT_KINDS: Final = {
+    "applied": "materialized",
+    "removed": "dematerialized",
+    "failed": "materialize_failed",
+}
+_MAX_DRIFT_IN_EVENT: Final = 100
+
+
+@dataclass(frozen=True)
+class SkillOutcome:
+    """What reconcile did for one skill of the target.
+
+    `action`: `written` (a version not yet applied is now on disk), `unchanged`,
+    `repaired` (drift restored to the desired package), `adopted` (drift published as a
+    new version, then written), `removed`, or `failed` (`reason`, `error_code`; the disk
+    holds what it held before). `drift` lists what was found different on disk.
+    """
+
+    slug: str
+    action: str
+    version: int | None = None
+    manifest_hash: str | None = None
+    previous_hash: str | None = None
+    drift: tuple[DriftItem, ...] = ()
+    reason: str | None = None
+    error_code: str | None = None
+    error: RegistryError | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class ReconcileReport:
+    """The outcome of one reconcile of a target."""
+
+    target: str
+    target_id: str
+    mode: str
+    workspace: str
+    agent: str
+    outcomes: tuple[SkillOutcome, ...]
+    swept: int = 0
+    hashed: int = 0
+
+    def slugs(self, action: str) -> list[str]:
+        """The slugs whose outcome was `action`."""
+        return [o.slug for o in self.outcomes if o.action == action]
+
+    @property
+    def written(self) -> list[str]:
+        return self.slugs(WRITTEN)
+
+    @property
+    def unchanged(self) -> list[str]:
+        return self.slugs(UNCHANGED)
+
+    @property
+    def repaired(self) -> list[str]:
+        return self.slugs(REPAIRED)
+
+    @property
+    def adopted(self) -> list[str]:
+        return self.slugs(ADOPTED)
+
+    @property
+    def removed(self) -> list[str]:
+        return self.slugs(REMOVED)
+
+    @property
+    def failed(self) -> dict[str, str]:
+        """Failed slugs and their reasons."""
+        return {o.slug: o.reason or "" for o in self.outcomes if o.action == FAILED}
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def outcome(self, slug: str) -> SkillOutcome | None:
+        return next((o for o in self.outcomes if o.slug == slug), None)
+
+
+@dataclass(frozen=True)
+class _Want:
+    """The package a slug should have on the target."""
+
+    skill_id: int | None
+    version: int
+    manifest_hash: str
+    manifest_id: int | None = None
+    manifest: Manifest | None = None
+
+
+async def reconcile(
+    ctx: Context,
+    scope: Scope,
+    path: Path | str,
+    *,
+    mode: str | None = None,
+    adopt: bool = False,
+    verify: bool = False,
+    lock: LockFile | None = None,
+    wait: bool = False,
+    actor: str = "reconciler",
+) -> ReconcileReport:
+    """Make the target at `path` hold the desired state of `scope` (see the module docstring).
+
+    `mode` (`link` or `copy`) is fixed when a target is first used; `verify` rehashes
+    every file instead of trusting the stat cache; `lock` pins the versions; `wait` waits
+    for another reconciler instead of raising `TargetBusy`.
+    """
+    if lock is not None:
+        lock.check_scope(scope)
+        if adopt:
+            raise LockFileInvalid(
+                "adopt_with_lock", "a lock file pins versions; adopting would change them"
+            )
+    step = _step_hook(ctx)
+    target = await asyncio.to_thread(Target.open, path, scope, mode=mode, wait=wait, step=step)
+    try:
+        run = _Run(ctx, scope, target, step, adopt=adopt, verify=verify, actor=actor)
+        return await run.run(lock)
+    finally:
+        target.close()
+
+
+def _step_hook(ctx: Context) -> Step:
+    """Failpoints for the filesystem steps, which run in worker threads.
+
+    The hook hands each step to the event loop's failpoints and waits for it, so a test can
+    fail, park or kill the reconciler at any step. Production has no failpoints: no hop.
+    """
+    if ctx.failpoints is NO_FAILPOINTS:
+        return no_step
+    loop = asyncio.get_running_loop()
+
+    def step(name: str) -> None:
+        asyncio.run_coroutine_threadsafe(ctx.hit(name), loop).result()
+
+    return step
+
+
+class _Run:
+    """One reconcile of one target: its inputs, and the records it updates as it goes."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        scope: Scope,
+        target: Target,
+        step: Step,
+        *,
+        adopt: bool,
+        verify: bool,
+        actor: str,
+    ) -> None:
+        self.ctx = ctx
+        self.scope = scope
+        self.target = target
+        self.step = step
+        self.adopt = adopt
+        self.verify = verify
+        self.actor = actor
+        self.applied: dict[str, dbm.AppliedRow] = {}
+        self.hashed = 0
+        self.entry = LINK if target.mode == "link" else DIR
+
+    async def run(self, lock: LockFile | None) -> ReconcileReport:
+        await self.ctx.hit("reconcile.locked")
+        await self._register()
+        heads = {h.slug: h for h in await self.ctx.read(self._heads)}
+        wants, blocked = (
+            (self._from_heads(heads), {}) if lock is None else await self._from_lock(lock, heads)
+        )
+        rows = await self.ctx.read(self._applied)
+        self.applied = {r.slug: r for r in rows}
+        recorded = {s for s, r in self.applied.items() if r.manifest_hash is not None}
+        slugs = sorted({*wants, *blocked, *recorded, *self.target.cached_slugs()})
+        outcomes: list[SkillOutcome] = []
+        for slug in slugs:
+            skill_id = heads[slug].skill_id if slug in heads else None
+            outcome = await self._one(slug, wants.get(slug), blocked.get(slug), skill_id)
+            if outcome is not None:
+                outcomes.append(outcome)
+        return ReconcileReport(
+            target=str(self.target.path),
+            target_id=self.target.target_id,
+            mode=self.target.mode,
+            workspace=self.scope.workspace,
+            agent=self.scope.agent,
+            outcomes=tuple(outcomes),
+            hashed=self.hashed,
+        )
+
+    # ------------------------------------------------------------ desired and applied
+
+    async def _heads(self, conn: AsyncConnection) -> list[dbm.HeadRow]:
+        return await dbm.heads(conn, self.scope)
+
+    async def _applied(self, conn: AsyncConnection) -> list[dbm.AppliedRow]:
+        return await dbm.applied(conn, self.scope, [self.target.target_id])
+
+    @staticmethod
+    def _from_heads(heads: Mapping[str, dbm.HeadRow]) -> dict[str, _Want]:
+        return {
+            slug: _Want(h.skill_id, h.version, h.manifest_hash, h.manifest_id)
+            for slug, h in heads.items()
+            if h.in_use
+        }
+
+    async def _from_lock(
+        self, lock: LockFile, heads: Mapping[str, dbm.HeadRow]
+    ) -> tuple[dict[str, _Want], dict[str, RegistryError]]:
+        wants: dict[str, _Want] = {}
+        blocked: dict[str, RegistryError] = {}
+        for pinned in lock.skills:
+            head = heads.get(pinned.slug)
+            try:
+                if head is None:
+                    raise SkillNotFound(self.scope.workspace, self.scope.agent, pinned.slug)
+                if not head.in_use:
+                    reason = "its use is paused" if head.use_paused else f"it is {head.state}"
+                    raise NotInUse(pinned.slug, reason)
+                want = await self._pinned(pinned.slug, pinned.version, head.skill_id)
+                if want.manifest_hash != pinned.manifest_hash:
+                    raise LockMismatch(
+                        pinned.slug, pinned.version, pinned.manifest_hash, want.manifest_hash
+                    )
+            except RegistryError as exc:
+                blocked[pinned.slug] = exc
+            else:
+                wants[pinned.slug] = want
+        return wants, blocked
+
+    async def _pinned(self, slug: str, version: int, skill_id: int | None) -> _Want:
+        async def work(conn: AsyncConnection) -> _Want:
+            _, row = await read.locate(conn, self.scope, slug, version)
+            return _Want(skill_id, row.number, row.manifest_hash, row.manifest_id)
+
+        return await self.ctx.read(work)
+
+    async def _manifest(self, want: _Want) -> Manifest:
+        if want.manifest is not None:
+            return want.manifest
+        manifest_id = want.manifest_id
+        assert manifest_id is not None
+
+        async def work(conn: AsyncConnection) -> Manifest:
+            return await db.manifest_entries(conn, self.scope.workspace, manifest_id)
+
+        manifest = await self.ctx.read(work)
+        if manifest.hash != want.manifest_hash:
+            raise IntegrityError(f"manifest {want.manifest_hash[:16]} does not match its rows")
+        return manifest
+
+    # ------------------------------------------------------------ one skill
+
+    async def _one(
+        self, slug: str, want: _Want | None, blocked: RegistryError | None, skill_id: int | None
+    ) -> SkillOutcome | None:
+        row = self.applied.get(slug)
+        try:
+            if blocked is not None and not isinstance(blocked, NotInUse):
+                raise blocked
+            cache = await asyncio.to_thread(self.target.load_cache, slug)
+            seen = await asyncio.to_thread(
+                drift.observe, self.target, slug, cache, verify=self.verify
+            )
+            self.hashed += seen.hashed
+            if want is None:
+                removed = await self._remove(slug, row, cache, seen, skill_id)
+                if blocked is not None:
+                    raise blocked
+                return removed
+            return await self._converge(slug, want, row, cache, seen)
+        except (RegistryError, OSError, BlobStoreError) as exc:
+            error = exc if isinstance(exc, RegistryError) else _as_registry_error(exc)
+            await self._record_failure(slug, error, skill_id)
+            return SkillOutcome(
+                slug,
+                FAILED,
+                version=None if row is None else row.version,
+                manifest_hash=None if row is None else row.manifest_hash,
+                previous_hash=None if row is None else row.manifest_hash,
+                reason=str(error),
+                error_code=error.code,
+                error=error,
+            )
+
+    async def _converge(
+        self,
+        slug: str,
+        want: _Want,
+        row: dbm.AppliedRow | None,
+        cache: SkillCache | None,
+        seen: Observation,
+    ) -> SkillOutcome:
+        previous = None if row is None else row.manifest_hash
+        owned = cache is not None or previous is not None or seen.entry == LINK
+        if seen.entry != drift.ABSENT and not owned:
+            raise EntryInTheWay(str(self.target.path / slug), _describe(seen))
+        if seen.holds(want.manifest_hash, self.entry):
+            return await self._settle(slug, want, row, cache, seen)
+        interrupted = cache is not None and cache.writing is not None
+        expected = cache.manifest() if cache is not None and cache.manifest_hash else None
+        if interrupted or (seen.entry == drift.ABSENT and not owned):
+            found: list[DriftItem] = []
+        elif self._clean(seen, expected, previous):
+            found = []
+        else:
+            found = drift.differences(expected or await self._manifest(want), seen, self.entry)
+        if found and self.adopt and seen.walked and not interrupted:
+            return await self._adopt(
+                slug, want, row=row, cache=cache, seen=seen, found=tuple(found)
+            )
+        action = REPAIRED if found else WRITTEN
+        return await self._write(
+            slug, want, row=row, cache=cache, seen=seen, action=action, found=tuple(found)
+        )
+
+    def _clean(self, seen: Observation, expected: Manifest | None, previous: str | None) -> bool:
+        """The disk holds what was last written here: only the new version is missing."""
+        if seen.entry != self.entry or seen.anomalies or seen.extra_dirs():
+            return False
+        if expected is not None:
+            return seen.manifest == expected
+        return previous is not None and seen.manifest.hash == previous
+
+    async def _settle(
+        self,
+        slug: str,
+        want: _Want,
+        row: dbm.AppliedRow | None,
+        cache: SkillCache | None,
+        seen: Observation,
+    ) -> SkillOutcome:
+        """The disk already holds the desired package: bring the records up to date."""
+        fresh = SkillCache(slug, want.manifest_hash, want.version, seen.tree, None, seen.files)
+        if cache != fresh:
+            await asyncio.to_thread(self.target.save_cache, fresh)
+        previous = None if row is None else row.manifest_hash
+        action = WRITTEN if previous != want.manifest_hash else UNCHANGED
+        await self._record(slug, want, drift_items=(), action=action)
+        return SkillOutcome(slug, action, want.version, want.manifest_hash, previous)
+
+    async def _write(
+        self,
+        slug: str,
+        want: _Want,
+        *,
+        row: dbm.AppliedRow | None,
+        cache: SkillCache | None,
+        seen: Observation,
+        action: str,
+        found: tuple[DriftItem, ...],
+    ) -> SkillOutcome:
+        manifest = await self._manifest(want)
+        how = materialize.plan(self.target.mode, manifest, seen)
+        wanted = Manifest(e for e in manifest if e.path in set(how.fetch))
+        files = await read.read_files(self.ctx, wanted)
+        # From here until the cache is saved again, this slug's disk state is our own
+        # unfinished work: a crash must not make it look like drift to adopt.
+        intent = (
+            replace(cache, writing=want.manifest_hash)
+            if cache is not None
+            else SkillCache(slug, None, None, writing=want.manifest_hash)
+        )
+        await asyncio.to_thread(self.target.save_cache, intent)
+        await self.ctx.hit("materialize.intent_saved")
+        written = await asyncio.to_thread(
+            materialize.write,
+            self.target,
+            slug,
+            manifest=manifest,
+            files=files,
+            seen=seen,
+            how=how,
+            step=self.step,
+        )
+        done = SkillCache(slug, want.manifest_hash, want.version, written.tree, None, written.files)
+        await asyncio.to_thread(self.target.save_cache, done)
+        await self.ctx.hit("materialize.cache_saved")
+        await self._record(slug, want, drift_items=found, action=action)
+        await self.ctx.hit("reconcile.recorded")
+        await asyncio.to_thread(self.target.remove_unlinked_trees, slug, step=self.step)
+        await self.ctx.hit("reconcile.skill_done")
+        previous = None if row is None else row.manifest_hash
+        return SkillOutcome(slug, action, want.version, want.manifest_hash, previous, found)
+
+    async def _adopt(
+        self,
+        slug: str,
+        want: _Want,
+        *,
+        row: dbm.AppliedRow | None,
+        cache: SkillCache | None,
+        seen: Observation,
+        found: tuple[DriftItem, ...],
+    ) -> SkillOutcome:
+        """Publish the disk's package as a new version, then write it back cleanly.
+
+        The compare-and-swap is against the version the target had applied: if the head
+        moved since, the edit was made to an old package and is not forced over the new
+        one (`HeadConflict`, reported; the disk is left as it is).
+        """
+        base = row.version if row is not None and row.version is not None else None
+        if base is None and cache is not None:
+            base = cache.version
+        if base is None:
+            raise IntegrityError(f"{slug}: no applied version to adopt the edit against")
+        limit = self.ctx.settings.max_file_bytes
+        try:
+            raw = await asyncio.to_thread(drift.read_observed, self.target, slug, seen, limit)
+        except ValueError as exc:
+            raise IntegrityError(f"{slug}: {exc}") from exc
+        request = publish.WriteRequest(
+            scope=self.scope,
+            slug=slug,
+            expected_head=base,
+            origin=Origin.OUT_OF_BAND,
+            actor=self.actor,
+            message=f"adopted from {self.target.path / slug}",
+            sources=(f"target:{self.target.target_id}",),
+        )
+        files = {p: PackageFile(data, executable=x) for p, (data, x) in raw.items()}
+        pub = await publish.write_package(self.ctx, request, files)
+        # Read the new version back rather than reuse what was seen: the write path
+        # normalises paths (NFC), so its manifest is the authority.
+        adopted = await self._pinned(slug, pub.version, want.skill_id)
+        outcome = await self._write(
+            slug, adopted, row=row, cache=cache, seen=seen, action=ADOPTED, found=found
+        )
+        return replace(outcome, previous_hash=None if row is None else row.manifest_hash)
+
+    async def _remove(
+        self,
+        slug: str,
+        row: dbm.AppliedRow | None,
+        cache: SkillCache | None,
+        seen: Observation,
+        skill_id: int | None,
+    ) -> SkillOutcome | None:
+        recorded = row is not None and row.manifest_hash is not None
+        owned = cache is not None or recorded or seen.entry == LINK
+        if not owned or (seen.entry == drift.ABSENT and cache is None and not recorded):
+            return None
+        await asyncio.to_thread(materialize.remove, self.target, slug, self.step)
+        await self._record_removal(slug, skill_id)
+        await asyncio.to_thread(self.target.drop_cache, slug)
+        await self.ctx.hit("reconcile.skill_done")
+        previous = None if row is None else row.manifest_hash
+        return SkillOutcome(slug, REMOVED, previous_hash=previous)
+
+    # ------------------------------------------------------------ records
+
+    async def _register(self) -> None:
+        """Record the target (once, and again when it is found at another path or host)."""
+        now = self.ctx.clock.now()
+        row = dbm.TargetRow(
+            target_id=self.target.target_id,
+            workspace=self.scope.workspace,
+            agent=self.scope.agent,
+            path=str(self.target.path),
+            host=self.target.host,
+            mode=self.target.mode,
+            created_at=now,
+            updated_at=now,
+        )
+
+        async def current(conn: AsyncConnection) -> dbm.TargetRow | None:
+            return await dbm.target(conn, self.scope.workspace, self.target.target_id)
+
+        existing = await self.ctx.read(current)
+        if existing is not None and (existing.path, existing.host, existing.mode) == (
+            row.path,
+            row.host,
+            row.mode,
+        ):
+            return
+
+        async def work(conn: AsyncConnection) -> None:
+            await lock_workspace(conn, self.scope.workspace)
+            if await dbm.save_target(conn, row):
+                await db.insert_event(
+                    conn,
+                    self.scope,
+                    "",
+                    skill_id=None,
+                    kind="materialize_target_registered",
+                    version=None,
+                    manifest_hash=None,
+                    payload=self._where(),
+                    now=now,
+                )
+
+        await self.ctx.write(work, workspace=self.scope.workspace)
+
+    def _where(self) -> dict[str, Any]:
+        return {
+            "target_id": self.target.target_id,
+            "target": str(self.target.path),
+            "host": self.target.host,
+            "mode": self.target.mode,
+        }
+
+    async def _record(
+        self, slug: str, want: _Want, *, drift_items: tuple[DriftItem, ...], action: str
+    ) -> None:
+        payload = {
+            "action": action,
+            "drift": [{"path": d.path, "kind": d.kind} for d in drift_items[:_MAX_DRIFT_IN_EVENT]],
+        }
+        await self._save(
+            slug,
+            want.skill_id,
+            manifest_hash=want.manifest_hash,
+            version=want.version,
+            outcome="applied",
+            error=None,
+            payload=payload,
+        )
+
+    async def _record_removal(self, slug: str, skill_id: int | None) -> None:
+        await self._save(
+            slug,
+            skill_id,
+            manifest_hash=None,
+            version=None,
+            outcome="removed",
+            error=None,
+            payload={"action": REMOVED},
+        )
+
+    async def _record_failure(self, slug: str, error: RegistryError, skill_id: int | None) -> None:
+        """Best effort: the failure is reported either way; the record helps `status`."""
+        row = self.applied.get(slug)
+        try:
+            await self._save(
+                slug,
+                skill_id,
+                manifest_hash=None if row is None else row.manifest_hash,
+                version=None if row is None else row.version,
+                outcome="failed",
+                error=f"{error.code}: {error}",
+                payload={"action": FAILED, "error": error.code},
+            )
+        except RegistryError:
+            return
+
+    async def _save(
+        self,
+        slug: str,
+        skill_id: int | None,
+        *,
+        manifest_hash: str | None,
+        version: int | None,
+        outcome: str,
+        error: str | None,
+        payload: dict[str, Any],
+    ) -> None:
+        """Compare-and-swap the record of `slug` and write its event, in one locked transaction."""
+        expected = self.applied.get(slug)
+        now = self.ctx.clock.now()
+
+        async def work(conn: AsyncConnection) -> bool:
+            await lock_workspace(conn, self.scope.workspace)
+            changed = await dbm.record(
+                conn,
+                self.scope,
+                self.target.target_id,
+                slug,
+                expected=expected,
+                manifest_hash=manifest_hash,
+                version=version,
+                outcome=outcome,
+                error=error,
+                now=now,
+            )
+            if changed:
+                await db.insert_event(
+                    conn,
+                    self.scope,
+                    slug,
+                    skill_id=skill_id,
+                    kind=_EVENT_KINDS[outcome],
+                    version=version,
+                    manifest_hash=manifest_hash,
+                    payload={**self._where(), **payload},
+                    now=now,
+                )
+            return changed
+
+        if expected is not None and (
+            expected.manifest_hash,
+            expected.version,
+            expected.outcome,
+            expected.error,
+        ) == (manifest_hash, version, outcome, error):
+            return
+        await self.ctx.write(work, workspace=self.scope.workspace)
+        self.applied[slug] = dbm.AppliedRow(
+            self.target.target_id, slug, manifest_hash, version, outcome, error, now
+        )
+
+
+def _describe(seen: Observation) -> str:
+    if seen.entry == DIR:
+        return "folder"
+    return seen.detail.removeprefix("a ") or "file"
+
+
+def _as_registry_error(exc: BaseException) -> RegistryError:
+    if isinstance(exc, BlobStoreError):
+        return StorageUnavailable("blob store", str(exc))
+    return StorageUnavailable("target filesystem", str(exc))
