@@ -88,10 +88,14 @@ class Observation:
         )
 
     def extra_dirs(self) -> list[str]:
-        """Directories no file path needs (empty, or holding only anomalies)."""
+        """The topmost directories no file needs (empty, or holding only anomalies)."""
         needed = {p.rsplit("/", 1)[0] for p in self.files if "/" in p}
         needed |= {d for p in needed for d in _parents(p)}
-        return sorted(self.dirs - needed)
+        extra: list[str] = []
+        for d in sorted(self.dirs - needed):
+            if not any(d.startswith(f"{top}/") for top in extra):
+                extra.append(d)
+        return extra
 
 
 def _parents(path: str) -> list[str]:

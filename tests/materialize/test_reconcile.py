@@ -22,11 +22,11 @@ async def test_fills_a_target_with_one_link_per_skill(registry, target):
     assert report.written == ["alpha", "beta"]
     assert report.ok
     for slug in ("alpha", "beta"):
-        link = os.readlink(target / slug)
+        link = str((target / slug).readlink())
         assert link.startswith(f".skillreg/trees/{slug}/")
         assert load_skill(target, slug) == expected_files(slug)
-        assert os.stat(target / slug / "scripts" / "run.py").st_mode & 0o777 == 0o755
-        assert os.stat(target / slug / "SKILL.md").st_mode & 0o777 == 0o644
+        assert (target / slug / "scripts" / "run.py").stat().st_mode & 0o777 == 0o755
+        assert (target / slug / "SKILL.md").stat().st_mode & 0o777 == 0o644
     assert sorted(p.name for p in target.iterdir()) == [".skillreg", "alpha", "beta"]
 
 
@@ -87,7 +87,7 @@ async def test_the_old_tree_is_removed_after_the_swap(registry, target):
     await publish(registry, "alpha", tag="two")
     await registry.reconcile(ACME, target)
     trees = list((target / ".skillreg" / "trees" / "alpha").iterdir())
-    assert [t.name for t in trees] == [os.readlink(target / "alpha").rsplit("/", 1)[1]]
+    assert [t.name for t in trees] == [(target / "alpha").readlink().name]
     assert not list((target / ".skillreg" / "tmp").iterdir())
 
 
@@ -151,7 +151,7 @@ async def test_an_entry_the_reconciler_did_not_create_is_left_alone(registry, ta
     assert (mine / "notes.txt").read_text() == "mine"
     assert report.written == ["beta"]
     assert (target / "unrelated").is_dir()
-    [pending] = [p for p in (await registry.status("acme")).materialization.pending]
+    [pending] = (await registry.status("acme")).materialization.pending
     assert pending.slug == "alpha"
     assert "entry_in_the_way" in pending.error
 

@@ -10,6 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from registry.api import Registry
+from registry.db.tables import Base, Skill
 from registry.domain.manifest import Manifest, ManifestEntry, file_digest
 from registry.domain.model import Scope
 
@@ -28,7 +29,7 @@ def load_skill(target: Path, slug: str) -> Files | None:
     """
     entry = target / slug
     try:
-        text = os.readlink(entry)
+        text = str(entry.readlink())
     except FileNotFoundError:
         return None
     except OSError:
@@ -59,7 +60,7 @@ def _read_tree(root: Path) -> Files:
             rel = path.relative_to(root).as_posix()
             st = path.lstat()
             if stat.S_ISLNK(st.st_mode):
-                files[f"{rel}@link"] = (os.readlink(path).encode(), False)
+                files[f"{rel}@link"] = (str(path.readlink()).encode(), False)
             elif stat.S_ISREG(st.st_mode):
                 files[rel] = (path.read_bytes(), bool(st.st_mode & stat.S_IXUSR))
             else:
@@ -85,7 +86,7 @@ def tree_snapshot(root: Path) -> dict[str, tuple[Any, ...]]:
         for name in [".", *dirnames, *filenames]:
             path = base / name
             st = path.lstat()
-            link = os.readlink(path) if stat.S_ISLNK(st.st_mode) else None
+            link = str(path.readlink()) if stat.S_ISLNK(st.st_mode) else None
             rel = path.relative_to(root).as_posix()
             out[rel] = (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, link)
     return out
@@ -95,17 +96,19 @@ async def set_skill(registry: Registry, scope: Scope, slug: str, **values: Any) 
     """Set columns of a live skill directly (the controls that do it are another feature)."""
     async with registry.engine.begin() as conn:
         result = await conn.execute(
-            sa.text(
-                "UPDATE skills SET "
-                + ", ".join(f"{k} = :{k}" for k in values)
-                + " WHERE workspace = :w AND agent = :a AND slug = :s AND state <> 'deleted'"
-            ),
-            {**values, "w": scope.workspace, "a": scope.agent, "s": slug},
+            sa.update(Skill)
+            .where(
+                Skill.workspace == scope.workspace,
+                Skill.agent == scope.agent,
+                Skill.slug == slug,
+                Skill.state != "deleted",
+            )
+            .values(**values)
         )
         assert result.rowcount == 1
 
 
 async def rows(registry: Registry, table: str) -> list[dict[str, Any]]:
     async with registry.engine.connect() as conn:
-        result = await conn.execute(sa.text(f"SELECT * FROM {table} ORDER BY 1"))  # noqa: S608
+        result = await conn.execute(sa.select(Base.metadata.tables[table]).order_by(sa.text("1")))
         return [dict(r._mapping) for r in result]
