@@ -83,7 +83,7 @@ def _package(target: Path, slug: str):
 @pytest.mark.slow
 @pytest.mark.parametrize(("mode", "name", "nth"), CASES, ids=[f"{m}-{n}#{i}" for m, n, i in CASES])
 async def test_a_killed_reconciler_leaves_old_or_new_and_converges(
-    registry, target, local_store, database_url, mode, name, nth
+    registry, target, local_store, database_url, *, mode, name, nth
 ):
     old = {s: (await publish(registry, s, tag="one")).manifest_hash for s in ("alpha", "beta")}
     old["gamma"] = (await publish(registry, "gamma", tag="one")).manifest_hash
