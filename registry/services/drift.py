@@ -66,6 +66,12 @@ class Observation:
     dirs: frozenset[str] = frozenset()
     anomalies: tuple[Anomaly, ...] = ()
     hashed: int = 0
+    ours: bool = False  # a link in the target's own format, even if its tree is gone
+
+    @property
+    def reconciler_made(self) -> bool:
+        """The entry is one only the reconciler makes: a link into the target's trees."""
+        return self.entry == LINK or self.ours
 
     @property
     def manifest(self) -> Manifest:
@@ -119,7 +125,7 @@ def observe(target: Target, slug: str, cache: SkillCache | None, *, verify: bool
         try:
             fd = target.open_tree(slug, tree)
         except OSError:
-            return Observation(FOREIGN, detail=f"a link to a missing tree {text!r}")
+            return Observation(FOREIGN, detail=f"a link to a missing tree {text!r}", ours=True)
         trusted = stamps if cache is not None and cache.tree == tree else {}
         return _walk_root(fd, LINK, tree, trusted, verify=verify)
     if stat.S_ISDIR(st.st_mode):

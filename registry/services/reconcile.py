@@ -23,10 +23,10 @@ at a time (`registry.services.target`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -68,6 +68,8 @@ _EVENT_KINDS: Final = {
     "failed": "materialize_failed",
 }
 _MAX_DRIFT_IN_EVENT: Final = 100
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -177,12 +179,32 @@ async def reconcile(
                 "adopt_with_lock", "a lock file pins versions; adopting would change them"
             )
     step = _step_hook(ctx)
-    target = await asyncio.to_thread(Target.open, path, scope, mode=mode, wait=wait, step=step)
+    opening = _thread(Target.open, path, scope, mode=mode, wait=wait, step=step)
     try:
-        run = _Run(ctx, scope, target, step, adopt=adopt, verify=verify, actor=actor)
+        target = await asyncio.shield(opening)
+    except asyncio.CancelledError:
+        # The open goes on in its thread (it may be waiting for the lock): release the
+        # target as soon as it is had, rather than hold its lock for the process's life.
+        opening.add_done_callback(_close_opened)
+        raise
+    run = _Run(ctx, scope, target, step, adopt=adopt, verify=verify, actor=actor)
+    try:
         return await run.run(lock)
     finally:
-        target.close()
+        run.close_when_idle()
+
+
+def _thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> asyncio.Future[T]:
+    """Run blocking work in a worker thread, as a future that outlives a cancelled caller."""
+    future = asyncio.ensure_future(asyncio.to_thread(fn, *args, **kwargs))
+    # Retrieve the outcome even if nobody awaits it any more (the caller was cancelled).
+    future.add_done_callback(lambda f: f.cancelled() or f.exception())
+    return future
+
+
+def _close_opened(opening: asyncio.Future[Target]) -> None:
+    if not opening.cancelled() and opening.exception() is None:
+        opening.result().close()
 
 
 def _step_hook(ctx: Context) -> Step:
@@ -225,6 +247,27 @@ class _Run:
         self.applied: dict[str, dbm.AppliedRow] = {}
         self.hashed = 0
         self.entry = LINK if target.mode == "link" else DIR
+        self._inflight: asyncio.Future[Any] | None = None
+
+    async def blocking(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Run filesystem work on the target in a worker thread.
+
+        A cancelled reconcile does not stop the thread; the work is shielded so that it
+        finishes, and the target's descriptors stay open until it has (see
+        `close_when_idle`): closing them under a running thread would let it act on
+        whatever file a reused descriptor number names next.
+        """
+        future = _thread(fn, *args, **kwargs)
+        self._inflight = future
+        return await asyncio.shield(future)
+
+    def close_when_idle(self) -> None:
+        """Close the target now, or when the filesystem work still running has finished."""
+        inflight = self._inflight
+        if inflight is not None and not inflight.done():
+            inflight.add_done_callback(lambda _: self.target.close())
+        else:
+            self.target.close()
 
     async def run(self, lock: LockFile | None) -> ReconcileReport:
         await self.ctx.hit("reconcile.locked")
@@ -323,10 +366,8 @@ class _Run:
         try:
             if blocked is not None and not isinstance(blocked, NotInUse):
                 raise blocked
-            cache = await asyncio.to_thread(self.target.load_cache, slug)
-            seen = await asyncio.to_thread(
-                drift.observe, self.target, slug, cache, verify=self.verify
-            )
+            cache = await self.blocking(self.target.load_cache, slug)
+            seen = await self.blocking(drift.observe, self.target, slug, cache, verify=self.verify)
             self.hashed += seen.hashed
             if want is None:
                 removed = await self._remove(slug, row, cache, seen, skill_id)
@@ -357,7 +398,7 @@ class _Run:
         seen: Observation,
     ) -> SkillOutcome:
         previous = None if row is None else row.manifest_hash
-        owned = cache is not None or previous is not None or seen.entry == LINK
+        owned = cache is not None or previous is not None or seen.reconciler_made
         if seen.entry != drift.ABSENT and not owned:
             raise EntryInTheWay(str(self.target.path / slug), _describe(seen))
         if seen.holds(want.manifest_hash, self.entry):
@@ -398,7 +439,7 @@ class _Run:
         """The disk already holds the desired package: bring the records up to date."""
         fresh = SkillCache(slug, want.manifest_hash, want.version, seen.tree, None, seen.files)
         if cache != fresh:
-            await asyncio.to_thread(self.target.save_cache, fresh)
+            await self.blocking(self.target.save_cache, fresh)
         previous = None if row is None else row.manifest_hash
         action = WRITTEN if previous != want.manifest_hash else UNCHANGED
         await self._record(slug, want, drift_items=(), action=action)
@@ -426,9 +467,9 @@ class _Run:
             if cache is not None
             else SkillCache(slug, None, None, writing=want.manifest_hash)
         )
-        await asyncio.to_thread(self.target.save_cache, intent)
+        await self.blocking(self.target.save_cache, intent)
         await self.ctx.hit("materialize.intent_saved")
-        written = await asyncio.to_thread(
+        written = await self.blocking(
             materialize.write,
             self.target,
             slug,
@@ -439,11 +480,11 @@ class _Run:
             step=self.step,
         )
         done = SkillCache(slug, want.manifest_hash, want.version, written.tree, None, written.files)
-        await asyncio.to_thread(self.target.save_cache, done)
+        await self.blocking(self.target.save_cache, done)
         await self.ctx.hit("materialize.cache_saved")
         await self._record(slug, want, drift_items=found, action=action)
         await self.ctx.hit("reconcile.recorded")
-        await asyncio.to_thread(self.target.remove_unlinked_trees, slug, step=self.step)
+        await self.blocking(self.target.remove_unlinked_trees, slug, step=self.step)
         await self.ctx.hit("reconcile.skill_done")
         previous = None if row is None else row.manifest_hash
         return SkillOutcome(slug, action, want.version, want.manifest_hash, previous, found)
@@ -471,7 +512,7 @@ class _Run:
             raise IntegrityError(f"{slug}: no applied version to adopt the edit against")
         limit = self.ctx.settings.max_file_bytes
         try:
-            raw = await asyncio.to_thread(drift.read_observed, self.target, slug, seen, limit)
+            raw = await self.blocking(drift.read_observed, self.target, slug, seen, limit)
         except ValueError as exc:
             raise IntegrityError(f"{slug}: {exc}") from exc
         request = publish.WriteRequest(
@@ -502,12 +543,12 @@ class _Run:
         skill_id: int | None,
     ) -> SkillOutcome | None:
         recorded = row is not None and row.manifest_hash is not None
-        owned = cache is not None or recorded or seen.entry == LINK
+        owned = cache is not None or recorded or seen.reconciler_made
         if not owned or (seen.entry == drift.ABSENT and cache is None and not recorded):
             return None
-        await asyncio.to_thread(materialize.remove, self.target, slug, self.step)
+        await self.blocking(materialize.remove, self.target, slug, self.step)
         await self._record_removal(slug, skill_id)
-        await asyncio.to_thread(self.target.drop_cache, slug)
+        await self.blocking(self.target.drop_cache, slug)
         await self.ctx.hit("reconcile.skill_done")
         previous = None if row is None else row.manifest_hash
         return SkillOutcome(slug, REMOVED, previous_hash=previous)

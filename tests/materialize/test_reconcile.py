@@ -253,3 +253,50 @@ async def test_workspaces_do_not_see_each_others_targets(registry, tmp_path):
             await conn.execute(sa.text("SELECT DISTINCT workspace FROM materializations"))
         ).scalars()
         assert sorted(workspaces) == ["acme", "other-co"]
+
+
+async def test_a_cancelled_reconcile_finishes_its_step_releases_the_target_and_converges(
+    make_registry, target
+):
+    failpoints = ScriptedFailpoints()
+    registry = await make_registry(failpoints=failpoints)
+    await publish(registry, "alpha", tag="one")
+    await registry.reconcile(ACME, target)
+    await publish(registry, "alpha", tag="two")
+    park = failpoints.park("materialize.file_placed")
+    running = asyncio.create_task(registry.reconcile(ACME, target))
+    await park.reached.wait()
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert load_skill(target, "alpha") == expected_files("alpha", tag="one")
+    park.release.set()  # the worker thread finishes its build; then the target is closed
+    report = await registry.reconcile(ACME, target, wait=True)
+    assert report.written == ["alpha"]
+    assert not report.repaired
+    assert load_skill(target, "alpha") == expected_files("alpha", tag="two")
+    assert len(list((target / ".skillreg" / "trees" / "alpha").iterdir())) == 1
+
+
+async def test_a_reconcile_cancelled_while_waiting_for_the_lock_does_not_keep_it(
+    make_registry, target
+):
+    first_points, second_points = ScriptedFailpoints(), ScriptedFailpoints()
+    first = await make_registry(failpoints=first_points)
+    second = await make_registry(failpoints=second_points)
+    await publish(first, "alpha")
+    parked = first_points.park("materialize.swapped")
+    running = asyncio.create_task(first.reconcile(ACME, target))
+    await parked.reached.wait()
+    waiting = second_points.park("reconcile.lock_wait")
+    waiter = asyncio.create_task(second.reconcile(ACME, target, wait=True))
+    await waiting.reached.wait()
+    waiter.cancel()
+    waiting.release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    parked.release.set()
+    await running
+    third = await make_registry()
+    assert (await third.reconcile(ACME, target, wait=True)).unchanged == ["alpha"]
+    assert second_points.hits["reconcile.locked"] == 0
