@@ -366,8 +366,7 @@ class _Run:
         try:
             if blocked is not None and not isinstance(blocked, NotInUse):
                 raise blocked
-            cache = await self.blocking(self.target.load_cache, slug)
-            seen = await self.blocking(drift.observe, self.target, slug, cache, verify=self.verify)
+            cache, seen = await self.blocking(self._look, slug)
             self.hashed += seen.hashed
             if want is None:
                 removed = await self._remove(slug, row, cache, seen, skill_id)
@@ -388,6 +387,10 @@ class _Run:
                 error_code=error.code,
                 error=error,
             )
+
+    def _look(self, slug: str) -> tuple[SkillCache | None, Observation]:
+        cache = self.target.load_cache(slug)
+        return cache, drift.observe(self.target, slug, cache, verify=self.verify)
 
     async def _converge(
         self,
