@@ -15,40 +15,37 @@ stat cache says it wrote. For each skill the reconciler looks at the disk first:
     not desired (deleted, paused, unpinned) -> remove it from the target
 
 Every change is written package-atomically (`registry.services.materialize`) and then
-recorded in one locked transaction with one outbox event. A skill that fails is reported
-with its reason and recorded as failed; the others go on. One reconciler works on a target
-at a time (`registry.services.target`).
+recorded in one locked transaction with one outbox event (`registry.services.applied`). A
+skill that fails is reported with its reason and recorded as failed; the others go on.
+One reconciler works on a target at a time (`registry.services.target`). The desired state
+comes from `registry.services.desired`; drift is found by `registry.services.drift`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from blobstore import BlobStoreError
 from registry.db import materializations as dbm
-from registry.db import skills as db
-from registry.db.locks import lock_workspace
 from registry.domain.manifest import Manifest
 from registry.domain.model import Origin, PackageFile, Scope
 from registry.errors import (
     EntryInTheWay,
     IntegrityError,
     LockFileInvalid,
-    LockMismatch,
     NotInUse,
     RegistryError,
-    SkillNotFound,
     StorageUnavailable,
 )
 from registry.failpoints import NO_FAILPOINTS
-from registry.services import drift, materialize, publish, read
+from registry.services import desired, drift, materialize, publish, read
+from registry.services.applied import Records
 from registry.services.context import Context
+from registry.services.desired import Want
 from registry.services.drift import DIR, LINK, DriftItem, Observation
 from registry.services.durable import Step, no_step
 from registry.services.lockfile import LockFile
@@ -61,13 +58,6 @@ ADOPTED: Final = "adopted"
 REMOVED: Final = "removed"
 FAILED: Final = "failed"
 ACTIONS: Final = (WRITTEN, UNCHANGED, REPAIRED, ADOPTED, REMOVED, FAILED)
-
-_EVENT_KINDS: Final = {
-    "applied": "materialized",
-    "removed": "dematerialized",
-    "failed": "materialize_failed",
-}
-_MAX_DRIFT_IN_EVENT: Final = 100
 
 T = TypeVar("T")
 
@@ -141,17 +131,6 @@ class ReconcileReport:
 
     def outcome(self, slug: str) -> SkillOutcome | None:
         return next((o for o in self.outcomes if o.slug == slug), None)
-
-
-@dataclass(frozen=True)
-class _Want:
-    """The package a slug should have on the target."""
-
-    skill_id: int | None
-    version: int
-    manifest_hash: str
-    manifest_id: int | None = None
-    manifest: Manifest | None = None
 
 
 async def reconcile(
@@ -244,7 +223,7 @@ class _Run:
         self.adopt = adopt
         self.verify = verify
         self.actor = actor
-        self.applied: dict[str, dbm.AppliedRow] = {}
+        self.records = Records(ctx, scope, target)
         self.hashed = 0
         self.entry = LINK if target.mode == "link" else DIR
         self._inflight: asyncio.Future[Any] | None = None
@@ -271,19 +250,19 @@ class _Run:
 
     async def run(self, lock: LockFile | None) -> ReconcileReport:
         await self.ctx.hit("reconcile.locked")
-        await self._register()
-        heads = {h.slug: h for h in await self.ctx.read(self._heads)}
-        wants, blocked = (
-            (self._from_heads(heads), {}) if lock is None else await self._from_lock(lock, heads)
-        )
-        rows = await self.ctx.read(self._applied)
-        self.applied = {r.slug: r for r in rows}
-        recorded = {s for s, r in self.applied.items() if r.manifest_hash is not None}
-        slugs = sorted({*wants, *blocked, *recorded, *self.target.cached_slugs()})
+        await self.records.register()
+        wanted = await desired.desired(self.ctx, self.scope, lock)
+        rows = await self.records.load()
+        recorded = {s for s, r in rows.items() if r.manifest_hash is not None}
+        slugs = {*wanted.wants, *wanted.blocked, *recorded, *self.target.cached_slugs()}
         outcomes: list[SkillOutcome] = []
-        for slug in slugs:
-            skill_id = heads[slug].skill_id if slug in heads else None
-            outcome = await self._one(slug, wants.get(slug), blocked.get(slug), skill_id)
+        for slug in sorted(slugs):
+            outcome = await self._one(
+                slug,
+                wanted.wants.get(slug),
+                wanted.blocked.get(slug),
+                wanted.skill_ids.get(slug),
+            )
             if outcome is not None:
                 outcomes.append(outcome)
         return ReconcileReport(
@@ -296,73 +275,12 @@ class _Run:
             hashed=self.hashed,
         )
 
-    # ------------------------------------------------------------ desired and applied
-
-    async def _heads(self, conn: AsyncConnection) -> list[dbm.HeadRow]:
-        return await dbm.heads(conn, self.scope)
-
-    async def _applied(self, conn: AsyncConnection) -> list[dbm.AppliedRow]:
-        return await dbm.applied(conn, self.scope, [self.target.target_id])
-
-    @staticmethod
-    def _from_heads(heads: Mapping[str, dbm.HeadRow]) -> dict[str, _Want]:
-        return {
-            slug: _Want(h.skill_id, h.version, h.manifest_hash, h.manifest_id)
-            for slug, h in heads.items()
-            if h.in_use
-        }
-
-    async def _from_lock(
-        self, lock: LockFile, heads: Mapping[str, dbm.HeadRow]
-    ) -> tuple[dict[str, _Want], dict[str, RegistryError]]:
-        wants: dict[str, _Want] = {}
-        blocked: dict[str, RegistryError] = {}
-        for pinned in lock.skills:
-            head = heads.get(pinned.slug)
-            try:
-                if head is None:
-                    raise SkillNotFound(self.scope.workspace, self.scope.agent, pinned.slug)
-                if not head.in_use:
-                    reason = "its use is paused" if head.use_paused else f"it is {head.state}"
-                    raise NotInUse(pinned.slug, reason)
-                want = await self._pinned(pinned.slug, pinned.version, head.skill_id)
-                if want.manifest_hash != pinned.manifest_hash:
-                    raise LockMismatch(
-                        pinned.slug, pinned.version, pinned.manifest_hash, want.manifest_hash
-                    )
-            except RegistryError as exc:
-                blocked[pinned.slug] = exc
-            else:
-                wants[pinned.slug] = want
-        return wants, blocked
-
-    async def _pinned(self, slug: str, version: int, skill_id: int | None) -> _Want:
-        async def work(conn: AsyncConnection) -> _Want:
-            _, row = await read.locate(conn, self.scope, slug, version)
-            return _Want(skill_id, row.number, row.manifest_hash, row.manifest_id)
-
-        return await self.ctx.read(work)
-
-    async def _manifest(self, want: _Want) -> Manifest:
-        if want.manifest is not None:
-            return want.manifest
-        manifest_id = want.manifest_id
-        assert manifest_id is not None
-
-        async def work(conn: AsyncConnection) -> Manifest:
-            return await db.manifest_entries(conn, self.scope.workspace, manifest_id)
-
-        manifest = await self.ctx.read(work)
-        if manifest.hash != want.manifest_hash:
-            raise IntegrityError(f"manifest {want.manifest_hash[:16]} does not match its rows")
-        return manifest
-
     # ------------------------------------------------------------ one skill
 
     async def _one(
-        self, slug: str, want: _Want | None, blocked: RegistryError | None, skill_id: int | None
+        self, slug: str, want: Want | None, blocked: RegistryError | None, skill_id: int | None
     ) -> SkillOutcome | None:
-        row = self.applied.get(slug)
+        row = self.records.rows.get(slug)
         try:
             if blocked is not None and not isinstance(blocked, NotInUse):
                 raise blocked
@@ -376,7 +294,7 @@ class _Run:
             return await self._converge(slug, want, row, cache, seen)
         except (RegistryError, OSError, BlobStoreError) as exc:
             error = exc if isinstance(exc, RegistryError) else _as_registry_error(exc)
-            await self._record_failure(slug, error, skill_id)
+            await self.records.failed(slug, skill_id, error)
             return SkillOutcome(
                 slug,
                 FAILED,
@@ -395,7 +313,7 @@ class _Run:
     async def _converge(
         self,
         slug: str,
-        want: _Want,
+        want: Want,
         row: dbm.AppliedRow | None,
         cache: SkillCache | None,
         seen: Observation,
@@ -413,7 +331,9 @@ class _Run:
         elif self._clean(seen, expected, previous):
             found = []
         else:
-            found = drift.differences(expected or await self._manifest(want), seen, self.entry)
+            found = drift.differences(
+                expected or await desired.manifest(self.ctx, self.scope, want), seen, self.entry
+            )
         if found and self.adopt and seen.walked and not interrupted:
             return await self._adopt(
                 slug, want, row=row, cache=cache, seen=seen, found=tuple(found)
@@ -434,7 +354,7 @@ class _Run:
     async def _settle(
         self,
         slug: str,
-        want: _Want,
+        want: Want,
         row: dbm.AppliedRow | None,
         cache: SkillCache | None,
         seen: Observation,
@@ -445,13 +365,20 @@ class _Run:
             await self.blocking(self.target.save_cache, fresh)
         previous = None if row is None else row.manifest_hash
         action = WRITTEN if previous != want.manifest_hash else UNCHANGED
-        await self._record(slug, want, drift_items=(), action=action)
+        await self.records.applied(
+            slug,
+            want.skill_id,
+            manifest_hash=want.manifest_hash,
+            version=want.version,
+            action=action,
+            found=(),
+        )
         return SkillOutcome(slug, action, want.version, want.manifest_hash, previous)
 
     async def _write(
         self,
         slug: str,
-        want: _Want,
+        want: Want,
         *,
         row: dbm.AppliedRow | None,
         cache: SkillCache | None,
@@ -459,7 +386,7 @@ class _Run:
         action: str,
         found: tuple[DriftItem, ...],
     ) -> SkillOutcome:
-        manifest = await self._manifest(want)
+        manifest = await desired.manifest(self.ctx, self.scope, want)
         how = materialize.plan(self.target.mode, manifest, seen)
         wanted = Manifest(e for e in manifest if e.path in set(how.fetch))
         files = await read.read_files(self.ctx, wanted)
@@ -485,7 +412,14 @@ class _Run:
         done = SkillCache(slug, want.manifest_hash, want.version, written.tree, None, written.files)
         await self.blocking(self.target.save_cache, done)
         await self.ctx.hit("materialize.cache_saved")
-        await self._record(slug, want, drift_items=found, action=action)
+        await self.records.applied(
+            slug,
+            want.skill_id,
+            manifest_hash=want.manifest_hash,
+            version=want.version,
+            action=action,
+            found=found,
+        )
         await self.ctx.hit("reconcile.recorded")
         await self.blocking(self.target.remove_unlinked_trees, slug, step=self.step)
         await self.ctx.hit("reconcile.skill_done")
@@ -495,7 +429,7 @@ class _Run:
     async def _adopt(
         self,
         slug: str,
-        want: _Want,
+        want: Want,
         *,
         row: dbm.AppliedRow | None,
         cache: SkillCache | None,
@@ -531,7 +465,7 @@ class _Run:
         pub = await publish.write_package(self.ctx, request, files)
         # Read the new version back rather than reuse what was seen: the write path
         # normalises paths (NFC), so its manifest is the authority.
-        adopted = await self._pinned(slug, pub.version, want.skill_id)
+        adopted = await desired.pinned(self.ctx, self.scope, slug, pub.version, want.skill_id)
         outcome = await self._write(
             slug, adopted, row=row, cache=cache, seen=seen, action=ADOPTED, found=found
         )
@@ -550,162 +484,11 @@ class _Run:
         if not owned or (seen.entry == drift.ABSENT and cache is None and not recorded):
             return None
         await self.blocking(materialize.remove, self.target, slug, self.step)
-        await self._record_removal(slug, skill_id)
+        await self.records.removed(slug, skill_id)
         await self.blocking(self.target.drop_cache, slug)
         await self.ctx.hit("reconcile.skill_done")
         previous = None if row is None else row.manifest_hash
         return SkillOutcome(slug, REMOVED, previous_hash=previous)
-
-    # ------------------------------------------------------------ records
-
-    async def _register(self) -> None:
-        """Record the target (once, and again when it is found at another path or host)."""
-        now = self.ctx.clock.now()
-        row = dbm.TargetRow(
-            target_id=self.target.target_id,
-            workspace=self.scope.workspace,
-            agent=self.scope.agent,
-            path=str(self.target.path),
-            host=self.target.host,
-            mode=self.target.mode,
-            created_at=now,
-            updated_at=now,
-        )
-
-        async def current(conn: AsyncConnection) -> dbm.TargetRow | None:
-            return await dbm.target(conn, self.scope.workspace, self.target.target_id)
-
-        existing = await self.ctx.read(current)
-        if existing is not None and (existing.path, existing.host, existing.mode) == (
-            row.path,
-            row.host,
-            row.mode,
-        ):
-            return
-
-        async def work(conn: AsyncConnection) -> None:
-            await lock_workspace(conn, self.scope.workspace)
-            if await dbm.save_target(conn, row):
-                await db.insert_event(
-                    conn,
-                    self.scope,
-                    "",
-                    skill_id=None,
-                    kind="materialize_target_registered",
-                    version=None,
-                    manifest_hash=None,
-                    payload=self._where(),
-                    now=now,
-                )
-
-        await self.ctx.write(work, workspace=self.scope.workspace)
-
-    def _where(self) -> dict[str, Any]:
-        return {
-            "target_id": self.target.target_id,
-            "target": str(self.target.path),
-            "host": self.target.host,
-            "mode": self.target.mode,
-        }
-
-    async def _record(
-        self, slug: str, want: _Want, *, drift_items: tuple[DriftItem, ...], action: str
-    ) -> None:
-        payload = {
-            "action": action,
-            "drift": [{"path": d.path, "kind": d.kind} for d in drift_items[:_MAX_DRIFT_IN_EVENT]],
-        }
-        await self._save(
-            slug,
-            want.skill_id,
-            manifest_hash=want.manifest_hash,
-            version=want.version,
-            outcome="applied",
-            error=None,
-            payload=payload,
-        )
-
-    async def _record_removal(self, slug: str, skill_id: int | None) -> None:
-        await self._save(
-            slug,
-            skill_id,
-            manifest_hash=None,
-            version=None,
-            outcome="removed",
-            error=None,
-            payload={"action": REMOVED},
-        )
-
-    async def _record_failure(self, slug: str, error: RegistryError, skill_id: int | None) -> None:
-        """Best effort: the failure is reported either way; the record helps `status`."""
-        row = self.applied.get(slug)
-        try:
-            await self._save(
-                slug,
-                skill_id,
-                manifest_hash=None if row is None else row.manifest_hash,
-                version=None if row is None else row.version,
-                outcome="failed",
-                error=f"{error.code}: {error}",
-                payload={"action": FAILED, "error": error.code},
-            )
-        except RegistryError:
-            return
-
-    async def _save(
-        self,
-        slug: str,
-        skill_id: int | None,
-        *,
-        manifest_hash: str | None,
-        version: int | None,
-        outcome: str,
-        error: str | None,
-        payload: dict[str, Any],
-    ) -> None:
-        """Compare-and-swap the record of `slug` and write its event, in one locked transaction."""
-        expected = self.applied.get(slug)
-        now = self.ctx.clock.now()
-
-        async def work(conn: AsyncConnection) -> bool:
-            await lock_workspace(conn, self.scope.workspace)
-            changed = await dbm.record(
-                conn,
-                self.scope,
-                self.target.target_id,
-                slug,
-                expected=expected,
-                manifest_hash=manifest_hash,
-                version=version,
-                outcome=outcome,
-                error=error,
-                now=now,
-            )
-            if changed:
-                await db.insert_event(
-                    conn,
-                    self.scope,
-                    slug,
-                    skill_id=skill_id,
-                    kind=_EVENT_KINDS[outcome],
-                    version=version,
-                    manifest_hash=manifest_hash,
-                    payload={**self._where(), **payload},
-                    now=now,
-                )
-            return changed
-
-        if expected is not None and (
-            expected.manifest_hash,
-            expected.version,
-            expected.outcome,
-            expected.error,
-        ) == (manifest_hash, version, outcome, error):
-            return
-        await self.ctx.write(work, workspace=self.scope.workspace)
-        self.applied[slug] = dbm.AppliedRow(
-            self.target.target_id, slug, manifest_hash, version, outcome, error, now
-        )
 
 
 def _describe(seen: Observation) -> str:
