@@ -47,10 +47,11 @@ async def test_applied_state_and_one_event_per_change_are_recorded(registry, tar
     assert kinds == ["published", "materialize_target_registered", "materialized"]
 
 
-async def test_a_second_reconcile_writes_nothing(registry, target):
+@pytest.mark.parametrize("mode", ["link", "copy"])
+async def test_a_second_reconcile_writes_nothing(registry, target, mode):
     for slug in ("alpha", "beta", "gamma"):
         await publish(registry, slug, files=5)
-    await registry.reconcile(ACME, target)
+    await registry.reconcile(ACME, target, mode=mode)
     disk = tree_snapshot(target)
     db = {t: await rows(registry, t) for t in ("materializations", "events")}
     again = await registry.reconcile(ACME, target)
@@ -192,7 +193,7 @@ async def test_one_reconciler_per_target(make_registry, target):
     park = failpoints.park("materialize.swapped")
     running = asyncio.create_task(first.reconcile(ACME, target))
     await park.reached.wait()
-    with pytest.raises(TargetBusy):
+    with pytest.raises(TargetBusy, match="another reconciler is running on target"):
         await second.reconcile(ACME, target)
     park.release.set()
     assert (await running).written == ["alpha"]
