@@ -133,6 +133,7 @@ def report_dict(report: ReconcileReport) -> dict[str, Any]:
         "removed": report.removed,
         "failed": report.failed,
         "hashed": report.hashed,
+        "swept": report.swept,
         "skills": [_outcome_dict(o) for o in report.outcomes],
     }
 

@@ -24,6 +24,8 @@ comes from `registry.services.desired`; drift is found by `registry.services.dri
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -40,6 +42,7 @@ from registry.errors import (
     NotInUse,
     RegistryError,
     StorageUnavailable,
+    TargetBusy,
 )
 from registry.failpoints import NO_FAILPOINTS
 from registry.services import desired, drift, materialize, publish, read
@@ -49,7 +52,7 @@ from registry.services.desired import Want
 from registry.services.drift import DIR, LINK, DriftItem, Observation
 from registry.services.durable import Step, no_step
 from registry.services.lockfile import LockFile
-from registry.services.target import SkillCache, Target
+from registry.services.target import SkillCache, Target, wait_until_free
 
 WRITTEN: Final = "written"
 UNCHANGED: Final = "unchanged"
@@ -93,8 +96,8 @@ class ReconcileReport:
     workspace: str
     agent: str
     outcomes: tuple[SkillOutcome, ...]
-    swept: int = 0
-    hashed: int = 0
+    swept: int = 0  # entries a crashed run left under .skillreg/, removed on open
+    hashed: int = 0  # files whose content was hashed (the stat cache answered the rest)
 
     def slugs(self, action: str) -> list[str]:
         """The slugs whose outcome was `action`."""
@@ -158,14 +161,7 @@ async def reconcile(
                 "adopt_with_lock", "a lock file pins versions; adopting would change them"
             )
     step = _step_hook(ctx)
-    opening = _thread(Target.open, path, scope, mode=mode, wait=wait, step=step)
-    try:
-        target = await asyncio.shield(opening)
-    except asyncio.CancelledError:
-        # The open goes on in its thread (it may be waiting for the lock): release the
-        # target as soon as it is had, rather than hold its lock for the process's life.
-        opening.add_done_callback(_close_opened)
-        raise
+    target = await _open(ctx, path, scope, mode=mode, wait=wait)
     run = _Run(ctx, scope, target, step, adopt=adopt, verify=verify, actor=actor)
     try:
         return await run.run(lock)
@@ -178,6 +174,56 @@ def _thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> asyncio.Futur
     future = asyncio.ensure_future(asyncio.to_thread(fn, *args, **kwargs))
     # Retrieve the outcome even if nobody awaits it any more (the caller was cancelled).
     future.add_done_callback(lambda f: f.cancelled() or f.exception())
+    return future
+
+
+async def _open(
+    ctx: Context, path: Path | str, scope: Scope, *, mode: str | None, wait: bool
+) -> Target:
+    """Open and lock the target; with `wait`, wait for another reconciler to finish first."""
+    while True:
+        opening = _thread(Target.open, path, scope, mode=mode)
+        try:
+            return await asyncio.shield(opening)
+        except TargetBusy:
+            if not wait:
+                raise
+        except asyncio.CancelledError:
+            # The open goes on in its thread: release the target as soon as it is had,
+            # rather than hold its lock for the rest of the process's life.
+            opening.add_done_callback(_close_opened)
+            raise
+        await ctx.hit("reconcile.lock_wait")
+        await _in_daemon_thread(wait_until_free, path)
+
+
+def _in_daemon_thread(fn: Callable[..., None], /, *args: Any) -> asyncio.Future[None]:
+    """Run blocking work that may never end (waiting for a lock) without holding up exit.
+
+    The default executor's threads are joined when the interpreter exits; a reconciler
+    interrupted while it waits for another one's lock must not hang on that join.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[None] = loop.create_future()
+
+    def settle(error: BaseException | None) -> None:
+        if future.done():
+            return  # the waiter was cancelled meanwhile
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(error)
+
+    def run() -> None:
+        error: BaseException | None = None
+        try:
+            fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting coroutine
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the event loop is gone: nobody waits
+            loop.call_soon_threadsafe(settle, error)
+
+    threading.Thread(target=run, name="skillreg-target-wait", daemon=True).start()
     return future
 
 
@@ -272,6 +318,7 @@ class _Run:
             workspace=self.scope.workspace,
             agent=self.scope.agent,
             outcomes=tuple(outcomes),
+            swept=self.target.swept,
             hashed=self.hashed,
         )
 

@@ -12,7 +12,8 @@
         trash/         folders moved out of the way before removal; emptied on every open
 
 Everything under `.skillreg/` is private to the reconciler. Opening a target takes its
-lock (non-blocking unless asked to wait) and sweeps what a crashed reconciler left: temp
+lock (never blocking: `wait_until_free` is how a caller waits) and sweeps what a crashed
+reconciler left: temp
 entries, trash, and trees no link points at. A target is bound to one scope and one mode
 when first used; using it with another is refused rather than silently mixed.
 """
@@ -183,6 +184,7 @@ class Target:
         self._fds = fds
         self._lock_fd = lock_fd
         self.host = socket.gethostname()[:255]
+        self.swept = 0  # garbage removed when the target was opened (a crash leaves some)
 
     @property
     def target_id(self) -> str:
@@ -211,20 +213,12 @@ class Target:
     # ------------------------------------------------------------ opening and closing
 
     @classmethod
-    def open(
-        cls,
-        path: Path | str,
-        scope: Scope,
-        *,
-        mode: str | None = None,
-        wait: bool = False,
-        step: Step = no_step,
-    ) -> Target:
+    def open(cls, path: Path | str, scope: Scope, *, mode: str | None = None) -> Target:
         """Create (if needed), lock and sweep the target at `path` for `scope`.
 
-        Raises `TargetBusy` if another reconciler holds the lock (unless `wait`),
-        `TargetMismatch` if the target was made for another scope or mode, and
-        `TargetInvalid` if the path or the private area is not a usable directory.
+        Raises `TargetBusy` if another reconciler holds the lock, `TargetMismatch` if the
+        target was made for another scope or mode, and `TargetInvalid` if the path or the
+        private area is not a usable directory.
         """
         if mode is not None and mode not in MODES:
             raise TargetInvalid(str(path), "unknown_mode", f"{mode!r}; use one of {MODES}")
@@ -235,7 +229,7 @@ class Target:
         try:
             fds["root"] = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             fds[PRIVATE] = _private_dir(shown, PRIVATE, fds["root"])
-            lock_fd = _take_lock(shown, fds[PRIVATE], wait=wait, step=step)
+            lock_fd = _take_lock(shown, fds[PRIVATE])
             for name in (TREES, TMP, TRASH, CACHE):
                 fds[name] = _private_dir(shown, name, fds[PRIVATE])
             identity = _identity(shown, fds, scope, mode)
@@ -246,7 +240,7 @@ class Target:
             raise
         target = cls(root, identity, fds, lock_fd)
         try:
-            target.sweep()
+            target.swept = target.sweep()
         except BaseException:
             target.close()
             raise
@@ -374,7 +368,7 @@ def _private_dir(shown: str, name: str, parent_fd: int) -> int:
     return fd
 
 
-def _take_lock(shown: str, private_fd: int, *, wait: bool, step: Step) -> int:
+def _take_lock(shown: str, private_fd: int) -> int:
     try:
         fd = os.open(
             LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=private_fd
@@ -382,17 +376,36 @@ def _take_lock(shown: str, private_fd: int, *, wait: bool, step: Step) -> int:
     except OSError as exc:
         raise TargetInvalid(shown, "lock_file_unusable", str(exc)) from exc
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if not wait:
-                raise TargetBusy(shown) from None
-            step("reconcile.lock_wait")
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise TargetBusy(shown) from None
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def wait_until_free(path: Path | str) -> None:
+    """Block until no reconciler holds the lock of the target at `path`, then return.
+
+    The lock is taken and let go at once: the caller then opens the target (which may
+    find it busy again, and wait again). Run it in a daemon thread: a process that is
+    interrupted while it waits must be able to exit.
+    """
+    root_fd = os.open(Path(path).resolve(strict=True), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        private_fd = durable.open_dir(PRIVATE, dir_fd=root_fd)
+        try:
+            fd = os.open(LOCK, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=private_fd)
+        finally:
+            os.close(private_fd)
+    finally:
+        os.close(root_fd)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    finally:
+        os.close(fd)
 
 
 def _identity(shown: str, fds: dict[str, int], scope: Scope, mode: str | None) -> Identity:
