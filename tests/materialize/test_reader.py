@@ -51,12 +51,18 @@ async def test_a_reader_only_ever_sees_published_packages(registry, target):
             async with progress:
                 lines.append(line.decode().strip())
                 progress.notify_all()
+        async with progress:
+            lines.append("exited")  # the loader died: stop waiting for it
+            progress.notify_all()
 
     async def loaded(manifest_hash: str) -> None:
         async with progress:
             await progress.wait_for(
-                lambda: bool(lines) and lines[-1].split()[0] in (manifest_hash, "unexpected")
+                lambda: (
+                    bool(lines) and lines[-1].split()[0] in (manifest_hash, "unexpected", "exited")
+                )
             )
+        assert lines[-1].split()[0] == manifest_hash, lines[-3:]
 
     collector = asyncio.create_task(collect())
     try:
@@ -71,6 +77,7 @@ async def test_a_reader_only_ever_sees_published_packages(registry, target):
         await loader.wait()
         await collector
 
+    assert lines.pop() == "exited"
     assert not [line for line in lines if line.startswith("unexpected")]
     changes = [line.split() for line in lines]
     assert len(changes) == SWAPS + 1
