@@ -19,7 +19,10 @@ from registry.domain.model import (
     Publication,
     Scope,
 )
+from registry.services.lockfile import LockedSkill, LockFile
 from registry.services.read import Package, PackageInfo, SkillPage, SkillSummary
+from registry.services.reconcile import ReconcileReport, SkillOutcome
+from registry.services.status import Status
 from registry.settings import Settings
 
 __all__ = [
@@ -28,16 +31,21 @@ __all__ = [
     "AnyHead",
     "ExpectedHead",
     "FileInput",
+    "LockFile",
+    "LockedSkill",
     "NotInitialized",
     "Origin",
     "Package",
     "PackageFile",
     "PackageInfo",
     "Publication",
+    "ReconcileReport",
     "Registry",
     "Scope",
     "Settings",
+    "SkillOutcome",
     "SkillPage",
     "SkillSummary",
+    "Status",
     "__version__",
 ]
