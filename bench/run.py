@@ -1,0 +1,131 @@
+"""Run the benchmark scenarios and write their results as JSON.
+
+    python -m bench.run [--quick] [--only SCENARIO ...] [--out bench/results/latest.json]
+                        [--report]
+
+`--quick` is the smoke mode CI runs: every scenario and code path, tiny repetition counts.
+`--report` regenerates `docs/benchmarks.md` and its plots from the JSON afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import blake3
+
+# Importing the scenario modules registers them, in this order.
+from bench import concurrency, hashing, profiling, reads, scale, write  # noqa: F401
+from bench.harness import SCENARIOS, Run
+from bench.services import Services
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = ROOT / "bench" / "results" / "latest.json"
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smoke mode: tiny repetitions")
+    parser.add_argument(
+        "--only", nargs="+", choices=sorted(SCENARIOS), metavar="SCENARIO", help="run these"
+    )
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the JSON results file")
+    parser.add_argument("--report", action="store_true", help="regenerate docs/benchmarks.md")
+    parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    return parser.parse_args(argv)
+
+
+def _git_revision() -> str:
+    done = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    return done.stdout.strip() or "unknown"
+
+
+def _machine() -> dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "blake3": getattr(blake3, "__version__", "unknown"),
+        "git": subprocess.run(
+            ["git", "--version"], capture_output=True, text=True, check=False
+        ).stdout.strip(),
+    }
+
+
+async def _run_all(names: list[str], quick: bool, scratch: Path) -> dict[str, Any]:
+    services = Services(scratch)
+    results: dict[str, Any] = {}
+    try:
+        for name in names:
+            spec = SCENARIOS[name]
+            print(f"[bench] {name}: {spec.title} ...", flush=True)
+            run = Run(quick=quick, services=services, scratch=scratch / name)
+            run.scratch.mkdir(parents=True)
+            started = time.perf_counter()
+            result = await spec.function(run)
+            elapsed = time.perf_counter() - started
+            results[name] = {"title": spec.title, "elapsed": elapsed, **result}
+            if run.notes:
+                results[name]["notes"] = run.notes
+            print(f"[bench] {name}: done in {elapsed:.1f} s", flush=True)
+    finally:
+        await asyncio.to_thread(services.close)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    if args.list:
+        for name, spec in SCENARIOS.items():
+            print(f"{name:12} {spec.title}")
+        return 0
+    names = args.only or list(SCENARIOS)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="skillreg-bench-") as tmp:
+        try:
+            scenarios = asyncio.run(_run_all(names, args.quick, Path(tmp)))
+        except Exception:
+            traceback.print_exc()
+            return 1
+    document = {
+        "meta": {
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "revision": _git_revision(),
+            "quick": args.quick,
+            "elapsed": time.perf_counter() - started,
+            "machine": _machine(),
+        },
+        "scenarios": scenarios,
+    }
+    if args.only and args.out.exists():
+        # A partial run updates its scenarios in the existing results, keeping the rest.
+        previous = json.loads(args.out.read_text())
+        if previous.get("meta", {}).get("quick") == args.quick:
+            document["scenarios"] = {**previous.get("scenarios", {}), **scenarios}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    tmp_out = args.out.with_suffix(".json.tmp")
+    tmp_out.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
+    tmp_out.replace(args.out)
+    print(f"[bench] wrote {args.out} in {document['meta']['elapsed']:.0f} s", flush=True)
+    if args.report:
+        from bench import report  # noqa: PLC0415 - matplotlib only when asked
+
+        report.main([str(args.out)])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
