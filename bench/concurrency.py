@@ -29,8 +29,9 @@ from typing import Any, Final
 
 from bench.content import KiB, package
 from bench.harness import Result, Run, compare, scenario, stats
-from bench.services import PG_LOCAL, bench_settings, open_engine
 from bench.references import empty_locked_transaction
+from bench.services import PG_LOCAL, bench_settings, open_engine
+from blobstore import open_blobstore
 from registry.api import Registry
 from registry.domain.model import ANY, Scope
 from registry.errors import HeadConflict
@@ -56,16 +57,17 @@ def _scope(mode: str, index: int) -> Scope:
     return Scope(f"writer-{index}") if mode == DISTINCT else Scope("shared")
 
 
-def _worker(index: int, database_url: str, blob_url: str, commands: Any, results: Any,
-            barrier: Barrier) -> None:
-    asyncio.run(_worker_main(index, database_url, blob_url, commands, results, barrier))
+def _worker(
+    index: int, urls: tuple[str, str], commands: Any, results: Any, barrier: Barrier
+) -> None:
+    asyncio.run(_worker_main(index, urls, commands, results, barrier))
 
 
 async def _worker_main(
-    index: int, database_url: str, blob_url: str, commands: Any, results: Any, barrier: Barrier
+    index: int, urls: tuple[str, str], commands: Any, results: Any, barrier: Barrier
 ) -> None:
+    database_url, blob_url = urls
     settings = bench_settings(database_url=database_url, blob_url=blob_url)
-    from blobstore import open_blobstore  # noqa: PLC0415 - in the child process
 
     engine = open_engine(settings)
     store = open_blobstore(blob_url)
@@ -156,7 +158,6 @@ async def concurrency(run: Run) -> Result:
 
 async def _create_skills(database_url: str, blob_url: str, writers: int) -> None:
     settings = bench_settings(database_url=database_url, blob_url=blob_url)
-    from blobstore import open_blobstore  # noqa: PLC0415
 
     engine = open_engine(settings)
     store = open_blobstore(blob_url)
@@ -181,7 +182,7 @@ def _run_level(
     workers = [
         context.Process(
             target=_worker,
-            args=(i, database_url, blob_url, queues[i], results, barrier),
+            args=(i, (database_url, blob_url), queues[i], results, barrier),
             daemon=True,
         )
         for i in range(level)

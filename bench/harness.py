@@ -119,21 +119,6 @@ def compare(
 # ---------------------------------------------------------------- timing
 
 
-class Stopwatch:
-    """`with watch: ...` appends the elapsed wall time (seconds) of the block to `samples`."""
-
-    def __init__(self) -> None:
-        self.samples: list[float] = []
-        self._start = 0.0
-
-    def __enter__(self) -> Stopwatch:
-        self._start = time.perf_counter()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.samples.append(time.perf_counter() - self._start)
-
-
 @contextmanager
 def timed(samples: list[float]) -> Iterator[None]:
     """Append the elapsed wall time of the block to `samples`."""

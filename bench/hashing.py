@@ -52,9 +52,7 @@ async def hashing(run: Run) -> Result:
         )
         result["throughput_mb_s"] = {
             "build_manifest": total / result["subject"]["median"] / 1e6,
-            **{
-                name: total / s["median"] / 1e6 for name, s in result["references"].items()
-            },
+            **{name: total / s["median"] / 1e6 for name, s in result["references"].items()},
         }
         comparisons.append(result)
     return {"comparisons": comparisons}

@@ -23,13 +23,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bench.content import write_tree
 from blobstore import BlobStore
 from blobstore.digest import compute_digest
 from registry.db.engine import write_connection
 from registry.db.locks import lock_workspace
-from sqlalchemy.ext.asyncio import AsyncEngine
-
-from bench.content import write_tree
 
 _GIT_CONFIG: Final = (
     ("user.name", "bench"),

@@ -18,7 +18,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,8 @@ from bench import concurrency, hashing, profiling, reads, scale, write  # noqa: 
 from bench.harness import SCENARIOS, Run
 from bench.services import Services
 
+# The order; a scenario registered but not listed here runs after these.
+ORDER = ("publish", "update", "noop", "lock", "concurrency", "scale", "read", "hashing", "profile")
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "bench" / "results" / "latest.json"
 
@@ -48,7 +49,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 def _git_revision() -> str:
     done = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     return done.stdout.strip() or "unknown"
 
@@ -65,7 +70,7 @@ def _machine() -> dict[str, Any]:
     }
 
 
-async def _run_all(names: list[str], quick: bool, scratch: Path) -> dict[str, Any]:
+async def _run_all(names: list[str], *, quick: bool, scratch: Path) -> dict[str, Any]:
     services = Services(scratch)
     results: dict[str, Any] = {}
     try:
@@ -92,14 +97,12 @@ def main(argv: list[str] | None = None) -> int:
         for name, spec in SCENARIOS.items():
             print(f"{name:12} {spec.title}")
         return 0
-    names = args.only or list(SCENARIOS)
+    names = args.only or sorted(
+        SCENARIOS, key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER)
+    )
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="skillreg-bench-") as tmp:
-        try:
-            scenarios = asyncio.run(_run_all(names, args.quick, Path(tmp)))
-        except Exception:
-            traceback.print_exc()
-            return 1
+        scenarios = asyncio.run(_run_all(names, quick=args.quick, scratch=Path(tmp)))
     document = {
         "meta": {
             "date": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -61,7 +61,10 @@ async def _seed(backend: Backend, scope: Scope, count: int) -> None:
     """`count` live skills in `scope`: `hot` through the write path, the rest in bulk."""
     registry = backend.registry
     await registry.write_package(
-        scope, "hot", package("hot", files=FILES, size=SIZE, tag=str(scope)), expected_head=None,
+        scope,
+        "hot",
+        package("hot", files=FILES, size=SIZE, tag=str(scope)),
+        expected_head=None,
         actor="bench",
     )
     info = await registry.package_info(scope, "hot")
@@ -140,7 +143,9 @@ async def _measure(run: Run, backend: Backend, levels: list[int]) -> list[Result
         for level in levels:
             scope = Scope(f"scale-{level}")
             files = dict(base)
-            files["references/part-001.md"] = f"rep {rep}\n".encode() + base["references/part-001.md"]
+            files["references/part-001.md"] = (
+                f"rep {rep}\n".encode() + base["references/part-001.md"]
+            )
             new_slug = f"new-{rep:03d}"
             new = package(new_slug, files=FILES, size=SIZE, tag=f"{level} {rep}")
             measured: dict[str, list[float]] = {op: [] for op in OPERATIONS}
@@ -158,18 +163,15 @@ async def _measure(run: Run, backend: Backend, levels: list[int]) -> list[Result
             if rep:
                 for op, values in measured.items():
                     samples[(op, level)] += values
-    out = []
-    for op in OPERATIONS:
-        smallest = samples[(op, levels[0])]
-        for level in levels:
-            out.append(
-                compare(
-                    {"backend": backend.name, "operation": op, "skills": level},
-                    samples[(op, level)],
-                    {f"{levels[0]} skills": smallest},
-                )
-            )
-    return out
+    return [
+        compare(
+            {"backend": backend.name, "operation": op, "skills": level},
+            samples[(op, level)],
+            {f"{levels[0]} skills": samples[(op, levels[0])]},
+        )
+        for op in OPERATIONS
+        for level in levels
+    ]
 
 
 # ---------------------------------------------------------------- EXPLAIN
@@ -190,7 +192,12 @@ def _capture(engine: AsyncEngine) -> Iterator[list[tuple[str, Any]]]:
     captured: list[tuple[str, Any]] = []
 
     def listener(
-        _conn: Any, _cursor: Any, statement: str, parameters: Any, _ctx: Any, many: bool
+        _conn: Any,
+        _cursor: Any,
+        statement: str,
+        parameters: Any,
+        _ctx: Any,
+        many: bool,  # noqa: FBT001 - SQLAlchemy's event signature
     ) -> None:
         if statement.lstrip().upper().startswith(_SKIP):
             return
@@ -269,5 +276,3 @@ def _sqlite_plan(rows: list[Any]) -> dict[str, Any]:
         elif words[:1] == ["SCAN"] and len(words) > 1 and "CONSTANT ROW" not in detail:
             full_scans.append(words[1])
     return {"plan": details, "indexes": indexes, "full_scans": full_scans}
-
-

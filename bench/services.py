@@ -79,7 +79,7 @@ class Services:
         self._moto: str | None = None
         self._cleanups: list[Callable[[], None]] = []
 
-    # ------------------------------------------------------------ PostgreSQL
+    # ------------------------------------------------------------ PostgreSQL server
 
     def pg_server(self) -> Server:
         if self._pg is None:
@@ -112,7 +112,7 @@ class Services:
         _migrate(url)
         return url
 
-    # ------------------------------------------------------------ S3 (moto)
+    # ------------------------------------------------------------ S3, moto
 
     def s3_endpoint(self) -> str:
         """moto's S3 server, in its own process.

@@ -171,7 +171,7 @@ async def _update_case(
     git = GitReference(scratch / "git")
     git.add_package(slug, files)
     git.commit()
-    changed = sorted(files)[-1]  # the last path: a supporting file (or SKILL.md alone)
+    changed = max(files)  # the last path: a supporting file (or SKILL.md alone)
     reg: list[float] = []
     refs: dict[str, list[float]] = {"git": [], "naive": [], "floor": []}
     uploaded: list[int] = []
@@ -325,9 +325,7 @@ async def lock_hold(run: Run) -> Result:
                         holds,
                         {"empty locked transaction": empty},
                         publish_total=stats(totals),
-                        phases={
-                            p: stats(v[phase_start[p] + 1 :]) for p, v in clock.phases.items()
-                        },
+                        phases={p: stats(v[phase_start[p] + 1 :]) for p, v in clock.phases.items()},
                     )
                 )
             distributions[kind] = pooled
@@ -343,7 +341,7 @@ def _flatness(comparisons: list[Result]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kind in BACKENDS:
         rows = [c for c in comparisons if c["case"]["backend"] == kind]
-        if len(rows) >= 2:  # noqa: PLR2004
+        if len(rows) >= 2:
             small, large = rows[0], rows[-1]
             out[kind] = {
                 "smallest": small["case"]["file_size"],
