@@ -126,7 +126,7 @@ async def _worker_main(
 @scenario("concurrency", "Concurrent writers on PostgreSQL")
 async def concurrency(run: Run) -> Result:
     levels = run.pick([1, 2, 4, 8], [1, 2])
-    total_ops = 8 if run.quick else 64
+    total_ops = 8 if run.quick else 48
     rounds = run.reps(3, 1)
     database_url, blob_url = await asyncio.to_thread(run.services.urls, PG_LOCAL)
     await _create_skills(database_url, blob_url, max(levels))

@@ -14,10 +14,12 @@ import asyncio
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -70,7 +72,9 @@ def _machine() -> dict[str, Any]:
     }
 
 
-async def _run_all(names: list[str], *, quick: bool, scratch: Path) -> dict[str, Any]:
+async def _run_all(
+    names: list[str], *, quick: bool, scratch: Path, save: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
     services = Services(scratch)
     results: dict[str, Any] = {}
     try:
@@ -86,9 +90,19 @@ async def _run_all(names: list[str], *, quick: bool, scratch: Path) -> dict[str,
             if run.notes:
                 results[name]["notes"] = run.notes
             print(f"[bench] {name}: done in {elapsed:.1f} s", flush=True)
+            save(results)  # a run that dies later keeps what it measured
     finally:
         await asyncio.to_thread(services.close)
     return results
+
+
+def _stop_on_sigterm() -> None:
+    # `kill` (and CI's timeout) becomes SystemExit, so databases, buckets, the moto
+    # process and the scratch directory are cleaned up on the way out.
+    def stop(_signum: int, _frame: object) -> None:
+        sys.exit(128 + signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,32 +111,37 @@ def main(argv: list[str] | None = None) -> int:
         for name, spec in SCENARIOS.items():
             print(f"{name:12} {spec.title}")
         return 0
+    _stop_on_sigterm()
     names = args.only or sorted(
         SCENARIOS, key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER)
     )
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="skillreg-bench-") as tmp:
-        scenarios = asyncio.run(_run_all(names, quick=args.quick, scratch=Path(tmp)))
-    document = {
-        "meta": {
-            "date": datetime.now(UTC).isoformat(timespec="seconds"),
-            "revision": _git_revision(),
-            "quick": args.quick,
-            "elapsed": time.perf_counter() - started,
-            "machine": _machine(),
-        },
-        "scenarios": scenarios,
-    }
+    previous: dict[str, Any] = {}
     if args.only and args.out.exists():
         # A partial run updates its scenarios in the existing results, keeping the rest.
-        previous = json.loads(args.out.read_text())
-        if previous.get("meta", {}).get("quick") == args.quick:
-            document["scenarios"] = {**previous.get("scenarios", {}), **scenarios}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp_out = args.out.with_suffix(".json.tmp")
-    tmp_out.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
-    tmp_out.replace(args.out)
-    print(f"[bench] wrote {args.out} in {document['meta']['elapsed']:.0f} s", flush=True)
+        document = json.loads(args.out.read_text())
+        if document.get("meta", {}).get("quick") == args.quick:
+            previous = document.get("scenarios", {})
+
+    def save(scenarios: dict[str, Any]) -> None:
+        document = {
+            "meta": {
+                "date": datetime.now(UTC).isoformat(timespec="seconds"),
+                "revision": _git_revision(),
+                "quick": args.quick,
+                "elapsed": time.perf_counter() - started,
+                "machine": _machine(),
+            },
+            "scenarios": {**previous, **scenarios},
+        }
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        tmp_out = args.out.with_suffix(".json.tmp")
+        tmp_out.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
+        tmp_out.replace(args.out)
+
+    with tempfile.TemporaryDirectory(prefix="skillreg-bench-") as tmp:
+        asyncio.run(_run_all(names, quick=args.quick, scratch=Path(tmp), save=save))
+    print(f"[bench] wrote {args.out} in {time.perf_counter() - started:.0f} s", flush=True)
     if args.report:
         from bench import report  # noqa: PLC0415 - matplotlib only when asked
 
