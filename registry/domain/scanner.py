@@ -21,6 +21,7 @@ import bisect
 import itertools
 import math
 import re
+import string
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
@@ -371,31 +372,36 @@ _ASSIGNMENT: Final = re.compile(
 # identifier characters does), so `finditer` tries it at every position of the text: about
 # 5 MB/s, most of the time a large package's write took. Every match's name contains one
 # of these words within its first 64 characters (the lookahead above, ASCII case-folded),
-# so a match can only start in the 64 characters before an occurrence of one, and
-# `assignment_matches` tries those positions alone.
+# and a name starts either where its run of name characters starts or just after a `--`
+# that opens the run (the two lookbehinds). So for each occurrence of a word, the start of
+# the run it sits in (looking back a little further than a name reaches) gives the only
+# positions where a match using that word can start; `assignment_matches` tries those.
 _ASSIGNMENT_WORDS: Final = (b"pass", b"pwd", b"secret", b"token", b"auth", b"credential", b"key")
-_NAME_REACH: Final = 64
+_NAME_CHARACTERS: Final = string.ascii_letters + string.digits + "_.-"
+_LOOK_BACK: Final = 68  # a name's 64 characters, the `--` before it, and a margin
 
 
-def _assignment_starts(text: str) -> list[tuple[int, int]]:
-    """Disjoint, ordered ranges `[first, last]` of the positions where a match may start."""
+def _assignment_starts(text: str) -> list[int]:
+    """The positions where an assignment match may start, in order (a superset)."""
     # One byte per character (anything outside ASCII becomes `?`, which no word contains),
     # lower-cased in ASCII only, as the pattern folds case: positions carry over as they are.
     lowered = text.encode("ascii", "replace").lower()
-    spans: list[tuple[int, int]] = []
+    starts: set[int] = set()
     for word in _ASSIGNMENT_WORDS:
         at = lowered.find(word)
         while at != -1:
-            spans.append((max(at - _NAME_REACH, 0), at))
+            window = max(at - _LOOK_BACK, 0)
+            before = text[window:at]
+            # The run of name characters that ends at the word starts after the last
+            # character that is not one; a run longer than the window starts too far back
+            # for this word to be in its name, unless the window reaches the text's start.
+            run = window + len(before.rstrip(_NAME_CHARACTERS))
+            if run > window or window == 0:
+                starts.add(run)
+                if text.startswith("--", run):
+                    starts.add(run + 2)
             at = lowered.find(word, at + 1)
-    spans.sort()
-    merged: list[tuple[int, int]] = []
-    for first, last in spans:
-        if merged and first <= merged[-1][1] + 1:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], last))
-        else:
-            merged.append((first, last))
-    return merged
+    return sorted(starts)
 
 
 def assignment_matches(text: str) -> Iterator[re.Match[str]]:
@@ -403,18 +409,17 @@ def assignment_matches(text: str) -> Iterator[re.Match[str]]:
 
     `finditer` tries each position in turn and resumes after a match; this tries, in the
     same order and with the same resumption, only the positions where a match may start
-    (at every other one the pattern's lookahead fails). Each try sees the whole text.
+    (at every other one the pattern's lookbehinds or lookahead fail). Each try sees the
+    whole text.
     """
     resume = 0
-    for first, last in _assignment_starts(text):
-        position = max(first, resume)
-        while position <= last:
-            found = _ASSIGNMENT.match(text, position)
-            if found is None:
-                position += 1
-                continue
+    for position in _assignment_starts(text):
+        if position < resume:
+            continue
+        found = _ASSIGNMENT.match(text, position)
+        if found is not None:
             yield found
-            resume = position = found.end()
+            resume = found.end()
 
 
 # An assignment whose name is an AWS secret key's and whose value has its shape (40

@@ -7,6 +7,7 @@ quotes, flags and line breaks, in ASCII and beyond.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -96,3 +97,17 @@ def test_a_long_text_with_a_secret_far_from_the_start():
 
 def test_text_without_secret_words_is_not_searched():
     assert scanner._assignment_starts("the report lists each value.\n" * 100) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "run --password=Zx8vQ2mN7pL4kR1tY6wE3aB now",
+        "x" * 100 + "_password = 'Zx8vQ2mN7pL4kR1tY6wE3aB'",
+        "a" * 40 + "_api_key: Zx8vQ2mN7pL4kR1tY6wE3aB",
+        "$password=Zx8vQ2mN7pL4kR1tY6wE3aB password=Zx8vQ2mN7pL4kR1tY6wE3aB",
+        "password=Zx8vQ2mN7pL4kR1tY6wE3aBtoken=Qw9eRt8yUi7oPa6sDf5gHj4",
+    ],
+)
+def test_name_runs_long_short_and_flagged(text):
+    assert _spans(assignment_matches(text)) == _spans(scanner._ASSIGNMENT.finditer(text))
