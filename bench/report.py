@@ -94,6 +94,14 @@ def errorbar(ax: Any, xs: list[float], stats: list[Json], label: str, **kw: Any)
 
 # References in the order the issue names them; any other after these.
 _REFERENCE_ORDER = ("git", "naive", "floor", "folder")
+_STAGE_ORDER = (
+    "validate, hash, scan",
+    "head, claim",
+    "upload",
+    "begin, lock",
+    "locked transaction",
+    "reply",
+)
 _PHASE_ORDER = (
     "publish.checked",
     "publish.version_rows",
@@ -172,6 +180,22 @@ def section_publish(data: Json) -> str:
         fig.suptitle("Publish a new package: cost against file size and file count")
 
     out.append(figure("publish", draw, "publish cost against package size"))
+    if comparisons and "stages" in comparisons[0]:
+        stages = _ordered(list(comparisons[0]["stages"]), _STAGE_ORDER)
+        out.append(
+            "\n**Where the time goes** (median per stage, instrumented with failpoints; the "
+            "stages follow each other and add up to the write):\n\n"
+        )
+        rows = [
+            [
+                c["case"]["backend"],
+                f"{c['case']['files']} {TIMES} {fmt_bytes(c['case']['file_size'])}",
+                fmt_time(c["subject"]["median"]),
+                *[fmt_time(c["stages"][stage]["median"]) for stage in stages],
+            ]
+            for c in comparisons
+        ]
+        out.append(table(["backend", "package", "whole write", *stages], rows))
     return "".join(out)
 
 

@@ -140,7 +140,8 @@ async def _measure(run: Run, backend: Backend, levels: list[int]) -> list[Result
     }
     base = package("hot", files=FILES, size=SIZE, tag="update")
     for rep in range(run.reps(15, 2) + 1):
-        for level in levels:
+        # Each repetition starts at a different level, so no level always goes first.
+        for level in levels[rep % len(levels) :] + levels[: rep % len(levels)]:
             scope = Scope(f"scale-{level}")
             files = dict(base)
             files["references/part-001.md"] = (

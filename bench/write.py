@@ -73,6 +73,42 @@ class LockClock:
                         self.phases[after].append(self._marks[after] - self._marks[before])
 
 
+# Where a write's time goes: each stage ends at the failpoint named (`reply` ends when
+# `write_package` returns). The stages are sequential, so they add up to the whole write.
+STAGES: Final = (
+    ("validate, hash, scan", "write.validated"),
+    ("head, claim", "write.claimed"),
+    ("upload", "write.uploaded"),
+    ("begin, lock", "publish.locked"),
+    ("locked transaction", "publish.committed"),
+)
+
+
+class StageClock:
+    """Failpoints that time the stages of each write (`start()` before, `stop()` after)."""
+
+    def __init__(self) -> None:
+        self.writes: list[dict[str, float]] = []
+        self._marks: dict[str, float] = {}
+
+    def start(self) -> None:
+        self._marks = {"start": time.perf_counter()}
+
+    async def hit(self, name: str) -> None:
+        self._marks[name] = time.perf_counter()
+
+    def stop(self) -> None:
+        self._marks["end"] = time.perf_counter()
+        stages: dict[str, float] = {}
+        previous = self._marks["start"]
+        for stage, point in STAGES:
+            if point in self._marks:
+                stages[stage] = self._marks[point] - previous
+                previous = self._marks[point]
+        stages["reply"] = self._marks["end"] - previous
+        self.writes.append(stages)
+
+
 def _reps(run: Run, size: int) -> int:
     # Fewer repetitions for the large packages keep `make bench` under its 15 minutes.
     if size <= MiB:
@@ -83,7 +119,7 @@ def _reps(run: Run, size: int) -> int:
 
 
 async def _publish_case(
-    run: Run, backend: Backend, files_count: int, size: int, scratch: Path
+    run: Run, backend: Backend, files_count: int, size: int, *, clock: StageClock, scratch: Path
 ) -> Result:
     git = GitReference(scratch / "git")
     registry, settings = backend.registry, backend.registry.settings
@@ -91,14 +127,17 @@ async def _publish_case(
     refs: dict[str, list[float]] = {"git": [], "naive": [], "floor": []}
     uploaded: list[int] = []
     reps = _reps(run, files_count * size)
+    first = len(clock.writes) + 1  # after the warm-up
     for rep in range(reps + 1):
         slug = f"p{files_count}-{size}-{rep}"
         files = package(slug, files=files_count, size=size, tag=f"{backend.name} {rep}")
         sample: list[float] = []
+        clock.start()
         publication = await time_async(
             sample,
             registry.write_package(SCOPE, slug, files, expected_head=None, actor="bench"),
         )
+        clock.stop()
         git.add_package(slug, files)
         git_time = git.commit()
         naive_time = naive_write(scratch / "naive" / slug, files)
@@ -125,6 +164,10 @@ async def _publish_case(
         refs,
         bytes=files_count * size,
         uploaded=uploaded,
+        stages={
+            stage: stats([w.get(stage, 0.0) for w in clock.writes[first:]])
+            for stage in [*(name for name, _ in STAGES), "reply"]
+        },
     )
 
 
@@ -134,12 +177,15 @@ async def publish_new(run: Run) -> Result:
     sizes = run.pick([KiB, 64 * KiB, MiB], [KiB, 64 * KiB])
     comparisons = []
     for kind in BACKENDS:
-        async with run.services.backend(kind) as backend:
+        clock = StageClock()
+        async with run.services.backend(kind, failpoints=clock) as backend:
             for files_count in counts:
                 for size in sizes:
                     scratch = run.scratch / f"publish-{kind}-{files_count}-{size}"
                     comparisons.append(
-                        await _publish_case(run, backend, files_count, size, scratch)
+                        await _publish_case(
+                            run, backend, files_count, size, clock=clock, scratch=scratch
+                        )
                     )
     return {"comparisons": comparisons}
 
