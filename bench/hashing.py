@@ -29,7 +29,7 @@ async def hashing(run: Run) -> Result:
         subject: list[float] = []
         per_file: list[float] = []
         one_buffer: list[float] = []
-        for rep in range(run.reps(15, 2) + 1):
+        for rep in range(run.reps(40, 2) + 1):
             s: list[float] = []
             f: list[float] = []
             o: list[float] = []

@@ -10,6 +10,10 @@ Three workloads on the embedded default (SQLite + local store):
 - `CPU of a large package`: validation, hashing and the content check of 100 files of
   1 MiB, run synchronously: what the worker thread does for a large package.
 
+It also counts the statements and transactions one create and one update of 10 files send
+to the database (SQLite's BEGIN is a statement there; commits are counted by the engine's
+`commit` event, which read-only transactions fire too).
+
 Each reports the frames with the most self time, and the registry's own functions with the
 most inclusive time (`[await]` frames are time spent waiting on I/O).
 """
@@ -21,12 +25,13 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import sqlalchemy as sa
 from pyinstrument import Profiler
 from pyinstrument.frame import Frame
 
 from bench.content import KiB, MiB, package
 from bench.harness import Result, Run, scenario
-from bench.services import SQLITE_LOCAL
+from bench.services import SQLITE_LOCAL, Backend
 from bench.write import SCOPE
 from registry.domain.limits import Limits
 from registry.domain.manifest import build_manifest
@@ -34,6 +39,7 @@ from registry.domain.package import validate_package
 from registry.domain.scanner import DefaultScanner, raise_for
 
 TOP = 15
+_TRANSACTION_CONTROL = frozenset({"BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE"})
 _OWN = ("registry/", "blobstore/")
 
 
@@ -56,6 +62,7 @@ async def profile(run: Run) -> Result:
             return work
 
         await publishes(2, 10, KiB, "warm")()
+        statements = await _count_statements(backend)
         small = run.reps(30, 3)
         workloads.append(
             await _profile_async(
@@ -88,7 +95,38 @@ async def profile(run: Run) -> Result:
             raise_for(scanner.scan(path, file.data))
 
     workloads.append(_profile_sync(f"CPU of a large package ({files_count} x 1 MiB)", cpu))
-    return {"workloads": workloads}
+    return {"workloads": workloads, "statements": statements}
+
+
+async def _count_statements(backend: Backend) -> dict[str, dict[str, int]]:
+    """Statements and transactions a create and an update of 10 files send to the database."""
+    sent: list[str] = []
+
+    def listener(*args: Any) -> None:
+        sent.append(str(args[2]).lstrip().split(None, 1)[0].upper())
+
+    def committed(*_args: Any) -> None:
+        sent.append("COMMIT")
+
+    engine = backend.engine.sync_engine
+    sa.event.listen(engine, "before_cursor_execute", listener)
+    sa.event.listen(engine, "commit", committed)
+    out = {}
+    try:
+        registry = backend.registry
+        for name, expected in (("create", None), ("update", 1)):
+            sent.clear()
+            files = package("counted", files=10, size=KiB, tag=name)
+            await registry.write_package(SCOPE, "counted", files, expected_head=expected, actor="p")
+            out[name] = {
+                "statements": sum(1 for s in sent if s not in _TRANSACTION_CONTROL),
+                "transactions": sent.count("BEGIN"),
+                "commits": sent.count("COMMIT"),
+            }
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", listener)
+        sa.event.remove(engine, "commit", committed)
+    return out
 
 
 async def _profile_async(name: str, work: Callable[[], Awaitable[Any]]) -> Result:

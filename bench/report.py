@@ -353,6 +353,9 @@ def section_concurrency(data: Json) -> str:
                 fmt_ratio(ratios["lock only"]) if "lock only" in ratios else "",
                 fmt_time(c["latency"]["median"]),
                 fmt_time(c["latency"]["p99"]),
+                fmt_time(c["client_cpu_per_write"]["median"])
+                if "client_cpu_per_write" in c
+                else "",
                 str(c["conflicts"]),
                 str(c["writes"]),
             ]
@@ -365,6 +368,7 @@ def section_concurrency(data: Json) -> str:
         "÷ lock only",
         "p50",
         "p99",
+        "client CPU / write",
         "conflicts",
         "writes",
     ]
@@ -514,6 +518,19 @@ def section_hashing(data: Json) -> str:
 
 def section_profile(data: Json) -> str:
     out = []
+    counted = data.get("statements")
+    if counted:
+        out.append("**Round trips of one write** (10 files, SQLite):\n\n")
+        out.append(
+            table(
+                ["write", "statements", "transactions", "commits"],
+                [
+                    [name, str(c["statements"]), str(c["transactions"]), str(c["commits"])]
+                    for name, c in counted.items()
+                ],
+            )
+        )
+        out.append("\n")
     for workload in data["workloads"]:
         out.append(
             f"**{workload['name']}** (wall {fmt_time(workload['wall'])}, "
