@@ -633,6 +633,40 @@ SECTIONS: dict[str, tuple[Callable[[Json], str], str]] = {
     ),
 }
 
+METHOD = """### How the figures are made
+
+- **Side by side.** Inside every repetition the registry runs, then each reference, on a
+  package of the same shape with its own unique content (nothing is deduplicated away);
+  the first repetition of each case is a discarded warm-up (a warm process: imports done,
+  pools and clients connected). Ratios are medians over medians from the same loop.
+- **References.** `git add -A && git commit` in a scratch repository, with
+  `core.fsync=committed` (every contender is durable) and automatic gc off; the tree is
+  written before the clock starts. The naive writer writes the files one at a time into a
+  fresh folder, each with fsync. The floor is the same blob puts in parallel (the
+  registry's upload concurrency) into the backend's own store plus one empty transaction
+  that takes the same workspace lock (`lock_workspace` in a write transaction).
+- **Backends.** `sqlite+local` is the embedded default; `postgresql+s3` is PostgreSQL
+  with moto's S3 server in a separate process (in the test process it would share the
+  interpreter lock with the registry being measured). moto answers a request in a few
+  milliseconds, much slower than a put to a local disk, so on that backend the floor
+  (which pays the same requests) is the reference to read. The concurrency and scale
+  runs use PostgreSQL with a local store.
+- **Instrumentation** goes through the write path's failpoints (`registry/failpoints.py`):
+  a `Failpoints` implementation that only reads `time.perf_counter()`, so production
+  timing is unchanged.
+- **Checks.** The harness fails the run if a no-op re-save uploads a blob or creates a
+  version, if a pinned read returns bytes other than the folder's, or if a committed write
+  does not report exactly one lock hold.
+- **Tests.** `tests/benchmarks/test_harness.py` pins the statistics, the lock clock and
+  the scenario registry, and runs one scenario end to end; CI runs `make bench-quick`
+  (every scenario, tiny repetitions) after the test suite. No test asserts on time.
+- **Adding a scenario.** Write an async function taking a `Run` and returning
+  `{"comparisons": [compare(case, subject_samples, {reference: samples})]}`, decorate it
+  with `@scenario(name, title)` in a `bench/` module imported by `bench/run.py`, and give
+  it a section in `bench/report.py`.
+
+"""
+
 PENDING = {
     "reconcile": "reconcile of 1,000 skills with no drift and with 1% drift",
     "gc": "GC over 100,000 blobs",
@@ -670,6 +704,7 @@ def render(document: Json) -> str:
             "in its own process). Results: `bench/results/latest.json`. Scenarios are functions "
             "registered with `@scenario` in `bench/`, one module per group.\n\n"
         ),
+        METHOD,
         (
             f"**This run:** {meta['date']}, revision `{meta['revision']}`, "
             f"{'quick' if meta['quick'] else 'full'} mode, {meta['elapsed'] / 60:.1f} min; "
