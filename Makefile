@@ -43,7 +43,7 @@ format: install ## apply ruff's formatter and autofixes
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-typecheck: install ## mypy --strict over registry and blobstore
+typecheck: install ## mypy --strict over registry, blobstore and bench
 	$(BIN)/mypy
 
 db-check: install ## migrate fresh PostgreSQL and SQLite databases to head, then `alembic check`

@@ -18,7 +18,7 @@ any full scan.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -264,7 +264,7 @@ def _pg_plan(document: Any) -> dict[str, Any]:
     return {"plan": nodes, "indexes": indexes, "full_scans": full_scans}
 
 
-def _sqlite_plan(rows: list[Any]) -> dict[str, Any]:
+def _sqlite_plan(rows: Sequence[Any]) -> dict[str, Any]:
     details = [str(row[-1]) for row in rows]
     indexes = []
     full_scans = []

@@ -174,7 +174,9 @@ class Services:
         urls: tuple[str, str] | None = None,
     ) -> AsyncIterator[Backend]:
         """A registry on fresh storage of `kind` (or on `urls`), closed afterwards."""
-        database_url, blob_url = urls or await asyncio.to_thread(self.urls, kind)
+        if urls is None:
+            urls = await asyncio.to_thread(self.urls, kind)
+        database_url, blob_url = urls
         effective = (settings or bench_settings()).model_copy(
             update={"database_url": database_url, "blob_url": blob_url}
         )
