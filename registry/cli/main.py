@@ -9,7 +9,17 @@ from __future__ import annotations
 import click
 
 from registry import __version__
-from registry.cli import controls, gc, history, packages, proposals, serve, tokens
+from registry.cli import (
+    controls,
+    gc,
+    history,
+    packages,
+    proposals,
+    reconcile,
+    serve,
+    status,
+    tokens,
+)
 from registry.cli.common import CliState, json_option, redact, run_async, settings_with
 from registry.cli.output import Output
 from registry.db.migrate import current_revision
@@ -61,6 +71,10 @@ for command in proposals.COMMANDS:
 for command in controls.COMMANDS:
     cli.add_command(command)
 for command in gc.COMMANDS:
+    cli.add_command(command)
+for command in reconcile.COMMANDS:
+    cli.add_command(command)
+for command in status.COMMANDS:
     cli.add_command(command)
 for command in serve.COMMANDS:
     cli.add_command(command)

@@ -38,6 +38,7 @@ from registry.db import approvals as db_approvals
 from registry.db import blobs as db_blobs
 from registry.db import errors as db_errors
 from registry.db import proposals as db_proposals
+from registry.db import scans as db_scans
 from registry.db import skills as db
 from registry.db.cancel import check_cancelled, guarded
 from registry.db.engine import write_connection
@@ -90,6 +91,8 @@ class WriteRequest:
     as a proposal if the compare-and-swap fails; `decides` makes this write the owner's
     decision on a pending proposal; `repair` marks a rollback after a source exclusion.
     A decision or a repair always appends a version, even if the head has the same package.
+    `scanned_clean` are the digests the content check scanned clean for this write; they
+    are recorded in the claim transaction (one commit fewer than a transaction of their own).
     """
 
     scope: Scope
@@ -107,6 +110,7 @@ class WriteRequest:
     keep_draft: bool = False
     decides: ProposalDecision | None = None
     repair: bool = False
+    scanned_clean: Sequence[str] = ()
 
     @property
     def may_be_unchanged(self) -> bool:
@@ -153,16 +157,14 @@ async def write_package(
         base = expected if isinstance(expected, int) else None
         return await content.approvals_of(ctx, request.scope, request.slug, base)
 
-    kept = await content.check(
-        ctx,
-        manifest,
-        package.files,
-        allowed=inherited,
-        approve=request.approve,
-        workspace=request.scope.workspace,
+    verdict = await content.verdict(
+        ctx, manifest, package.files, allowed=inherited, approve=request.approve, remember=False
     )
+    if verdict.blocked is not None:
+        raise verdict.blocked
     await ctx.hit("write.validated")
-    return await publish_manifest(ctx, replace(request, approvals=kept), manifest, package.files)
+    request = replace(request, approvals=verdict.kept, scanned_clean=verdict.fresh)
+    return await publish_manifest(ctx, request, manifest, package.files)
 
 
 async def publish_manifest(
@@ -232,7 +234,9 @@ async def _store_and_publish(
     """
     pending = dict(to_store)
     for _ in range(_BLOB_RACE_ATTEMPTS):
-        uploaded = await _claim_and_upload(ctx, request.scope, write_id, pending)
+        uploaded = await _claim_and_upload(
+            ctx, request.scope, write_id, pending, scanned_clean=request.scanned_clean
+        )
         try:
             return await _publish(ctx, request, manifest, write_id, uploaded)
         except _BlobsRaced as raced:
@@ -296,10 +300,19 @@ def _check_root(request: WriteRequest, skill: db.SkillRow | None, *, cas: bool =
 
 
 async def _claim_and_upload(
-    ctx: Context, scope: Scope, write_id: str, to_store: Mapping[str, bytes]
+    ctx: Context,
+    scope: Scope,
+    write_id: str,
+    to_store: Mapping[str, bytes],
+    *,
+    scanned_clean: Sequence[str] = (),
 ) -> frozenset[str]:
-    """Claim the digests, upload those not already live; return what this write stored."""
+    """Claim the digests, upload those not already live; return what this write stored.
+
+    The claim transaction also records the digests the content check found clean.
+    """
     if not to_store:
+        await content.remember_clean(ctx, scanned_clean, scope.workspace)
         return frozenset()
     now = ctx.clock.now()
     expires = now + timedelta(seconds=ctx.settings.claim_ttl)
@@ -307,7 +320,7 @@ async def _claim_and_upload(
 
     async def claim(conn: AsyncConnection) -> dict[str, str]:
         await ctx.hit("write.claiming")
-        return await db_blobs.claim(
+        statuses = await db_blobs.claim(
             conn,
             write_id=write_id,
             workspace=scope.workspace,
@@ -315,6 +328,8 @@ async def _claim_and_upload(
             now=now,
             expires_at=expires,
         )
+        await db_scans.remember_clean(conn, scanned_clean, ctx.scanner.fingerprint, now)
+        return statuses
 
     statuses = await ctx.write(claim, workspace=scope.workspace)
     await ctx.hit("write.claimed")

@@ -175,7 +175,7 @@ async def get_state(
 ) -> Response:
     """ready, needs_decision, blocked, paused_learning or paused_use, and every flag."""
     del caller
-    status = await registry_of(request).status(make_scope(workspace, agent), slug)
+    status = await registry_of(request).skill_status(make_scope(workspace, agent), slug)
     return await _status_response(request, status, slug)
 
 
