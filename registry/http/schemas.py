@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from registry.domain.model import Publication, Scope
 from registry.http.preconditions import entity_tag
 from registry.services.gc_figures import GcFigures
+from registry.services.operations import MaterializationFigures
 from registry.services.read import PackageInfo, SkillPage
 from registry.services.uploads import ManifestFile
 
@@ -245,6 +246,9 @@ class ServiceStatusBody(_Model):
     events: EventStatus
     uploads: UploadStatus
     storage: GcFigures = Field(description="blob bytes stored, referenced, orphaned; last GC")
+    materialization: MaterializationFigures = Field(
+        description="targets, skills pending or failed on them, the oldest pending"
+    )
     jobs: None = Field(description="marketplace jobs do not exist yet: always null")
 
 

@@ -3,7 +3,8 @@
 `readiness` checks that the database answers a `SELECT 1` and that the blob store is
 reachable. `service_status` gathers the service-wide figures of `/v1/status`: aggregates
 only (counts, bytes, ages), never a workspace's names or contents: the outbox, uploads in
-flight, and storage (orphan bytes, what GC would reclaim, the last GC run). A section whose source
+flight, storage (orphan bytes, what GC would reclaim, the last GC run) and pending
+materialisations (counts, and how long the oldest has waited). A section whose source
 does not exist in this registry is reported as absent (`None`), never made up.
 """
 
@@ -20,6 +21,7 @@ from registry.db.tables import Blob, BlobClaim, Event
 from registry.errors import RegistryError
 from registry.services.context import Context
 from registry.services.gc_figures import GcFigures, gc_figures
+from registry.services.status import materialization_status
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,21 @@ class UploadFigures:
 
 
 @dataclass(frozen=True)
+class MaterializationFigures:
+    """Materialisation targets across workspaces: how many, and what they still lack.
+
+    `pending` counts skills whose desired state a target does not hold yet (to write or to
+    remove); `failed` those whose last attempt failed; `oldest_pending_since` is when the
+    longest-waiting of them became pending (None if unknown or nothing is pending).
+    """
+
+    targets: int
+    pending: int
+    failed: int
+    oldest_pending_since: datetime | None
+
+
+@dataclass(frozen=True)
 class ServiceStatus:
     """The figures of `/v1/status`. `None` marks a section this registry has no source for."""
 
@@ -88,6 +105,7 @@ class ServiceStatus:
     events: EventFigures
     uploads: UploadFigures
     storage: GcFigures
+    materialization: MaterializationFigures
     jobs: None
 
 
@@ -100,9 +118,22 @@ async def service_status(ctx: Context) -> ServiceStatus:
 
     events, uploads = await ctx.read(work)
     storage = await gc_figures(ctx)
+    targets = await materialization_status(ctx)
+    since = [p.since for p in targets.pending if p.since is not None]
+    materialization = MaterializationFigures(
+        targets=len(targets.targets),
+        pending=len(targets.pending),
+        failed=sum(t.failed for t in targets.targets),
+        oldest_pending_since=min(since, default=None),
+    )
     # Marketplace install/update jobs do not exist yet: the section is absent, not zero.
     return ServiceStatus(
-        generated_at=now, events=events, uploads=uploads, storage=storage, jobs=None
+        generated_at=now,
+        events=events,
+        uploads=uploads,
+        storage=storage,
+        materialization=materialization,
+        jobs=None,
     )
 
 

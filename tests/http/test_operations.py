@@ -7,6 +7,7 @@ from pathlib import Path
 
 from blobstore import BlobStoreUnavailable
 from registry.db.engine import create_engine
+from registry.domain.model import Scope
 from registry.services import operations
 from registry.services.context import Context
 from tests.http.helpers import BLOBS, SKILLS, digest, manifest, publish
@@ -117,3 +118,25 @@ async def test_metrics_count_requests_writes_conflicts_refusals_and_bytes(served
     await served.client.get("/no/such/path/2")
     text = (await served.client.get("/metrics")).text
     assert metric(text, "skillreg_http_requests_total", route="unmatched", status="404") == 2
+
+
+async def test_status_counts_pending_materialisations(served, tmp_path):
+    admin = served.auth("admin")
+    r = await served.client.get("/v1/status", headers=admin)
+    assert r.json()["materialization"] == {
+        "targets": 0,
+        "pending": 0,
+        "failed": 0,
+        "oldest_pending_since": None,
+    }
+    assert (await publish(served, "on-disk", package("on-disk"))).status_code == 201
+    await served.registry.reconcile(Scope("acme"), tmp_path / "target")
+    r = await served.client.get("/v1/status", headers=admin)
+    assert r.json()["materialization"]["targets"] == 1
+    assert r.json()["materialization"]["pending"] == 0
+    tag = (await served.client.head(f"{SKILLS}/on-disk", headers=admin)).headers["etag"]
+    r = await publish(served, "on-disk", package("on-disk", tag="2"), headers={"If-Match": tag})
+    assert r.status_code == 200
+    r = await served.client.get("/v1/status", headers=admin)
+    assert r.json()["materialization"]["pending"] == 1
+    assert r.json()["materialization"]["oldest_pending_since"] is not None

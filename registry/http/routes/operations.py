@@ -75,5 +75,6 @@ async def service_status(
         events=EventStatus(**vars(status.events)),
         uploads=UploadStatus(**vars(status.uploads)),
         storage=status.storage,
+        materialization=status.materialization,
         jobs=status.jobs,
     )
