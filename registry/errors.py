@@ -253,6 +253,20 @@ class NotInstalled(Conflict):
         return {"slug": self.slug, "kind": self.kind}
 
 
+class JobLeaseLost(Conflict):
+    """A worker lost its lease on a job (another may have taken it); its outcome is dropped."""
+
+    code = "job_lease_lost"
+
+    def __init__(self, job_id: int, owner: str) -> None:
+        self.job_id = job_id
+        self.owner = owner
+        super().__init__(f"job {job_id}: worker {owner!r} no longer holds its lease")
+
+    def details(self) -> dict[str, object]:
+        return {"job_id": self.job_id, "owner": self.owner}
+
+
 # ---------------------------------------------------------------- not found (exit 5)
 
 

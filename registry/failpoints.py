@@ -26,6 +26,14 @@ POINTS: Final = (
     "publish.committed",  # the commit returned; the reply is still to be sent
 )
 
+JOB_POINTS: Final = (
+    "job.claimed",  # a worker claimed the job (lease held, attempt counted)
+    "job.running",  # the handler is about to run
+    "job.effect_done",  # the handler returned: its effect is committed, the outcome is not
+    "job.recorded",  # the outcome was recorded (or found fenced off)
+)
+"""Points in a durable job's run (registry/services/jobs.py), hit around the handler."""
+
 
 class Failpoints(Protocol):
     """Called at each named point; may raise, cancel or wait."""

@@ -44,6 +44,7 @@ from registry.errors import ArchiveRejected
 MiB: Final = 1024 * 1024
 
 RULE_UNKNOWN_FORMAT: Final = "unknown_format"
+RULE_TOO_LARGE: Final = "archive_too_large"
 RULE_CORRUPT: Final = "corrupt"
 RULE_EMPTY: Final = "empty_archive"
 RULE_TOO_MANY_ENTRIES: Final = "too_many_entries"
@@ -69,6 +70,7 @@ RULE_HEADER_MISMATCH: Final = "header_mismatch"
 
 ARCHIVE_RULES: Final = (
     RULE_UNKNOWN_FORMAT,
+    RULE_TOO_LARGE,
     RULE_CORRUPT,
     RULE_EMPTY,
     RULE_TOO_MANY_ENTRIES,
@@ -116,6 +118,7 @@ _ZIP_UTF8_FLAG: Final = 0x800
 _ZIP_ENCRYPTED_FLAG: Final = 0x1
 _ZIP_METHODS: Final = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
 _MAX_COMMENT: Final = 0xFFFF
+_ZIP64_COUNT: Final = 0xFFFF  # an EOCD entry count of 0xFFFF defers to the zip64 record
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,7 +278,7 @@ def _zip_declared_entries(data: bytes) -> int | None:
     if at < 0 or at + _EOCD.size > len(data):
         return None
     total = _EOCD.unpack_from(data, at)[4]
-    if total != 0xFFFF or at < _ZIP64_LOCATOR.size:
+    if total != _ZIP64_COUNT or at < _ZIP64_LOCATOR.size:
         return int(total)
     sig, _disk, offset, _disks = _ZIP64_LOCATOR.unpack_from(data, at - _ZIP64_LOCATOR.size)
     if sig != _ZIP64_LOCATOR_SIG or offset + _ZIP64_EOCD.size > len(data):
@@ -500,23 +503,22 @@ def _tar_entries(
     raw: bytes, limits: ArchiveLimits
 ) -> tuple[list[_Entry], int, Callable[[_Entry], bytes]]:
     try:
-        # Headers only: `next()` reads each header and skips the member's data.
-        tar = tarfile.open(
+        # Headers only: `next()` reads each header and skips over the member's data.
+        with tarfile.open(
             fileobj=io.BytesIO(raw), mode="r:", encoding="utf-8", errors="surrogateescape"
-        )
-        members = list(_tar_members(tar, limits))
+        ) as tar:
+            members = list(_tar_members(tar, limits))
     except (tarfile.TarError, EOFError, ValueError) as exc:
         raise ArchiveRejected("", RULE_CORRUPT, f"tar: {exc}") from None
     entries = [e for e in (_tar_entry(m, limits) for m in members) if e is not None]
     _check_set(entries, limits)
 
     def read(entry: _Entry) -> bytes:
+        # The stream is in memory and only regular members get here (sparse ones are
+        # refused), so a member's data is the slice its header points at.
         assert isinstance(entry.member, tarfile.TarInfo)
-        try:
-            handle = tar.extractfile(entry.member)
-            data = b"" if handle is None else handle.read()
-        except (tarfile.TarError, EOFError, ValueError) as exc:
-            raise ArchiveRejected(entry.display, RULE_CORRUPT, f"tar: {exc}") from None
+        start = entry.member.offset_data
+        data = raw[start : start + entry.size]
         if len(data) != entry.size:
             raise ArchiveRejected(
                 entry.display, RULE_SIZE_MISMATCH, f"{len(data)} bytes, {entry.size} declared"

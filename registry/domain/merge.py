@@ -73,9 +73,7 @@ def merge_manifests(
     base: Manifest, ours: Manifest, theirs: Manifest, *, prefer: Side = "theirs"
 ) -> MergeResult:
     """Merge `theirs` into `ours` against their common `base` (see the module docstring)."""
-    paths = sorted(
-        {*base.paths, *ours.paths, *theirs.paths}, key=lambda path: path.encode("utf-8")
-    )
+    paths = sorted({*base.paths, *ours.paths, *theirs.paths}, key=lambda path: path.encode("utf-8"))
     merged: list[ManifestEntry] = []
     conflicts: list[MergeConflict] = []
     taken: list[str] = []
