@@ -31,6 +31,7 @@ async def versions_with_source(conn: AsyncConnection, workspace: str, source: st
     """The versions of `workspace` whose sources include `source`, oldest first."""
     rows = await conn.execute(
         sa.select(Skill.agent, Skill.slug, Version.number, Version.manifest_hash)
+        .select_from(VersionSource)
         .join(Version, Version.id == VersionSource.version_id)
         .join(Skill, Skill.id == Version.skill_id)
         .where(
