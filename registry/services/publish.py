@@ -52,6 +52,7 @@ from registry.domain.scanner import raise_for
 from registry.errors import (
     CapacityExceeded,
     HeadConflict,
+    IntegrityError,
     OwnershipConflict,
     QuotaExceeded,
     RegistryError,
@@ -104,6 +105,10 @@ class _CommitOutcomeUnknown(Exception):
 class _BlobsRaced(Exception):
     """A referenced blob was found missing or being deleted inside the publish transaction."""
 
+    def __init__(self, digests: tuple[str, ...]) -> None:
+        self.digests = digests
+        super().__init__(f"{len(digests)} referenced blobs are not live")
+
 
 async def write_package(
     ctx: Context, request: WriteRequest, files: Mapping[str, FileInput]
@@ -139,9 +144,17 @@ async def publish_manifest(
         for e in manifest.entries
         if e.digest not in head_digests and e.path in files
     }
+    available = {e.digest: files[e.path].data for e in manifest.entries if e.path in files}
     write_id = str(uuid.uuid4())
     try:
-        return await _store_and_publish(ctx, request, manifest, write_id, to_store)
+        return await _store_and_publish(
+            ctx,
+            request,
+            manifest=manifest,
+            write_id=write_id,
+            to_store=to_store,
+            available=available,
+        )
     except _CommitOutcomeUnknown as unknown:
         # The reply was lost, not necessarily the write: look for the version.
         settled = await shielded(_settle(ctx, request, write_id, look=True))
@@ -159,16 +172,32 @@ async def publish_manifest(
 async def _store_and_publish(
     ctx: Context,
     request: WriteRequest,
+    *,
     manifest: Manifest,
     write_id: str,
     to_store: Mapping[str, bytes],
+    available: Mapping[str, bytes],
 ) -> Publication:
+    """Claim, upload and publish; if GC raced the write for a blob, store it again and retry.
+
+    A blob deduplicated against the head is normally safe (the head references it), but
+    with `expected_head=ANY` the head may move and retention may prune the old version
+    meanwhile. Such a blob is claimed and uploaded on the next attempt, if this write has
+    its bytes; a restore or an install, which has none, fails instead.
+    """
+    pending = dict(to_store)
     for _ in range(_BLOB_RACE_ATTEMPTS):
-        uploaded = await _claim_and_upload(ctx, request.scope, write_id, to_store)
+        uploaded = await _claim_and_upload(ctx, request.scope, write_id, pending)
         try:
             return await _publish(ctx, request, manifest, write_id, uploaded)
-        except _BlobsRaced:
-            continue
+        except _BlobsRaced as raced:
+            missing = [d for d in raced.digests if d not in available]
+            if missing:
+                raise IntegrityError(
+                    f"{len(missing)} blobs this version references are not stored "
+                    f"(first: {missing[0]}); run `skillreg fsck`"
+                ) from None
+            pending |= {d: available[d] for d in raced.digests}
     raise StorageUnavailable("blob store", "referenced blobs kept disappearing during the write")
 
 

@@ -181,3 +181,86 @@ async def test_two_writers_of_the_same_new_blob_both_commit(make_registry, local
     )
     await _assert_shared_survives(writer, local_store, "skill-a")
     await _assert_shared_survives(writer, local_store, "skill-b")
+
+
+class MarkDeletingAt:
+    """At a failpoint, do what GC's first two steps do to one digest: mark it, delete it."""
+
+    def __init__(self, name, registry_holder, store, digest):
+        self.name = name
+        self.holder = registry_holder
+        self.store = store
+        self.digest = digest
+        self.done = False
+
+    async def hit(self, name):
+        if name != self.name or self.done:
+            return
+        self.done = True
+        import sqlalchemy as sa  # noqa: PLC0415
+
+        async with self.holder[0].engine.begin() as conn:
+            await conn.execute(
+                sa.text("UPDATE blobs SET status = 'deleting' WHERE digest = :d"),
+                {"d": self.digest},
+            )
+        await self.store.delete(self.digest)
+
+
+async def test_a_blob_gc_takes_from_under_a_dedup_is_stored_again(make_registry, local_store):
+    """With expected_head=ANY the head's blobs are not claimed; if GC takes one meanwhile,
+    the publish transaction notices (`confirm`) and the write stores it again."""
+    from blobstore import compute_digest  # noqa: PLC0415
+
+    digest = compute_digest(SHARED)
+    holder = []
+    registry = await make_registry(
+        failpoints=MarkDeletingAt("write.uploaded", holder, local_store, digest)
+    )
+    holder.append(registry)
+    setup = await make_registry()
+    await setup.write_package(
+        ACME, "skill-a", _with_shared("skill-a"), expected_head=None, actor="u"
+    )
+    files = _with_shared("skill-a")
+    files["references/extra.md"] = b"a new file, so the write uploads something\n"
+    pub = await registry.write_package(ACME, "skill-a", files, expected_head=1, actor="u")
+    assert pub.version == 2
+    assert as_bytes((await registry.read_package(ACME, "skill-a")).files) == as_bytes(files)
+    assert (await blob_rows(registry))[digest] == "live"
+    assert await live_claims(registry) == 0
+
+
+async def test_a_restore_whose_blob_vanished_fails_instead_of_publishing(
+    make_registry, local_store
+):
+    import sqlalchemy as sa  # noqa: PLC0415
+
+    from blobstore import compute_digest  # noqa: PLC0415
+    from registry import Origin  # noqa: PLC0415
+    from registry.errors import IntegrityError  # noqa: PLC0415
+    from registry.services.publish import WriteRequest, publish_manifest  # noqa: PLC0415
+
+    registry = await make_registry()
+    await registry.write_package(
+        ACME, "skill-a", _with_shared("skill-a"), expected_head=None, actor="u"
+    )
+    info = await registry.package_info(ACME, "skill-a")
+    await registry.write_package(ACME, "skill-a", package("skill-a"), expected_head=1, actor="u")
+    async with registry.engine.begin() as conn:
+        await conn.execute(
+            sa.text("UPDATE blobs SET status = 'deleting' WHERE digest = :d"),
+            {"d": compute_digest(SHARED)},
+        )
+    request = WriteRequest(
+        scope=ACME,
+        slug="skill-a",
+        expected_head=2,
+        origin=Origin.RESTORE,
+        actor="u",
+        restored_from=1,
+    )
+    with pytest.raises(IntegrityError):
+        await publish_manifest(registry.ctx, request, info.manifest, files={})
+    assert (await registry.package_info(ACME, "skill-a")).version == 2
+    assert await live_claims(registry) == 0
