@@ -31,8 +31,9 @@ JOB_POINTS: Final = (
     "job.running",  # the handler is about to run
     "job.effect_done",  # the handler returned: its effect is committed, the outcome is not
     "job.recorded",  # the outcome was recorded (or found fenced off)
+    "marketplace.copy_read",  # an update read the copy and its target; nothing written yet
 )
-"""Points in a durable job's run (registry/services/jobs.py), hit around the handler."""
+"""Points in a durable job's run (registry/services/jobs.py) and in the marketplace jobs."""
 
 
 class Failpoints(Protocol):

@@ -294,6 +294,7 @@ async def run_update(ctx: Context, job: JobRow) -> dict[str, Any]:
     copy = await _read_copy(ctx, scope, slug)
     listing, from_version, from_hash = copy.baseline
     target = await catalog.listing_version(ctx, listing, version)
+    await ctx.hit("marketplace.copy_read")
     update = _Update(
         scope=scope,
         copy=copy,
