@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from registry import __version__
-from registry.cli import packages
+from registry.cli import marketplace, packages
 from registry.cli.common import CliState, json_option, redact, run_async, settings_with
 from registry.cli.output import Output
 from registry.db.migrate import current_revision
@@ -53,6 +53,8 @@ async def init(state: CliState, out: Output) -> None:
 
 
 for command in packages.COMMANDS:
+    cli.add_command(command)
+for command in marketplace.COMMANDS:
     cli.add_command(command)
 
 

@@ -257,17 +257,25 @@ class Worker:
         return await self._execute(job)
 
     async def run(
-        self, *, once: bool = False, drain: bool = False, stop: asyncio.Event | None = None
+        self,
+        *,
+        once: bool = False,
+        drain: bool = False,
+        stop: asyncio.Event | None = None,
+        on_outcome: Callable[[JobOutcome], None] | None = None,
     ) -> int:
         """Run jobs until `stop` is set; return how many ran.
 
         `once`: at most one job, then return. `drain`: return when no job is due.
+        `on_outcome` is called after each job (progress reporting).
         """
         ran = 0
         while stop is None or not stop.is_set():
             outcome = await self.run_once()
             if outcome is not None:
                 ran += 1
+                if on_outcome is not None:
+                    on_outcome(outcome)
                 if once:
                     break
                 continue

@@ -133,7 +133,9 @@ def _central_offset(data: bytes, name: bytes) -> int:
     return data.index(name, data.index(b"PK\x01\x02")) - 46
 
 
-def _set_sizes(data: bytes, name: bytes, *, size: int | None = None, crc: int | None = None) -> bytes:
+def _set_sizes(
+    data: bytes, name: bytes, *, size: int | None = None, crc: int | None = None
+) -> bytes:
     """Rewrite an entry's uncompressed size and/or CRC in both headers."""
     out = bytearray(data)
     local = data.index(name) - 30
@@ -205,9 +207,7 @@ def _zip_bomb() -> bytes:
 def _zip_too_large() -> bytes:
     # Stored (ratio 1), but the files declare more than the 1 MiB bound in total.
     blob = bytes(range(256)) * 2400
-    return zip_of(
-        _good_plus("a.bin", blob) + [("b.bin", blob)], method=zipfile.ZIP_STORED
-    )
+    return zip_of([*_good_plus("a.bin", blob), ("b.bin", blob)], method=zipfile.ZIP_STORED)
 
 
 def _zip_huge_entry_count() -> bytes:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from registry import Scope
 from registry.domain.model import Origin
 from registry.errors import ArchiveRejected
@@ -88,9 +90,6 @@ async def test_an_archive_file_over_the_bound_is_not_read(make_registry, tmp_pat
     registry = await make_registry(settings=corpus_settings(archive_max_bytes=1024))
     archive = tmp_path / "big.zip"
     archive.write_bytes(good_zip() + b"\0" * 4096)
-    try:
+    with pytest.raises(ArchiveRejected) as caught:
         await registry.import_listing(LISTING, archive, actor="publisher")
-    except ArchiveRejected as exc:
-        assert exc.rule == "archive_too_large"
-    else:
-        raise AssertionError("accepted")
+    assert caught.value.rule == "archive_too_large"

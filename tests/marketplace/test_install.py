@@ -94,9 +94,7 @@ async def test_an_install_never_replaces_an_owner_saved_skill(registry):
 
 async def test_an_owner_saved_skill_with_the_listing_package_is_not_adopted(registry):
     await publish_listing(registry)
-    await registry.write_package(
-        ACME, LISTING, listing_files(), expected_head=None, actor="owner"
-    )
+    await registry.write_package(ACME, LISTING, listing_files(), expected_head=None, actor="owner")
     outcome = await registry.install(ACME, LISTING)
     assert isinstance(outcome.error, OwnershipConflict)
     assert (await baseline(registry, ACME, LISTING))[0] == "saved"
@@ -149,4 +147,9 @@ async def test_an_edited_copy_keeps_its_kind_and_baseline(registry):
     files = listing_files()
     files["scripts/run.py"] = PackageFile(b"print('mine')\n", executable=True)
     await registry.write_package(ACME, LISTING, files, expected_head=1, actor="owner")
-    assert await baseline(registry, ACME, LISTING) == ("installed", LISTING, 1, listed.manifest_hash)
+    assert await baseline(registry, ACME, LISTING) == (
+        "installed",
+        LISTING,
+        1,
+        listed.manifest_hash,
+    )

@@ -37,7 +37,7 @@ class Script:
         self.gate: asyncio.Event | None = None
         self.entered = asyncio.Event()
 
-    async def __call__(self, ctx, job):
+    async def __call__(self, _ctx, job):
         self.calls.append(job.attempts)
         self.entered.set()
         if self.gate is not None:
@@ -196,9 +196,7 @@ async def test_a_dead_workers_job_is_taken_again_after_its_lease(ctx, clock):
 
 
 async def test_a_lease_expired_on_the_last_attempt_fails_the_job(ctx, clock):
-    enqueued = await jobs.enqueue(
-        ctx, KIND, {"n": 1}, key="last", workspace="acme", max_attempts=1
-    )
+    enqueued = await jobs.enqueue(ctx, KIND, {"n": 1}, key="last", workspace="acme", max_attempts=1)
     now = clock.now()
 
     async def claim(conn):
