@@ -33,7 +33,7 @@ from registry.cli.common import (
     parse_ref,
     run_async,
 )
-from registry.cli.exits import exit_code
+from registry.cli.exits import EXIT_CODES, UNEXPECTED, exit_code
 from registry.cli.output import Output, human_size, to_jsonable
 from registry.cli.packages import _pub, _publication_line, parse_expect
 from registry.db.jobs import JobRow
@@ -260,26 +260,46 @@ def _outcome_line(job: JobRow) -> str:
     return f"job {job.id} {job.kind}: failed after {job.attempts} attempts: {error.get('message')}"
 
 
-def _report(out: Output, outcome: JobOutcome) -> None:
-    """Print what the job recorded; exit with the attempt's error code if it failed."""
+def _recorded_error(outcome: JobOutcome) -> tuple[str, str, dict[str, Any], int] | None:
+    """(code, message, details, exit code) of a failed attempt or a failed job, else None."""
+    error = outcome.error
+    if error is not None:
+        details = error.details() if isinstance(error, RegistryError) else {}
+        name = getattr(error, "code", type(error).__name__)
+        return name, str(error), to_jsonable(details), exit_code(error)
     job = outcome.job
-    if outcome.error is None:
+    if job.status != "failed":
+        return None
+    # A job that failed earlier (the same key again): its exit code comes from the class
+    # its recorded error code names.
+    recorded = job.last_error or {}
+    name = str(recorded.get("code", "failed"))
+    cls = _error_classes().get(name)
+    code = next((c for k, c in EXIT_CODES if cls is not None and issubclass(cls, k)), UNEXPECTED)
+    return name, str(recorded.get("message", "")), dict(recorded.get("details", {})), code
+
+
+def _error_classes() -> dict[str, type[RegistryError]]:
+    found: dict[str, type[RegistryError]] = {}
+    pending: list[type[RegistryError]] = [RegistryError]
+    while pending:
+        cls = pending.pop()
+        found.setdefault(cls.code, cls)
+        pending.extend(cls.__subclasses__())
+    return found
+
+
+def _report(out: Output, outcome: JobOutcome) -> None:
+    """Print what the job recorded; exit with the error's code if the job (attempt) failed."""
+    job = outcome.job
+    failure = _recorded_error(outcome)
+    if failure is None:
         out.emit({"job": _job_dict(job)}, lambda c: c.print(_outcome_line(job)))
         return
-    code = exit_code(outcome.error)
+    name, message, details, code = failure
     if out.as_json:
-        out.emit(
-            {
-                "job": _job_dict(job),
-                "error": getattr(outcome.error, "code", type(outcome.error).__name__),
-                "message": str(outcome.error),
-                "exit_code": code,
-                "details": to_jsonable(
-                    outcome.error.details() if isinstance(outcome.error, RegistryError) else {}
-                ),
-            },
-            lambda _c: None,
-        )
+        body = {"job": _job_dict(job), "error": name, "message": message, "exit_code": code}
+        out.emit({**body, "details": details}, lambda _c: None)
     else:
         out.errors.print(f"[bold red]error:[/] {_outcome_line(job)}", soft_wrap=True)
     raise SystemExit(code)
