@@ -294,7 +294,7 @@ def _report(out: Output, outcome: JobOutcome) -> None:
     job = outcome.job
     failure = _recorded_error(outcome)
     if failure is None:
-        out.emit({"job": _job_dict(job)}, lambda c: c.print(_outcome_line(job)))
+        out.emit({"job": _job_dict(job)}, lambda c: c.print(_outcome_line(job), soft_wrap=True))
         return
     name, message, details, code = failure
     if out.as_json:
@@ -441,7 +441,7 @@ async def jobs_run(
     def report(outcome: JobOutcome) -> None:
         done.append(outcome.job)
         if not out.as_json:
-            out.console.print(_outcome_line(outcome.job))
+            out.console.print(_outcome_line(outcome.job), soft_wrap=True)
 
     async with state.open() as reg:
         worker = reg.worker(worker_id=worker_id)
@@ -510,7 +510,7 @@ async def jobs_show(state: CliState, out: Output, *, job_id: int) -> None:
         job = await reg.job(job_id)
 
     def render(console: Console) -> None:
-        console.print(_outcome_line(job))
+        console.print(_outcome_line(job), soft_wrap=True)
         for name in ("idempotency_key", "payload", "attempts", "last_error", "result"):
             console.print(f"  {name}: {getattr(job, name)}", soft_wrap=True)
 

@@ -21,7 +21,9 @@ def entry(path: str, content: str, *, executable: bool = False) -> ManifestEntry
 
 
 def manifest(**files: str) -> Manifest:
-    return Manifest(entry(path.replace("__", "/").replace("_", "."), c) for path, c in files.items())
+    return Manifest(
+        entry(path.replace("__", "/").replace("_", "."), c) for path, c in files.items()
+    )
 
 
 BASE = manifest(SKILL_md="s1", a_md="a1", b_md="b1", c_md="c1")
