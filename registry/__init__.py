@@ -8,6 +8,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from registry.api import NotInitialized, Registry
+from registry.domain.approvals import FindingRef
 from registry.domain.model import (
     ANY,
     DEFAULT_AGENT,
@@ -19,6 +20,7 @@ from registry.domain.model import (
     Publication,
     Scope,
 )
+from registry.services.diff import ProposalRef
 from registry.services.read import Package, PackageInfo, SkillPage, SkillSummary
 from registry.settings import Settings
 
@@ -28,11 +30,13 @@ __all__ = [
     "AnyHead",
     "ExpectedHead",
     "FileInput",
+    "FindingRef",
     "NotInitialized",
     "Origin",
     "Package",
     "PackageFile",
     "PackageInfo",
+    "ProposalRef",
     "Publication",
     "Registry",
     "Scope",

@@ -25,17 +25,47 @@ from blobstore import BlobStore
 from registry.bootstrap import build_blobstore, build_engine
 from registry.db.jobs import JobRow
 from registry.db.migrate import current_revision, head_revision, upgrade
+from registry.domain.approvals import FindingRef
 from registry.domain.archive import EntryCallback
 from registry.domain.clock import Clock, SystemClock
-from registry.domain.model import ANY, ExpectedHead, FileInput, Origin, Publication, Scope
+from registry.domain.model import (
+    ANY,
+    ExpectedHead,
+    FileInput,
+    Origin,
+    PackageFile,
+    Publication,
+    Scope,
+)
 from registry.domain.scanner import DefaultScanner, Scanner
+from registry.domain.states import Action
 from registry.errors import RegistryError, StorageUnavailable
 from registry.failpoints import NO_FAILPOINTS, Failpoints
-from registry.services import catalog, jobs, marketplace, publish, read
+from registry.services import (
+    approve,
+    catalog,
+    controls,
+    diff,
+    edit,
+    exclusions,
+    history,
+    jobs,
+    marketplace,
+    proposals,
+    publish,
+    read,
+    restore,
+)
+from registry.services.approve import ApprovalResult
 from registry.services.catalog import ImportResult, ListingVersion
 from registry.services.context import Context
+from registry.services.controls import SkillStatus
+from registry.services.diff import DiffTarget, PackageDiff
+from registry.services.exclusions import ExclusionReport
+from registry.services.history import HistoryPage
 from registry.services.jobs import Enqueued, JobOutcome, JobPage, Wait, Worker
 from registry.services.marketplace import Policy
+from registry.services.proposals import DecisionResult, ProposalDetail, ProposalPage
 from registry.services.read import Package, PackageInfo, SkillPage
 from registry.settings import Settings
 
@@ -173,12 +203,18 @@ class Registry:
         actor: str,
         sources: Sequence[str] = (),
         message: str = "",
+        approve: Sequence[FindingRef] = (),
     ) -> Publication:
         """Publish `files` as the new head of `slug` in one atomic change.
 
         `expected_head=None`: the skill must not exist yet; an int: the head must be that
         version (`HeadConflict` otherwise); `ANY`: no check. Re-saving the head's exact
         package is a no-op that returns the head (`unchanged=True`).
+
+        An automated write (`Origin.LEARNING`) to a skill whose automatic improvements are
+        off, or whose learning is paused, publishes nothing and records a proposal instead
+        (`Publication.proposal`). `approve` names content-check findings (path, ordinal)
+        the writer approves; approvals of the version written on are inherited.
         """
         request = publish.WriteRequest(
             scope=scope,
@@ -188,8 +224,71 @@ class Registry:
             actor=actor,
             message=message,
             sources=tuple(sources),
+            approve=tuple(approve),
         )
         return await publish.write_package(self.ctx, request, files)
+
+    async def edit(
+        self,
+        scope: Scope,
+        slug: str,
+        files: Mapping[str, FileInput],
+        *,
+        base_version: int,
+        actor: str,
+        message: str = "",
+        sources: Sequence[str] = (),
+        keep_auto_improve: bool = False,
+        keep_draft: bool = False,
+        approve: Sequence[FindingRef] = (),
+    ) -> Publication:
+        """The owner's edit of version `base_version` (a compare-and-swap on it).
+
+        If the head moved, `HeadConflict` is raised and nothing is published; with
+        `keep_draft=True` the draft is stored as a proposal first and the error is
+        `DraftKept` (a `HeadConflict` carrying `proposal`). Automatic improvements are
+        turned off unless `keep_auto_improve`.
+        """
+        return await edit.edit(
+            self.ctx,
+            scope,
+            slug,
+            files,
+            base_version=base_version,
+            actor=actor,
+            message=message,
+            sources=sources,
+            keep_auto_improve=keep_auto_improve,
+            keep_draft=keep_draft,
+            approve=approve,
+        )
+
+    async def restore(
+        self,
+        scope: Scope,
+        slug: str,
+        version: int,
+        *,
+        expected_head: ExpectedHead,
+        actor: str,
+        message: str = "",
+    ) -> Publication:
+        """Make `version`'s package the head again, as a new version with origin `restore`.
+
+        Uploads nothing; records `restored_from` and the restored version's sources; turns
+        automatic improvements off; refuses a version the content check blocks
+        (`ContentBlocked`) or that lists an excluded source (`VersionUnavailable`).
+        Restoring the head's own package is a no-op (`unchanged=True`).
+        """
+        return await restore.restore(
+            self.ctx,
+            scope,
+            slug,
+            version,
+            expected_head=expected_head,
+            actor=actor,
+            message=message,
+        )
 
     # ------------------------------------------------------------ reads
 
@@ -208,6 +307,151 @@ class Registry:
     ) -> SkillPage:
         """The live skills of `scope`, by slug, a page at a time."""
         return await read.list_skills(self.ctx, scope, limit=limit, after=after)
+
+    # ------------------------------------------------------------ history and diff
+
+    async def history(
+        self,
+        scope: Scope,
+        slug: str,
+        *,
+        limit: int = 20,
+        before: str | None = None,
+        include_archived: bool = False,
+    ) -> HistoryPage:
+        """The versions of `slug`, newest first, a page at a time.
+
+        With `include_archived`, the versions of earlier, deleted skills of the same slug
+        follow (marked `archived`). Pinned reads: `read_package(..., version=N)`.
+        """
+        return await history.history(
+            self.ctx, scope, slug, limit=limit, before=before, include_archived=include_archived
+        )
+
+    async def diff(
+        self, scope: Scope, slug: str, a: DiffTarget, b: DiffTarget, *, full: bool = False
+    ) -> PackageDiff:
+        """What changed from `a` to `b` (version numbers, or `ProposalRef(id)`).
+
+        Text files get a bounded unified-diff preview (`full=True`: the whole diff);
+        binary files are reported as binary.
+        """
+        return await diff.diff(self.ctx, scope, slug, a, b, full=full)
+
+    # ------------------------------------------------------------ proposals
+
+    async def list_proposals(
+        self,
+        scope: Scope,
+        *,
+        pending_only: bool = True,
+        limit: int = 50,
+        before: int | None = None,
+    ) -> ProposalPage:
+        """The proposals of `scope`, newest first, with their changes against base and head.
+
+        Only pending (open or stale) proposals unless `pending_only=False`.
+        """
+        return await proposals.list_proposals(
+            self.ctx, scope, pending_only=pending_only, limit=limit, before=before
+        )
+
+    async def proposal(
+        self, scope: Scope, proposal_id: int, *, full: bool = False
+    ) -> ProposalDetail:
+        """One proposal with its file diffs against its base and the current head."""
+        return await proposals.show(self.ctx, scope, proposal_id, full=full)
+
+    async def read_proposal(self, scope: Scope, proposal_id: int) -> dict[str, PackageFile]:
+        """The proposed package's files, every digest verified."""
+        return await proposals.read_proposal(self.ctx, scope, proposal_id)
+
+    async def decide(
+        self,
+        scope: Scope,
+        proposal_id: int,
+        decision: proposals.Decision,
+        *,
+        actor: str,
+        files: Mapping[str, FileInput] | None = None,
+        keep_auto_improve: bool = False,
+    ) -> DecisionResult:
+        """Decide a pending proposal: `apply`, `alternative` (with `files`) or `keep_current`.
+
+        Applying is a compare-and-swap on the proposal's base: a stale proposal (the head
+        moved) raises `ProposalStale`.
+        """
+        return await proposals.decide(
+            self.ctx,
+            scope,
+            proposal_id,
+            decision,
+            actor=actor,
+            files=files,
+            keep_auto_improve=keep_auto_improve,
+        )
+
+    # ------------------------------------------------------------ controls and state
+
+    async def status(self, scope: Scope, slug: str) -> SkillStatus:
+        """The skill's controls and its state (ready, needs_decision, blocked, paused...)."""
+        return await controls.status(self.ctx, scope, slug)
+
+    async def pause_learning(
+        self, scope: Scope, slug: str, *, actor: str, reason: str = ""
+    ) -> SkillStatus:
+        """Pause learning: automated writes become proposals. `StateConflict` if paused."""
+        return await controls.act(self.ctx, scope, slug, Action.PAUSE, actor=actor, reason=reason)
+
+    async def resume_learning(self, scope: Scope, slug: str, *, actor: str) -> SkillStatus:
+        """Resume learning. `StateConflict` unless learning is paused."""
+        return await controls.act(self.ctx, scope, slug, Action.RESUME, actor=actor)
+
+    async def stop_using(
+        self, scope: Scope, slug: str, *, actor: str, reason: str = ""
+    ) -> SkillStatus:
+        """Stop using the skill: runtimes do not load it; history is kept."""
+        return await controls.act(
+            self.ctx, scope, slug, Action.STOP_USING, actor=actor, reason=reason
+        )
+
+    async def resume_use(self, scope: Scope, slug: str, *, actor: str) -> SkillStatus:
+        """Resume use. Refused unless use is paused, and while the head is blocked."""
+        return await controls.act(self.ctx, scope, slug, Action.RESUME_USE, actor=actor)
+
+    async def set_auto_improve(
+        self, scope: Scope, slug: str, *, enabled: bool, actor: str
+    ) -> SkillStatus:
+        """Turn automatic improvements on or off (`StateConflict` if already so)."""
+        action = Action.AUTO_IMPROVE_ON if enabled else Action.AUTO_IMPROVE_OFF
+        return await controls.act(self.ctx, scope, slug, action, actor=actor)
+
+    async def delete(self, scope: Scope, slug: str, *, actor: str) -> SkillStatus:
+        """Delete the skill: its versions are kept (listed as archived), the slug is free."""
+        return await controls.act(self.ctx, scope, slug, Action.DELETE, actor=actor)
+
+    # ------------------------------------------------------------ exceptions and exclusions
+
+    async def approve_findings(
+        self,
+        scope: Scope,
+        slug: str,
+        version: int,
+        findings: Sequence[FindingRef],
+        *,
+        actor: str,
+    ) -> ApprovalResult:
+        """Approve content-check findings of a stored version (exact-match, never values)."""
+        return await approve.approve_findings(self.ctx, scope, slug, version, findings, actor=actor)
+
+    async def exclude_source(
+        self, scope: Scope, source: str, *, actor: str, reason: str = ""
+    ) -> ExclusionReport:
+        """Exclude `source` from the workspace and repair the heads that depend on it.
+
+        Idempotent: excluding again changes nothing more and finishes an interrupted repair.
+        """
+        return await exclusions.exclude_source(self.ctx, scope, source, actor=actor, reason=reason)
 
     # ------------------------------------------------------------ marketplace: catalog
 

@@ -170,6 +170,33 @@ class ArchiveRejected(RefusedInput):
         return {"member": self.member, "rule": self.rule, "detail": self.detail}
 
 
+class SourceExcluded(RefusedInput):
+    """The write lists a source that is excluded from the workspace."""
+
+    code = "source_excluded"
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        super().__init__(f"source {source!r} is excluded from this workspace")
+
+    def details(self) -> dict[str, object]:
+        return {"source": self.source}
+
+
+class FindingNotFound(RefusedInput):
+    """An approval names a finding (path and ordinal) that the content check did not find."""
+
+    code = "finding_not_found"
+
+    def __init__(self, path: str, ordinal: int) -> None:
+        self.path = path
+        self.ordinal = ordinal
+        super().__init__(f"no finding #{ordinal} in {path!r} to approve")
+
+    def details(self) -> dict[str, object]:
+        return {"path": self.path, "ordinal": self.ordinal}
+
+
 # ---------------------------------------------------------------- conflicts (exit 4)
 
 
@@ -267,6 +294,36 @@ class JobLeaseLost(Conflict):
         return {"job_id": self.job_id, "owner": self.owner}
 
 
+class DraftKept(HeadConflict):
+    """An owner's edit lost its compare-and-swap; the draft was stored as proposal `proposal`."""
+
+    code = "draft_kept"
+
+    def __init__(self, expected: int | None, current: int | None, proposal: int) -> None:
+        super().__init__(expected, current)
+        self.proposal = proposal
+        self.args = (f"{self.args[0]}; the draft was kept as proposal {proposal}",)
+
+    def details(self) -> dict[str, object]:
+        return {"expected": self.expected, "current": self.current, "proposal": self.proposal}
+
+
+class ProposalStale(HeadConflict):
+    """A proposal cannot be applied: the head moved away from the version it was made on."""
+
+    code = "proposal_stale"
+
+    def __init__(self, proposal: int, base: int, current: int | None) -> None:
+        super().__init__(base, current)
+        self.proposal = proposal
+        self.args = (
+            f"proposal {proposal} is stale: it was made on version {base}, the head is {current}",
+        )
+
+    def details(self) -> dict[str, object]:
+        return {"proposal": self.proposal, "expected": self.expected, "current": self.current}
+
+
 # ---------------------------------------------------------------- not found (exit 5)
 
 
@@ -325,6 +382,34 @@ class JobNotFound(NotFound):
 
     def details(self) -> dict[str, object]:
         return {"job_id": self.job_id}
+
+
+class VersionUnavailable(NotFound):
+    """The version exists but may not be read or restored (it lists an excluded source)."""
+
+    code = "version_unavailable"
+
+    def __init__(self, slug: str, version: int, source: str) -> None:
+        self.slug = slug
+        self.version = version
+        self.source = source
+        super().__init__(
+            f"version {version} of skill {slug!r} is unavailable: source {source!r} is excluded"
+        )
+
+    def details(self) -> dict[str, object]:
+        return {"slug": self.slug, "version": self.version, "source": self.source}
+
+
+class ProposalNotFound(NotFound):
+    code = "proposal_not_found"
+
+    def __init__(self, proposal: int) -> None:
+        self.proposal = proposal
+        super().__init__(f"proposal {proposal} not found")
+
+    def details(self) -> dict[str, object]:
+        return {"proposal": self.proposal}
 
 
 # ---------------------------------------------------------------- infrastructure (exit 1)

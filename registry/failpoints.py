@@ -14,6 +14,7 @@ from typing import Final, Protocol
 
 POINTS: Final = (
     "write.validated",  # after validation and the content check, before any storage
+    "write.checked",  # the early root checks passed (head read), before any claim
     "write.claiming",  # inside the claim transaction, before its statements
     "write.claimed",  # the claim transaction committed
     "write.uploaded",  # every changed blob is stored
@@ -22,6 +23,7 @@ POINTS: Final = (
     "publish.checked",  # root checks and compare-and-swap passed
     "publish.version_rows",  # version and manifest rows inserted
     "publish.head_moved",  # the head points at the new version
+    "publish.proposal_rows",  # a diverted write's proposal row is inserted (instead of a version)
     "publish.before_commit",  # everything written, commit next
     "publish.committed",  # the commit returned; the reply is still to be sent
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from registry import __version__
-from registry.cli import marketplace, packages
+from registry.cli import controls, history, marketplace, packages, proposals
 from registry.cli.common import CliState, json_option, redact, run_async, settings_with
 from registry.cli.output import Output
 from registry.db.migrate import current_revision
@@ -55,6 +55,12 @@ async def init(state: CliState, out: Output) -> None:
 for command in packages.COMMANDS:
     cli.add_command(command)
 for command in marketplace.COMMANDS:
+    cli.add_command(command)
+for command in history.COMMANDS:
+    cli.add_command(command)
+for command in proposals.COMMANDS:
+    cli.add_command(command)
+for command in controls.COMMANDS:
     cli.add_command(command)
 
 

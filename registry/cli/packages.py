@@ -42,6 +42,11 @@ def _folder_name(directory: Path) -> str:
 
 
 def _publication_line(slug: str, pub: Publication) -> str:
+    if pub.proposal is not None:
+        return (
+            f"{slug}: recorded as proposal {pub.proposal} for the owner to decide "
+            f"(the head stays at version {pub.version})"
+        )
     if pub.unchanged:
         return f"{slug}: unchanged at version {pub.version} ({pub.manifest_hash[:12]})"
     uploaded = f"{pub.uploaded} blobs, {human_size(pub.uploaded_bytes)} uploaded"
@@ -110,6 +115,7 @@ def _pub(pub: Publication) -> dict[str, Any]:
         "unchanged": pub.unchanged,
         "uploaded": pub.uploaded,
         "uploaded_bytes": pub.uploaded_bytes,
+        "proposal": pub.proposal,
     }
 
 

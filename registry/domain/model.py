@@ -122,6 +122,11 @@ class Publication:
     the head (an idempotent re-save), in which case `unchanged` is True, nothing was uploaded
     and `version` is the existing head. `retired` is the head this write replaced (None for a
     new skill or a no-op).
+
+    `proposal` is set when the write did not publish but recorded a proposal instead (an
+    automated write to a skill under human control, or an owner's draft kept after a lost
+    compare-and-swap; docs/history.md): then `created` and `unchanged` are False, `version`
+    is the head the skill still has and `manifest_hash` is the proposed package's.
     """
 
     version: int
@@ -132,3 +137,4 @@ class Publication:
     uploaded: int = 0
     uploaded_bytes: int = 0
     committed_at: datetime | None = field(default=None, compare=False)
+    proposal: int | None = None

@@ -12,6 +12,13 @@ Failure handling (docs/write-path.md):
   version this write created (its `write_id`); if it exists, the write is reported as
   published and nothing is released.
 - No blob I/O, hashing or scanning happens while the workspace lock is held.
+
+History (docs/history.md) adds three things to the locked transaction, so that each stays
+one change with one event: an automated (`learning`) write to a skill under human control
+records a proposal instead of a version; an owner's edit that loses its compare-and-swap
+can keep its draft as a proposal; and a write that applies a proposal closes it. Every
+head move makes the skill's open proposal stale, and a write that lists an excluded
+source is refused.
 """
 
 from __future__ import annotations
@@ -20,22 +27,22 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import timedelta
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import Final
 
-import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from blobstore import BlobStoreError
+from registry.db import approvals as db_approvals
 from registry.db import blobs as db_blobs
 from registry.db import errors as db_errors
+from registry.db import proposals as db_proposals
 from registry.db import skills as db
-from registry.db.blobs import upsert
 from registry.db.cancel import check_cancelled, guarded
 from registry.db.engine import write_connection
 from registry.db.locks import lock_workspace
-from registry.db.tables import ScanResult
+from registry.domain.approvals import Approval, FindingRef
 from registry.domain.manifest import Manifest, build_manifest
 from registry.domain.model import (
     AnyHead,
@@ -48,7 +55,6 @@ from registry.domain.model import (
     check_slug,
 )
 from registry.domain.package import ValidatedPackage, validate_package
-from registry.domain.scanner import raise_for
 from registry.errors import (
     CapacityExceeded,
     HeadConflict,
@@ -60,10 +66,12 @@ from registry.errors import (
     SkillNotFound,
     StorageUnavailable,
 )
+from registry.services import content, diversion
 from registry.services.context import Context, shielded
+from registry.services.diversion import ProposalDecision
 
-# Above this many bytes, hashing and scanning run in a worker thread (BLAKE3 and the
-# regex engine release the GIL), so a large package does not stall the event loop.
+# Above this many bytes, hashing runs in a worker thread (BLAKE3 releases the GIL), so a
+# large package does not stall the event loop.
 _THREAD_THRESHOLD: Final = 256 * 1024
 # A publish that finds one of its blobs claimed away by GC (its claim expired while it
 # was stalled) starts again from the claim; this bounds how often.
@@ -74,7 +82,15 @@ MARKETPLACE_ORIGINS: Final = frozenset({Origin.MARKETPLACE_INSTALL, Origin.MARKE
 
 @dataclass(frozen=True)
 class WriteRequest:
-    """Everything a package write needs to know besides the files."""
+    """Everything a package write needs to know besides the files.
+
+    History fields (docs/history.md): `approve` names findings the writer approves;
+    `approvals` are the content-check approvals stored with the new version (set by the
+    content check, never by callers of `write_package`); `keep_draft` records the package
+    as a proposal if the compare-and-swap fails; `decides` makes this write the owner's
+    decision on a pending proposal; `repair` marks a rollback after a source exclusion.
+    A decision or a repair always appends a version, even if the head has the same package.
+    """
 
     scope: Scope
     slug: str
@@ -86,6 +102,16 @@ class WriteRequest:
     restored_from: int | None = None
     baseline: tuple[str, int, str] | None = None
     skill_changes: Mapping[str, object] = field(default_factory=dict)
+    approve: Sequence[FindingRef] = ()
+    approvals: Sequence[Approval] = ()
+    keep_draft: bool = False
+    decides: ProposalDecision | None = None
+    repair: bool = False
+
+    @property
+    def may_be_unchanged(self) -> bool:
+        """True if re-saving the head's package is a no-op for this write."""
+        return self.decides is None and not self.repair
 
     @property
     def kind(self) -> str:
@@ -117,9 +143,26 @@ async def write_package(
     check_slug(request.slug)
     package = validate_package(files, request.slug, ctx.limits)
     manifest = await _hash(package)
-    await _scan(ctx, package, manifest, request.scope.workspace)
+    # Approvals are inherited from the version the write builds on (docs/history.md);
+    # they are looked up only if the content check finds something.
+    expected = request.expected_head
+
+    async def inherited() -> tuple[Approval, ...]:
+        if expected is None:
+            return ()
+        base = expected if isinstance(expected, int) else None
+        return await content.approvals_of(ctx, request.scope, request.slug, base)
+
+    kept = await content.check(
+        ctx,
+        manifest,
+        package.files,
+        allowed=inherited,
+        approve=request.approve,
+        workspace=request.scope.workspace,
+    )
     await ctx.hit("write.validated")
-    return await publish_manifest(ctx, request, manifest, package.files)
+    return await publish_manifest(ctx, replace(request, approvals=kept), manifest, package.files)
 
 
 async def publish_manifest(
@@ -134,9 +177,11 @@ async def publish_manifest(
     install passes an empty mapping (every blob is already referenced and live).
     """
     head = await ctx.read(lambda conn: _read_head(conn, request.scope, request.slug))
-    if head is not None and head.manifest.hash == manifest.hash:
+    # A decision or a repair must be recorded even if the head's package is the same.
+    if head is not None and head.manifest.hash == manifest.hash and request.may_be_unchanged:
         return _unchanged(head)
     _early_checks(request, head)
+    await ctx.hit("write.checked")
 
     head_digests = set() if head is None else {e.digest for e in head.manifest.entries}
     to_store = {
@@ -208,47 +253,6 @@ async def _hash(package: ValidatedPackage) -> Manifest:
     return build_manifest(package.files)
 
 
-async def _scan(
-    ctx: Context, package: ValidatedPackage, manifest: Manifest, request_workspace: str
-) -> None:
-    """Refuse credential-like content. Digests found clean before are not scanned again."""
-    fingerprint = ctx.scanner.fingerprint
-    digests = sorted({e.digest for e in manifest.entries})
-
-    async def cached(conn: AsyncConnection) -> set[str]:
-        rows = await conn.execute(
-            sa.select(ScanResult.digest).where(
-                ScanResult.scanner == fingerprint, ScanResult.digest.in_(digests)
-            )
-        )
-        return {r.digest for r in rows}
-
-    clean = await ctx.read(cached)
-    todo = [(e.path, package.files[e.path].data) for e in manifest.entries if e.digest not in clean]
-    if not todo:
-        return
-    size = sum(len(data) for _, data in todo)
-
-    def scan_all() -> None:
-        for path, data in todo:
-            raise_for(ctx.scanner.scan(path, data))
-
-    if size > _THREAD_THRESHOLD:
-        await asyncio.to_thread(scan_all)
-    else:
-        scan_all()
-    fresh = sorted({e.digest for e in manifest.entries if e.digest not in clean})
-    now = ctx.clock.now()
-
-    async def remember(conn: AsyncConnection) -> None:
-        insert = upsert(conn, ScanResult).values(
-            [{"digest": d, "scanner": fingerprint, "scanned_at": now} for d in fresh]
-        )
-        await conn.execute(insert.on_conflict_do_nothing(index_elements=["digest", "scanner"]))
-
-    await ctx.write(remember, workspace=request_workspace)
-
-
 async def _read_head(conn: AsyncConnection, scope: Scope, slug: str) -> _Head | None:
     skill = await db.live_skill(conn, scope, slug)
     if skill is None:
@@ -272,11 +276,12 @@ def _early_checks(request: WriteRequest, head: _Head | None) -> None:
     """Refuse a write that cannot succeed before uploading anything for it.
 
     The same checks run again under the lock; these only save a doomed write its uploads.
+    A write that keeps its draft on a conflict must upload it, so its head is not checked.
     """
-    _check_root(request, None if head is None else head.skill)
+    _check_root(request, None if head is None else head.skill, cas=not request.keep_draft)
 
 
-def _check_root(request: WriteRequest, skill: db.SkillRow | None) -> None:
+def _check_root(request: WriteRequest, skill: db.SkillRow | None, *, cas: bool = True) -> None:
     expected = request.expected_head
     if skill is None:
         if isinstance(expected, int):
@@ -288,7 +293,7 @@ def _check_root(request: WriteRequest, skill: db.SkillRow | None) -> None:
         raise OwnershipConflict(request.slug, "saved")
     if expected is None:
         raise SkillExists(request.slug, skill.head)
-    if not isinstance(expected, AnyHead) and skill.head != expected:
+    if cas and not isinstance(expected, AnyHead) and skill.head != expected:
         raise HeadConflict(expected, skill.head)
 
 
@@ -417,15 +422,19 @@ async def _apply(
     """Root checks, compare-and-swap and every row of the new version (lock held)."""
     scope, now = request.scope, ctx.clock.now()
     skill = await db.live_skill(conn, scope, request.slug)
-    if skill is not None:
+    if skill is not None and request.may_be_unchanged:
         head = await db.version(conn, skill, skill.head)
         assert head is not None
         if head.manifest_hash == manifest.hash:
             return Publication(
                 skill.head, head.manifest_hash, created=False, retired=None, unchanged=True
             )
-    _check_root(request, skill)
-    await _check_capacity_and_quota(ctx, conn, request, skill, manifest)
+    decided = await diversion.pending_proposal(conn, request, skill)
+    draft_base = _check_root_or_keep_draft(request, skill)
+    await diversion.check_sources(conn, request)
+    divert = draft_base is not None or diversion.diverted(request, skill)
+    if not divert:
+        await _check_capacity_and_quota(ctx, conn, request, skill, manifest)
     await ctx.hit("publish.checked")
 
     problem = await db_blobs.confirm(
@@ -434,7 +443,72 @@ async def _apply(
     if problem is not None:
         raise _BlobsRaced(problem.digests)
     manifest_id = await db.ensure_manifest(conn, scope.workspace, manifest, now)
+    if divert:
+        assert skill is not None
+        proposed = await diversion.propose(
+            ctx,
+            conn,
+            request,
+            skill,
+            manifest=manifest,
+            manifest_id=manifest_id,
+            base=skill.head if draft_base is None else draft_base,
+            write_id=write_id,
+            now=now,
+        )
+        await db_blobs.release(conn, write_id)
+        return _with_uploads(proposed, manifest, uploaded)
+    publication = await _append_version(
+        ctx,
+        conn,
+        request,
+        skill,
+        manifest=manifest,
+        manifest_id=manifest_id,
+        decided=decided,
+        write_id=write_id,
+        now=now,
+    )
+    await db_blobs.release(conn, write_id)
+    return _with_uploads(publication, manifest, uploaded)
 
+
+def _check_root_or_keep_draft(request: WriteRequest, skill: db.SkillRow | None) -> int | None:
+    """Run the root checks; return the draft's base if a lost CAS keeps the draft."""
+    try:
+        _check_root(request, skill)
+    except HeadConflict:
+        expected = request.expected_head
+        if request.keep_draft and skill is not None and isinstance(expected, int):
+            return expected
+        raise
+    return None
+
+
+def _with_uploads(
+    publication: Publication, manifest: Manifest, uploaded: frozenset[str]
+) -> Publication:
+    return replace(
+        publication,
+        uploaded=len(uploaded),
+        uploaded_bytes=sum(e.size for e in manifest.entries if e.digest in uploaded),
+    )
+
+
+async def _append_version(
+    ctx: Context,
+    conn: AsyncConnection,
+    request: WriteRequest,
+    skill: db.SkillRow | None,
+    *,
+    manifest: Manifest,
+    manifest_id: int,
+    decided: db_proposals.ProposalRow | None,
+    write_id: str,
+    now: datetime,
+) -> Publication:
+    """Insert the version, move the head (compare-and-swap) and write the event."""
+    scope = request.scope
     if skill is None:
         skill_id = await db.insert_skill(
             conn,
@@ -446,10 +520,10 @@ async def _apply(
             baseline=request.baseline,
             auto_improve=bool(request.skill_changes.get("auto_improve", True)),
         )
-        number, parent, retired = 1, None, None
+        number, parent = 1, None
     else:
-        skill_id, number, parent, retired = skill.id, skill.head + 1, skill.head, skill.head
-    await db.insert_version(
+        skill_id, number, parent = skill.id, skill.head + 1, skill.head
+    version_id = await db.insert_version(
         conn,
         skill_id,
         scope.workspace,
@@ -465,7 +539,17 @@ async def _apply(
         write_id=write_id,
         now=now,
     )
+    await db_approvals.replace(
+        conn,
+        scope.workspace,
+        version_id,
+        request.approvals,
+        actor=request.actor,
+        now=now,
+        fresh=True,
+    )
     await ctx.hit("publish.version_rows")
+    staled: list[int] = []
     if skill is not None:
         changes = dict(request.skill_changes)
         if request.baseline is not None:
@@ -478,13 +562,16 @@ async def _apply(
         await db.move_head(
             conn, skill, new_head=number, size=manifest.total_size, now=now, **changes
         )
+        staled = await diversion.head_moved(
+            conn, request, skill, decided=decided, number=number, now=now
+        )
     await ctx.hit("publish.head_moved")
     await db.insert_event(
         conn,
         scope,
         request.slug,
         skill_id=skill_id,
-        kind="restored" if request.origin is Origin.RESTORE else "published",
+        kind=diversion.event_kind(request),
         version=number,
         manifest_hash=manifest.hash,
         payload={
@@ -494,18 +581,19 @@ async def _apply(
             "restored_from": request.restored_from,
             "files": manifest.file_count,
             "bytes": manifest.total_size,
+            "proposal": None if request.decides is None else request.decides.proposal,
+            "decided_by": None if request.decides is None else request.decides.actor,
+            "repair": request.repair,
+            "staled_proposals": staled,
         },
         now=now,
     )
-    await db_blobs.release(conn, write_id)
     return Publication(
         version=number,
         manifest_hash=manifest.hash,
         created=True,
-        retired=retired,
+        retired=parent,
         unchanged=False,
-        uploaded=len(uploaded),
-        uploaded_bytes=sum(e.size for e in manifest.entries if e.digest in uploaded),
         committed_at=now,
     )
 
@@ -535,36 +623,50 @@ async def _check_capacity_and_quota(
 async def _settle(
     ctx: Context, request: WriteRequest, write_id: str, *, look: bool
 ) -> Publication | None:
-    """After a failure: release the claims and, if `look`, find the version if it committed.
+    """After a failure: release the claims and, if `look`, find what it committed, if anything.
 
     Releasing is safe either way (a committed write already dropped its claims in its own
     transaction) and never deletes a blob.
     """
     workspace = request.scope.workspace
 
-    async def find(conn: AsyncConnection) -> db.VersionRow | None:
-        return await db.version_by_write(conn, workspace, write_id)
+    async def find(conn: AsyncConnection) -> Publication | None:
+        created = await db.version_by_write(conn, workspace, write_id)
+        if created is not None:
+            return Publication(
+                version=created.number,
+                manifest_hash=created.manifest_hash,
+                created=True,
+                retired=created.parent,
+                unchanged=False,
+                committed_at=created.created_at,
+            )
+        proposed = await db_proposals.by_write(conn, workspace, write_id)
+        if proposed is None:
+            return None
+        skill = await db.skill_by_id(conn, workspace, proposed.skill_id)
+        assert skill is not None
+        return Publication(
+            version=skill.head,
+            manifest_hash=proposed.manifest_hash,
+            created=False,
+            retired=None,
+            unchanged=False,
+            committed_at=proposed.created_at,
+            proposal=proposed.id,
+        )
 
     async def release(conn: AsyncConnection) -> int:
         return await db_blobs.release(conn, write_id)
 
-    created = None
+    found = None
     if look:
         try:
-            created = await ctx.read(find)
+            found = await ctx.read(find)
         except RegistryError:
-            created = None
+            found = None
     # If the database is unreachable the claims expire after `claim_ttl`, and GC reclaims
     # the blobs after its grace period (invariant I4).
     with contextlib.suppress(RegistryError):
         await ctx.write(release, workspace=workspace)
-    if created is None:
-        return None
-    return Publication(
-        version=created.number,
-        manifest_hash=created.manifest_hash,
-        created=True,
-        retired=created.parent,
-        unchanged=False,
-        committed_at=created.created_at,
-    )
+    return found

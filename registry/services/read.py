@@ -11,11 +11,18 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from blobstore import BlobCorrupted, BlobNotFound, BlobStoreError
+from registry.db import exclusions as db_exclusions
 from registry.db import skills as db
 from registry.db.tables import Skill, Version
 from registry.domain.manifest import Manifest
 from registry.domain.model import PackageFile, Scope
-from registry.errors import IntegrityError, SkillNotFound, StorageUnavailable, VersionNotFound
+from registry.errors import (
+    IntegrityError,
+    SkillNotFound,
+    StorageUnavailable,
+    VersionNotFound,
+    VersionUnavailable,
+)
 from registry.services.context import Context
 
 _READ_CONCURRENCY: Final = 16
@@ -76,7 +83,11 @@ class SkillPage:
 async def locate(
     conn: AsyncConnection, scope: Scope, slug: str, version: int | None
 ) -> tuple[db.SkillRow, db.VersionRow]:
-    """The live skill and the requested version (the head if `version` is None)."""
+    """The live skill and the requested version (the head if `version` is None).
+
+    A version that lists a source excluded from the workspace is unavailable: reading or
+    restoring it raises `VersionUnavailable` (docs/history.md).
+    """
     skill = await db.live_skill(conn, scope, slug)
     if skill is None:
         raise SkillNotFound(scope.workspace, scope.agent, slug)
@@ -84,6 +95,9 @@ async def locate(
     row = await db.version(conn, skill, number)
     if row is None:
         raise VersionNotFound(slug, number)
+    excluded = await db_exclusions.unavailable(conn, scope.workspace, [row.id])
+    if row.id in excluded:
+        raise VersionUnavailable(slug, number, excluded[row.id])
     return skill, row
 
 

@@ -13,6 +13,7 @@ ALLOWED = {
     "collections",
     "collections.abc",
     "dataclasses",
+    "difflib",
     "datetime",
     "enum",
     "itertools",

@@ -13,9 +13,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from pytest_postgresql.janitor import DatabaseJanitor
-
-from tests.harness.postgres import ensure_server
+from tests.harness.postgres import Janitor, ensure_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,7 +38,7 @@ def main() -> int:
         _check(f"sqlite+aiosqlite:///{tmp}/dbcheck.db")
     server = ensure_server()
     name = f"skillreg_dbcheck_{uuid.uuid4().hex[:8]}"
-    janitor = DatabaseJanitor(
+    janitor = Janitor(
         user=server.user,
         password=server.password,
         host=server.host,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
 import psycopg
+from pytest_postgresql.janitor import DatabaseJanitor
 
 TEST_ROLE = "skillreg_test"
 TEST_PASSWORD = "skillreg_test"
@@ -127,3 +128,21 @@ def ensure_server() -> Server:
         if not _answers(server):
             raise PostgresUnavailable("the server started but the test role cannot connect")
     return server
+
+
+class Janitor(DatabaseJanitor):
+    """pytest-postgresql's janitor, terminating only this role's own sessions.
+
+    The stock janitor terminates every backend connected to the database it clones or
+    drops; an autovacuum worker is one of them, and only a superuser may terminate it.
+    PostgreSQL itself stops autovacuum workers that stand in the way of CREATE DATABASE
+    and DROP DATABASE, so the test role only needs to end its own leftover sessions.
+    """
+
+    @staticmethod
+    def _terminate_connection(cur: psycopg.Cursor, dbname: str) -> None:
+        cur.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = %s AND usename = current_user AND pid <> pg_backend_pid()",
+            (dbname,),
+        )

@@ -15,11 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pytest_postgresql.janitor import DatabaseJanitor
 
 from registry.db.engine import create_engine
 from registry.db.migrate import upgrade
-from tests.harness.postgres import PostgresUnavailable, Server, ensure_server
+from tests.harness.postgres import Janitor, PostgresUnavailable, Server, ensure_server
 
 
 def _migrate(url: str) -> None:
@@ -33,8 +32,8 @@ def _migrate(url: str) -> None:
     asyncio.run(run())
 
 
-def _janitor(server: Server, dbname: str, **kwargs: object) -> DatabaseJanitor:
-    return DatabaseJanitor(
+def _janitor(server: Server, dbname: str, **kwargs: object) -> Janitor:
+    return Janitor(
         user=server.user,
         password=server.password,
         host=server.host,

@@ -23,7 +23,11 @@ ACME = Scope("acme")
 SLUG = "pdf-report"
 OLD = package(SLUG, files=3, tag="old")
 NEW = package(SLUG, files=5, tag="new")
-BEFORE_COMMIT = [p for p in POINTS if p != "publish.committed"]
+# The steps a write that publishes a version goes through, in order (a write diverted into
+# a proposal takes `publish.proposal_rows` instead of the version rows; GC and
+# materialisation have points of their own).
+STEPS = [p for p in POINTS if p.startswith(("write.", "publish.")) and p != "publish.proposal_rows"]
+BEFORE_COMMIT = [p for p in STEPS if p != "publish.committed"]
 
 
 async def _setup(make_registry, local_store):
@@ -31,6 +35,8 @@ async def _setup(make_registry, local_store):
     store = InstrumentedStore(local_store)
     registry = await make_registry(blobs=store, failpoints=failpoints)
     await registry.write_package(ACME, SLUG, OLD, expected_head=None, actor="u1")
+    # The list of steps cannot go stale: the first write must have passed every one.
+    assert [p for p in STEPS if failpoints.hits[p] == 0] == []
     return registry, failpoints, store
 
 
@@ -68,7 +74,8 @@ async def test_cancellation_at_each_step_changes_nothing(make_registry, local_st
     before = await db_state(registry)
     park = failpoints.park(point)
     task = asyncio.create_task(_write_new(registry))
-    await park.reached.wait()
+    async with asyncio.timeout(60):  # a safety net against a hang, not a timing assertion
+        await park.reached.wait()
     task.cancel()
     park.release.set()
     with pytest.raises(asyncio.CancelledError):

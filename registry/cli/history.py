@@ -1,0 +1,246 @@
+"""History commands: history, diff, restore."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from registry.cli.common import (
+    CliState,
+    agent_option,
+    json_option,
+    make_scope,
+    parse_ref,
+    run_async,
+)
+from registry.cli.output import Output, human_size
+from registry.domain.model import Publication
+from registry.services.diff import DiffTarget, FileChange, PackageDiff, ProposalRef
+from registry.services.history import HistoryPage
+
+actor_option = click.option("--actor", default="cli", show_default=True, help="Who acts.")
+
+
+def parse_skill(ref: str) -> tuple[str, str]:
+    """`WORKSPACE/SLUG` (no `@VERSION`) -> (workspace, slug)."""
+    workspace, slug, version = parse_ref(ref)
+    if version is not None:
+        msg = f"{ref!r}: name the skill as WORKSPACE/SLUG, without '@VERSION'"
+        raise click.BadParameter(msg)
+    return workspace, slug
+
+
+def parse_target(value: str) -> DiffTarget:
+    """A version number `N`, or a proposal `pN` / `proposal:N`."""
+    text = value.strip().lower()
+    for prefix in ("proposal:", "p"):
+        if text.startswith(prefix) and text[len(prefix) :].isdigit():
+            return ProposalRef(int(text[len(prefix) :]))
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    msg = f"{value!r}: expected a version number, or a proposal as pN"
+    raise click.BadParameter(msg)
+
+
+def _render_history(page: HistoryPage, console: Console) -> None:
+    # One line per version, like `git log --oneline`: a table would squeeze the messages.
+    console.print(f"[bold]{page.scope.workspace}/{page.slug}[/]")
+    for v in page.items:
+        marks = []
+        if v.head:
+            marks.append("[bold green]head[/]")
+        if v.restored_from is not None:
+            marks.append(f"restored from {v.restored_from}")
+        if v.archived:
+            marks.append("[dim]archived[/]")
+        if not v.available:
+            marks.append(f"[red]unavailable: {escape(v.unavailable_because or '')}[/]")
+        label = f" ({', '.join(marks)})" if marks else ""
+        sources = f"  sources: {escape(', '.join(v.sources))}" if v.sources else ""
+        console.print(
+            f"[bold]{v.number}[/]{label}  {v.origin} by {escape(v.actor)}  "
+            f"{v.created_at:%Y-%m-%d %H:%M:%S}  {v.file_count} files, "
+            f"{human_size(v.total_size)}  [dim]{v.manifest_hash[:12]}[/]"
+            + (f"  {escape(v.message)}" if v.message else "")
+            + sources,
+            soft_wrap=True,
+        )
+    if page.next_before:
+        console.print(f"more: --before {page.next_before}")
+
+
+@click.command()
+@click.argument("ref")
+@agent_option
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 500))
+@click.option("--before", help="Continue after this cursor (from the previous page).")
+@click.option("--archived", is_flag=True, help="Also list the versions of deleted skills.")
+@json_option
+@run_async
+async def history(
+    state: CliState,
+    out: Output,
+    *,
+    ref: str,
+    agent: str,
+    limit: int,
+    before: str | None,
+    archived: bool,
+) -> None:
+    """List the versions of REF (WORKSPACE/SLUG), newest first."""
+    workspace, slug = parse_skill(ref)
+    if before is not None and not re.fullmatch(r"\d+\.\d+", before):
+        msg = f"{before!r}: not a cursor from a previous page"
+        raise click.BadParameter(msg, param_hint="--before")
+    async with state.open() as reg:
+        page = await reg.history(
+            make_scope(workspace, agent),
+            slug,
+            limit=limit,
+            before=before,
+            include_archived=archived,
+        )
+    out.emit(page, lambda c: _render_history(page, c))
+
+
+_STATUS_MARK = {"added": ("A", "green"), "changed": ("M", "yellow"), "removed": ("D", "red")}
+
+
+def _line_style(line: str) -> str:
+    if line.startswith("@@"):
+        return "cyan"
+    if line.startswith("+"):
+        return "green"
+    if line.startswith("-"):
+        return "red"
+    return ""
+
+
+def _describe(change: FileChange) -> str:
+    if change.status == "added":
+        return f"{human_size(change.new_size or 0)}, {(change.new_digest or '')[:12]}"
+    if change.status == "removed":
+        return f"{human_size(change.old_size or 0)}, {(change.old_digest or '')[:12]}"
+    parts = []
+    if change.old_digest != change.new_digest:
+        parts.append(
+            f"{human_size(change.old_size or 0)} -> {human_size(change.new_size or 0)}, "
+            f"{(change.old_digest or '')[:12]} -> {(change.new_digest or '')[:12]}"
+        )
+    if change.old_executable != change.new_executable:
+        parts.append("mode " + ("-x -> +x" if change.new_executable else "+x -> -x"))
+    return "; ".join(parts)
+
+
+def render_changes(files: list[FileChange], console: Console) -> None:
+    """Print file changes with their diff lines, coloured when the console is a terminal."""
+    for change in files:
+        mark, colour = _STATUS_MARK[change.status]
+        binary = "  [dim]binary[/]" if change.binary else ""
+        console.print(
+            f"[{colour}]{mark}[/]  [bold]{escape(change.path)}[/]  ({escape(_describe(change))})"
+            + binary,
+            soft_wrap=True,
+        )
+        # Diff lines are printed as they are (the terminal wraps them), so a copied hunk
+        # is still a valid patch.
+        for line in change.lines:
+            style = _line_style(line)
+            text = escape(line)
+            console.print(f"    [{style}]{text}[/]" if style else f"    {text}", soft_wrap=True)
+        if change.truncated:
+            console.print(f"    [dim]... {change.omitted} more lines (--full shows all)[/]")
+
+
+def _render_diff(diff: PackageDiff, workspace: str, console: Console) -> None:
+    console.print(
+        f"[bold]{workspace}/{diff.slug}[/] {diff.a.label} -> {diff.b.label}: "
+        f"{diff.count('added')} added, {diff.count('changed')} changed, "
+        f"{diff.count('removed')} removed"
+    )
+    if diff.identical:
+        console.print("identical packages")
+    render_changes(diff.files, console)
+
+
+@click.command()
+@click.argument("ref")
+@click.argument("a")
+@click.argument("b")
+@agent_option
+@click.option("--full", is_flag=True, help="The whole unified diff of every text file.")
+@json_option
+@run_async
+async def diff(
+    state: CliState, out: Output, *, ref: str, a: str, b: str, agent: str, full: bool
+) -> None:
+    """Compare versions A and B of REF (WORKSPACE/SLUG); a proposal is written pN."""
+    workspace, slug = parse_skill(ref)
+    side_a, side_b = parse_target(a), parse_target(b)
+    async with state.open() as reg:
+        result = await reg.diff(make_scope(workspace, agent), slug, side_a, side_b, full=full)
+    out.emit(result, lambda c: _render_diff(result, workspace, c))
+
+
+def publication_dict(pub: Publication) -> dict[str, Any]:
+    return {
+        "version": pub.version,
+        "manifest_hash": pub.manifest_hash,
+        "created": pub.created,
+        "retired": pub.retired,
+        "unchanged": pub.unchanged,
+        "uploaded": pub.uploaded,
+        "uploaded_bytes": pub.uploaded_bytes,
+        "proposal": pub.proposal,
+    }
+
+
+@click.command()
+@click.argument("ref")
+@click.argument("version", type=click.IntRange(min=1))
+@click.option(
+    "--expect-head", "expect", required=True, type=click.IntRange(min=1), help="The current head."
+)
+@agent_option
+@actor_option
+@click.option("-m", "--message", default="", help="A message stored with the new version.")
+@json_option
+@run_async
+async def restore(
+    state: CliState,
+    out: Output,
+    *,
+    ref: str,
+    version: int,
+    expect: int,
+    agent: str,
+    actor: str,
+    message: str,
+) -> None:
+    """Make VERSION of REF (WORKSPACE/SLUG) the head again, as a new version."""
+    workspace, slug = parse_skill(ref)
+    async with state.open() as reg:
+        pub = await reg.restore(
+            make_scope(workspace, agent),
+            slug,
+            version,
+            expected_head=expect,
+            actor=actor,
+            message=message,
+        )
+    data = {"workspace": workspace, "agent": agent, "slug": slug, "restored_from": version}
+    if pub.unchanged:
+        line = f"{slug}: version {version} is already the head's package (version {pub.version})"
+    else:
+        line = (
+            f"{slug}: restored version {version} as version {pub.version} "
+            f"({pub.manifest_hash[:12]}; {pub.uploaded} blobs uploaded)"
+        )
+    out.emit({**data, **publication_dict(pub)}, lambda c: c.print(line))
+
+
+COMMANDS = (history, diff, restore)

@@ -1,0 +1,142 @@
+"""The content check as the services run it: cached per digest, under approvals.
+
+Digests the current scanner found clean are remembered (`scan_results`, keyed by digest and
+scanner fingerprint) and not scanned again; a file with findings is never cached, so every
+check sees its findings and matches them against approvals exactly (domain/approvals.py).
+
+A package read back from storage (a restore, an applied proposal, a state query) is checked
+the same way: its bytes are fetched only for digests not cached clean.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Final
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from registry.db import approvals as db_approvals
+from registry.db import skills as db
+from registry.db.blobs import upsert
+from registry.db.tables import ScanResult
+from registry.domain.approvals import Approval, FindingRef, Verdict, evaluate
+from registry.domain.manifest import Manifest
+from registry.domain.model import PackageFile, Scope
+from registry.domain.scanner import Finding
+from registry.services.context import Context
+from registry.services.read import read_files
+
+# Above this many bytes the scan runs in a worker thread (the regex engine releases the
+# GIL), so a large package does not stall the event loop.
+_THREAD_THRESHOLD: Final = 256 * 1024
+
+
+async def approvals_of(
+    ctx: Context, scope: Scope, slug: str, version: int | None
+) -> tuple[Approval, ...]:
+    """The approvals stored with `version` (None: the head) of the live skill, or ()."""
+
+    async def work(conn: AsyncConnection) -> tuple[Approval, ...]:
+        skill = await db.live_skill(conn, scope, slug)
+        if skill is None:
+            return ()
+        row = await db.version(conn, skill, skill.head if version is None else version)
+        if row is None:
+            return ()
+        return await db_approvals.for_version(conn, scope.workspace, row.id)
+
+    return await ctx.read(work)
+
+
+async def _clean_digests(ctx: Context, digests: Iterable[str]) -> set[str]:
+    wanted = sorted(set(digests))
+    fingerprint = ctx.scanner.fingerprint
+
+    async def work(conn: AsyncConnection) -> set[str]:
+        rows = await conn.execute(
+            sa.select(ScanResult.digest).where(
+                ScanResult.scanner == fingerprint, ScanResult.digest.in_(wanted)
+            )
+        )
+        return {r.digest for r in rows}
+
+    return await ctx.read(work) if wanted else set()
+
+
+async def _remember_clean(ctx: Context, digests: Sequence[str], workspace: str) -> None:
+    if not digests:
+        return
+    fingerprint, now = ctx.scanner.fingerprint, ctx.clock.now()
+
+    async def work(conn: AsyncConnection) -> None:
+        insert = upsert(conn, ScanResult).values(
+            [{"digest": d, "scanner": fingerprint, "scanned_at": now} for d in sorted(digests)]
+        )
+        await conn.execute(insert.on_conflict_do_nothing(index_elements=["digest", "scanner"]))
+
+    await ctx.write(work, workspace=workspace)
+
+
+Inherited = Iterable[Approval] | Callable[[], Awaitable[Iterable[Approval]]]
+"""Approvals, or a function that loads them: called only if the scan finds something, so
+a clean package (the common case) costs no extra query."""
+
+
+async def verdict(
+    ctx: Context,
+    manifest: Manifest,
+    files: Mapping[str, PackageFile] | None,
+    *,
+    allowed: Inherited = (),
+    approve: Iterable[FindingRef] = (),
+    workspace: str = "",
+) -> Verdict:
+    """Check `manifest`'s files (`files`, or fetched from the blob store if None).
+
+    Digests that scan clean are remembered only when nothing blocks, so a refused write
+    leaves no trace beyond its error.
+    """
+    clean = await _clean_digests(ctx, (e.digest for e in manifest.entries))
+    todo = [e for e in manifest.entries if e.digest not in clean]
+    if files is None and todo:
+        files = await read_files(ctx, Manifest(todo))
+    data = {e.path: files[e.path].data for e in todo} if files is not None else {}
+
+    def scan_all() -> list[Finding]:
+        findings: list[Finding] = []
+        for path, content in data.items():
+            findings.extend(ctx.scanner.scan(path, content))
+        return findings
+
+    if sum(len(d) for d in data.values()) > _THREAD_THRESHOLD:
+        findings = await asyncio.to_thread(scan_all)
+    else:
+        findings = scan_all()
+    if findings and callable(allowed):
+        allowed = await allowed()
+    result = evaluate(findings, () if callable(allowed) else allowed, approve)
+    if result.blocked is None:
+        paths = {f.path for f in findings}
+        dirty = {e.digest for e in todo if e.path in paths}
+        await _remember_clean(ctx, sorted({e.digest for e in todo} - dirty), workspace)
+    return result
+
+
+async def check(
+    ctx: Context,
+    manifest: Manifest,
+    files: Mapping[str, PackageFile] | None,
+    *,
+    allowed: Inherited = (),
+    approve: Iterable[FindingRef] = (),
+    workspace: str = "",
+) -> tuple[Approval, ...]:
+    """`verdict(...)`, raising `ContentBlocked` if anything blocks; returns the kept approvals."""
+    result = await verdict(
+        ctx, manifest, files, allowed=allowed, approve=approve, workspace=workspace
+    )
+    if result.blocked is not None:
+        raise result.blocked
+    return result.kept

@@ -1,0 +1,311 @@
+"""Owner controls and the skill's state.
+
+The controls: pause/resume learning, stop/resume use, automatic improvements on/off and
+delete; `status` reports the state machine's state.
+
+Each action is one transaction under the workspace lock: it reads the live skill, checks the
+transition against the state machine (`registry.domain.states`; a disallowed one raises
+`StateConflict`), updates the skill row and writes exactly one outbox event. No action here
+moves the head or touches a version: history is kept as it is (delete included: the
+versions stay, listed as archived, and the slug is free for a new skill).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from registry.db import approvals as db_approvals
+from registry.db import exclusions as db_exclusions
+from registry.db import proposals as db_proposals
+from registry.db import skills as db
+from registry.db.locks import lock_workspace
+from registry.db.tables import Skill
+from registry.domain.model import Scope, check_slug
+from registry.domain.states import Action, Conditions, SkillState, check
+from registry.errors import ContentBlocked, HeadConflict, SkillNotFound, VersionUnavailable
+from registry.services import content
+from registry.services.context import Context
+
+T = TypeVar("T")
+
+# A `resume_use` checks the head it evaluated is still the head under the lock; a write
+# that moved it in between makes it evaluate again, at most this often.
+_HEAD_RACE_ATTEMPTS: Final = 3
+
+EVENTS: Final = {
+    Action.PAUSE: "learning_paused",
+    Action.RESUME: "learning_resumed",
+    Action.STOP_USING: "use_paused",
+    Action.RESUME_USE: "use_resumed",
+    Action.AUTO_IMPROVE_ON: "auto_improve_on",
+    Action.AUTO_IMPROVE_OFF: "auto_improve_off",
+    Action.DELETE: "deleted",
+}
+
+
+@dataclass(frozen=True)
+class SkillStatus:
+    """A skill's controls and its state in the state machine.
+
+    `blocked` is None when the content check was not evaluated (the result of an action
+    other than `resume_use`); `blocked_by` names the first blocking finding (path, pattern
+    class, ordinal; never the value). `unavailable_because` names the excluded source that
+    makes the head unreadable (docs/history.md), if one does.
+    """
+
+    scope: Scope
+    slug: str
+    head: int
+    state: SkillState
+    states: list[SkillState]
+    auto_improve: bool
+    learning_paused: bool
+    use_paused: bool
+    pause_reason: str | None
+    proposal: int | None
+    proposal_status: str | None
+    blocked: bool | None
+    blocked_by: dict[str, object] | None = None
+    unavailable_because: str | None = None
+
+
+async def locked(
+    ctx: Context, workspace: str, work: Callable[[AsyncConnection], Awaitable[T]]
+) -> T:
+    """Run `work` in one write transaction holding the workspace lock."""
+
+    async def run(conn: AsyncConnection) -> T:
+        await lock_workspace(conn, workspace)
+        return await work(conn)
+
+    return await ctx.write(run, workspace=workspace)
+
+
+async def live_skill(conn: AsyncConnection, scope: Scope, slug: str) -> db.SkillRow:
+    skill = await db.live_skill(conn, scope, slug)
+    if skill is None:
+        raise SkillNotFound(scope.workspace, scope.agent, slug)
+    return skill
+
+
+async def conditions(
+    conn: AsyncConnection, skill: db.SkillRow, *, blocked: bool | None = None
+) -> tuple[Conditions, db_proposals.ProposalRow | None]:
+    pending = await db_proposals.pending(conn, skill)
+    return (
+        Conditions(
+            learning_paused=skill.learning_paused,
+            use_paused=skill.use_paused,
+            auto_improve=skill.auto_improve,
+            pending_proposal=pending is not None,
+            blocked=blocked,
+        ),
+        pending,
+    )
+
+
+def _status(
+    scope: Scope,
+    skill: db.SkillRow,
+    found: Conditions,
+    pending: db_proposals.ProposalRow | None,
+    checked: HeadCheck | None = None,
+) -> SkillStatus:
+    blocked_by = None if checked is None else checked.blocked_by
+    deleted = skill.state == "deleted"
+    return SkillStatus(
+        scope=scope,
+        slug=skill.slug,
+        head=skill.head,
+        state=SkillState.DELETED if deleted else found.state,
+        states=[SkillState.DELETED] if deleted else found.states,
+        auto_improve=skill.auto_improve,
+        learning_paused=skill.learning_paused,
+        use_paused=skill.use_paused,
+        pause_reason=skill.pause_reason,
+        proposal=None if pending is None else pending.id,
+        proposal_status=None if pending is None else pending.status,
+        blocked=found.blocked,
+        blocked_by=None if blocked_by is None else blocked_by.details(),
+        unavailable_because=None if checked is None else checked.unavailable_because,
+    )
+
+
+@dataclass(frozen=True)
+class HeadCheck:
+    """The content check of a head: the first blocking finding, or why it cannot be read."""
+
+    head: int
+    blocked_by: ContentBlocked | None
+    unavailable_because: str | None
+
+
+async def head_check(ctx: Context, scope: Scope, slug: str) -> HeadCheck:
+    """Check the live skill's head under its approvals (not scanned if it is unavailable)."""
+
+    async def work(conn: AsyncConnection) -> tuple[int, Any, Any, str | None]:
+        skill = await live_skill(conn, scope, slug)
+        row = await db.version(conn, skill, skill.head)
+        assert row is not None
+        excluded = await db_exclusions.unavailable(conn, scope.workspace, [row.id])
+        manifest = await db.manifest_entries(conn, scope.workspace, row.manifest_id)
+        approvals = await db_approvals.for_version(conn, scope.workspace, row.id)
+        return row.number, manifest, approvals, excluded.get(row.id)
+
+    number, manifest, approvals, unavailable = await ctx.read(work)
+    if unavailable is not None:
+        return HeadCheck(number, None, unavailable)
+    result = await content.verdict(ctx, manifest, None, allowed=approvals)
+    return HeadCheck(number, result.blocked, None)
+
+
+async def _status_of(
+    conn: AsyncConnection, *, scope: Scope, slug: str, checked: HeadCheck
+) -> SkillStatus:
+    skill = await live_skill(conn, scope, slug)
+    found, pending = await conditions(conn, skill, blocked=checked.blocked_by is not None)
+    return _status(scope, skill, found, pending, checked)
+
+
+async def status(ctx: Context, scope: Scope, slug: str) -> SkillStatus:
+    """The skill's controls and state, the content check of its head included."""
+    check_slug(slug)
+    for _ in range(_HEAD_RACE_ATTEMPTS):
+        checked = await head_check(ctx, scope, slug)
+        current = await ctx.read(
+            functools.partial(_status_of, scope=scope, slug=slug, checked=checked)
+        )
+        # A write moved the head after it was checked: check the new head.
+        if current.head == checked.head:
+            break
+    return current
+
+
+def _pause_reason(reason: str, skill: db.SkillRow, *, still_paused: bool) -> str | None:
+    # One reason is kept while either pause holds; the newest pause's reason wins.
+    if reason:
+        return reason
+    return skill.pause_reason if still_paused else None
+
+
+_CHANGES: Final[dict[Action, Callable[[db.SkillRow, str], dict[str, Any]]]] = {
+    Action.PAUSE: lambda skill, reason: {
+        "learning_paused": True,
+        "pause_reason": _pause_reason(reason, skill, still_paused=True),
+    },
+    Action.RESUME: lambda skill, _: {
+        "learning_paused": False,
+        "pause_reason": _pause_reason("", skill, still_paused=skill.use_paused),
+    },
+    Action.STOP_USING: lambda skill, reason: {
+        "use_paused": True,
+        "pause_reason": _pause_reason(reason, skill, still_paused=True),
+    },
+    Action.RESUME_USE: lambda skill, _: {
+        "use_paused": False,
+        "pause_reason": _pause_reason("", skill, still_paused=skill.learning_paused),
+    },
+    Action.AUTO_IMPROVE_ON: lambda _skill, _: {"auto_improve": True},
+    Action.AUTO_IMPROVE_OFF: lambda _skill, _: {"auto_improve": False},
+    Action.DELETE: lambda _skill, _: {"state": "deleted"},
+}
+"""The skill-row update each action makes."""
+
+
+class _HeadMoved(Exception):
+    """The head changed between the content check and the locked transaction."""
+
+    def __init__(self, checked: int, current: int) -> None:
+        super().__init__(checked, current)
+        self.checked = checked
+        self.current = current
+
+
+async def act(
+    ctx: Context,
+    scope: Scope,
+    slug: str,
+    action: Action,
+    *,
+    actor: str,
+    reason: str = "",
+) -> SkillStatus:
+    """Apply an owner control `action` to the live skill `slug` (see the module docstring)."""
+    check_slug(slug)
+    moved = None
+    for _ in range(_HEAD_RACE_ATTEMPTS):
+        checked = None
+        if action is Action.RESUME_USE:
+            checked = await head_check(ctx, scope, slug)
+            if checked.unavailable_because is not None:
+                # Runtimes would load a package that may not be read.
+                raise VersionUnavailable(slug, checked.head, checked.unavailable_because)
+        try:
+            work = functools.partial(
+                _act,
+                ctx,
+                scope=scope,
+                slug=slug,
+                action=action,
+                actor=actor,
+                reason=reason,
+                checked=checked,
+            )
+            return await locked(ctx, scope.workspace, work)
+        except _HeadMoved as exc:
+            moved = exc
+    assert moved is not None
+    raise HeadConflict(moved.checked, moved.current)
+
+
+async def _act(
+    ctx: Context,
+    conn: AsyncConnection,
+    *,
+    scope: Scope,
+    slug: str,
+    action: Action,
+    actor: str,
+    reason: str,
+    checked: HeadCheck | None,
+) -> SkillStatus:
+    now = ctx.clock.now()
+    skill = await live_skill(conn, scope, slug)
+    if checked is not None and checked.head != skill.head:
+        raise _HeadMoved(checked.head, skill.head)
+    found, _ = await conditions(
+        conn, skill, blocked=None if checked is None else checked.blocked_by is not None
+    )
+    check(action, found)
+    changes = _CHANGES[action](skill, reason)
+    if action is Action.DELETE:
+        changes["deleted_at"] = now
+    withdrawn = (
+        await db_proposals.withdraw_pending(conn, skill, now) if action is Action.DELETE else []
+    )
+    await conn.execute(
+        sa.update(Skill)
+        .where(Skill.id == skill.id, Skill.workspace == scope.workspace)
+        .values(updated_at=now, **changes)
+    )
+    await db.insert_event(
+        conn,
+        scope,
+        slug,
+        skill_id=skill.id,
+        kind=EVENTS[action],
+        version=skill.head,
+        manifest_hash=None,
+        payload={"actor": actor, "reason": reason or None, "withdrawn_proposals": withdrawn},
+        now=now,
+    )
+    updated = await db.skill_by_id(conn, scope.workspace, skill.id)
+    assert updated is not None
+    after, pending_after = await conditions(conn, updated, blocked=found.blocked)
+    return _status(scope, updated, after, pending_after, checked)

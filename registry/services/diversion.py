@@ -1,0 +1,197 @@
+"""The write path's history hooks, run inside the publish transaction (lock held).
+
+- An automated (`learning`) write to a skill whose automatic improvements are off, or
+  whose learning is paused, records a proposal instead of a version (`diverted`, `propose`).
+- An owner's edit that asked to keep its draft records it as a (stale) proposal when its
+  compare-and-swap fails (`propose`, with the draft's base).
+- A write that decides a proposal finds it open and made on the current head
+  (`pending_proposal`), and closes it as applied when the head moves (`head_moved`).
+- Every head move makes the skill's open proposal stale (`head_moved`).
+- A version may not list an excluded source (`check_sources`).
+
+Each hook only adds rows to the one transaction; the caller writes its one event (or, for a
+proposal, `propose` writes it instead of the version's).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from registry.db import exclusions as db_exclusions
+from registry.db import proposals as db_proposals
+from registry.db import skills as db
+from registry.domain.manifest import Manifest
+from registry.domain.model import Origin, Publication
+from registry.errors import ProposalNotFound, ProposalStale, SourceExcluded, StateConflict
+from registry.services.context import Context
+
+if TYPE_CHECKING:
+    # publish imports this module; the request type is only needed for annotations.
+    from registry.services.publish import WriteRequest
+
+
+@dataclass(frozen=True, slots=True)
+class ProposalDecision:
+    """The owner's decision to apply a pending proposal.
+
+    `decision` is `apply` (the proposal as it is) or `alternative` (the owner's edit of it).
+    """
+
+    proposal: int
+    decision: str
+    actor: str
+
+
+def diverted(request: WriteRequest, skill: db.SkillRow | None) -> bool:
+    """An automated write to a skill under human control becomes a proposal."""
+    return (
+        skill is not None
+        and request.decides is None
+        and request.origin is Origin.LEARNING
+        and (not skill.auto_improve or skill.learning_paused)
+    )
+
+
+def event_kind(request: WriteRequest) -> str:
+    """The outbox event kind of a write that appends a version."""
+    if request.decides is not None:
+        return "proposal_applied"
+    if request.origin is Origin.RESTORE:
+        return "restored"
+    return "published"
+
+
+async def pending_proposal(
+    conn: AsyncConnection, request: WriteRequest, skill: db.SkillRow | None
+) -> db_proposals.ProposalRow | None:
+    """The proposal this write decides, checked to be open and made on the current head."""
+    decides = request.decides
+    if decides is None:
+        return None
+    proposal = await db_proposals.get(conn, request.scope, decides.proposal)
+    if proposal is None or skill is None or proposal.skill_id != skill.id:
+        raise ProposalNotFound(decides.proposal)
+    check_decidable(proposal, decides.decision, skill.head)
+    return proposal
+
+
+def check_decidable(proposal: db_proposals.ProposalRow, decision: str, head: int) -> None:
+    """Refuse a decision the proposal's status does not allow (docs/history.md)."""
+    if decision == "keep_current":
+        if not proposal.pending:
+            raise StateConflict(decision, f"proposal {proposal.status}")
+        return
+    if proposal.status == "stale" or (proposal.status == "open" and proposal.base_version != head):
+        raise ProposalStale(proposal.id, proposal.base_version, head)
+    if proposal.status != "open":
+        raise StateConflict(decision, f"proposal {proposal.status}")
+
+
+async def check_sources(conn: AsyncConnection, request: WriteRequest) -> None:
+    """A version may not list a source its workspace has excluded (docs/history.md)."""
+    excluded = await db_exclusions.excluded(conn, request.scope.workspace, request.sources)
+    if excluded:
+        raise SourceExcluded(excluded[0])
+
+
+async def head_moved(
+    conn: AsyncConnection,
+    request: WriteRequest,
+    skill: db.SkillRow,
+    *,
+    decided: db_proposals.ProposalRow | None,
+    number: int,
+    now: datetime,
+) -> list[int]:
+    """Close the decided proposal as applied; return the ids of proposals made stale."""
+    if decided is not None and request.decides is not None:
+        await db_proposals.close(
+            conn,
+            decided,
+            status="applied",
+            decision=request.decides.decision,
+            actor=request.decides.actor,
+            now=now,
+            applied_version=number,
+        )
+    # A proposal made on the old head can no longer be applied.
+    return await db_proposals.stale_open(conn, skill, now)
+
+
+async def propose(
+    ctx: Context,
+    conn: AsyncConnection,
+    request: WriteRequest,
+    skill: db.SkillRow,
+    *,
+    manifest: Manifest,
+    manifest_id: int,
+    base: int,
+    write_id: str,
+    now: datetime,
+) -> Publication:
+    """Record the package as the skill's pending proposal (superseding the previous one)."""
+    status = "open" if base == skill.head else "stale"
+    pending = await db_proposals.pending(conn, skill)
+    if pending is not None and (pending.manifest_hash, pending.base_version, pending.status) == (
+        manifest.hash,
+        base,
+        status,
+    ):
+        # The same proposal again (a retried job): nothing new to decide on, no event.
+        return _proposed(skill, manifest, pending.id, None)
+    proposal_id, superseded = await db_proposals.record(
+        conn,
+        skill,
+        base_version=base,
+        status=status,
+        manifest_id=manifest_id,
+        manifest=manifest,
+        origin=request.origin.value,
+        actor=request.actor,
+        message=request.message,
+        sources=request.sources,
+        approvals=request.approvals,
+        write_id=write_id,
+        now=now,
+    )
+    await ctx.hit("publish.proposal_rows")
+    await db.insert_event(
+        conn,
+        request.scope,
+        request.slug,
+        skill_id=skill.id,
+        kind="proposed",
+        version=skill.head,
+        manifest_hash=manifest.hash,
+        payload={
+            "proposal": proposal_id,
+            "base": base,
+            "status": status,
+            "origin": request.origin.value,
+            "actor": request.actor,
+            "superseded": superseded,
+            "files": manifest.file_count,
+            "bytes": manifest.total_size,
+        },
+        now=now,
+    )
+    return _proposed(skill, manifest, proposal_id, now)
+
+
+def _proposed(
+    skill: db.SkillRow, manifest: Manifest, proposal_id: int, now: datetime | None
+) -> Publication:
+    return Publication(
+        version=skill.head,
+        manifest_hash=manifest.hash,
+        created=False,
+        retired=None,
+        unchanged=False,
+        committed_at=now,
+        proposal=proposal_id,
+    )

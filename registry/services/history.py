@@ -1,0 +1,151 @@
+"""History: the versions of a skill, newest first, a keyset page at a time.
+
+The live skill's versions come first; with `include_archived`, the versions of earlier,
+deleted skills that had the same slug in the scope follow, newest skill first, each marked
+`archived`. A version that lists a source excluded from the workspace is listed (its
+metadata is not the excluded content) but marked unavailable.
+
+Pinned reads of a version are `read.read_package(..., version=N)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from registry.db import exclusions as db_exclusions
+from registry.db import skills as db
+from registry.db.tables import Skill, Version
+from registry.domain.model import Scope, check_slug
+from registry.errors import SkillNotFound
+from registry.services.context import Context
+
+MAX_PAGE: Final = 500
+
+
+@dataclass(frozen=True)
+class VersionSummary:
+    """One version in a history listing."""
+
+    number: int
+    origin: str
+    actor: str
+    created_at: datetime
+    message: str
+    sources: list[str]
+    parent: int | None
+    restored_from: int | None
+    file_count: int
+    total_size: int
+    manifest_hash: str
+    head: bool
+    archived: bool
+    available: bool
+    unavailable_because: str | None
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    """A page of a skill's history; pass `next_before` back as `before` for the next page.
+
+    `head` is the live skill's head (None when only archived histories exist).
+    """
+
+    scope: Scope
+    slug: str
+    head: int | None
+    items: list[VersionSummary]
+    next_before: str | None
+
+
+_VERSION_FIELDS = tuple(db.VersionRow.__slots__)
+
+
+def _cursor(skill_id: int, number: int) -> str:
+    return f"{skill_id}.{number}"
+
+
+def _parse_cursor(cursor: str) -> tuple[int, int]:
+    skill_id, _, number = cursor.partition(".")
+    if not (skill_id.isdigit() and number.isdigit()):
+        msg = f"not a history cursor: {cursor!r}"
+        raise ValueError(msg)
+    return int(skill_id), int(number)
+
+
+async def history(
+    ctx: Context,
+    scope: Scope,
+    slug: str,
+    *,
+    limit: int = 20,
+    before: str | None = None,
+    include_archived: bool = False,
+) -> HistoryPage:
+    """The versions of `slug` in `scope`, newest first; `SkillNotFound` if there are none."""
+    check_slug(slug)
+    limit = max(1, min(limit, MAX_PAGE))
+    cursor = None if before is None else _parse_cursor(before)
+
+    async def work(conn: AsyncConnection) -> HistoryPage:
+        skills = (
+            await conn.execute(
+                sa.select(Skill.id, Skill.state, Skill.head)
+                .where(db.in_scope(scope), Skill.slug == slug)
+                .order_by(Skill.id.desc())
+            )
+        ).all()
+        live = next((s for s in skills if s.state != "deleted"), None)
+        wanted = [s for s in skills if include_archived or s.state != "deleted"]
+        if not wanted:
+            raise SkillNotFound(scope.workspace, scope.agent, slug)
+        query = (
+            sa.select(*(getattr(Version, f) for f in _VERSION_FIELDS))
+            .where(
+                Version.workspace == scope.workspace,
+                Version.skill_id.in_([s.id for s in wanted]),
+            )
+            .order_by(Version.skill_id.desc(), Version.number.desc())
+            .limit(limit + 1)
+        )
+        if cursor is not None:
+            skill_id, number = cursor
+            query = query.where(
+                sa.or_(
+                    Version.skill_id < skill_id,
+                    sa.and_(Version.skill_id == skill_id, Version.number < number),
+                )
+            )
+        rows = [db.VersionRow(**r._asdict()) for r in (await conn.execute(query)).all()]
+        page = rows[:limit]
+        sources = await db.version_sources(conn, (r.id for r in page))
+        unavailable = await db_exclusions.unavailable(conn, scope.workspace, sources)
+        items = [
+            VersionSummary(
+                number=r.number,
+                origin=r.origin,
+                actor=r.actor,
+                created_at=r.created_at,
+                message=r.message,
+                sources=sources[r.id],
+                parent=r.parent,
+                restored_from=r.restored_from,
+                file_count=r.file_count,
+                total_size=r.total_size,
+                manifest_hash=r.manifest_hash,
+                head=live is not None and r.skill_id == live.id and r.number == live.head,
+                archived=live is None or r.skill_id != live.id,
+                available=r.id not in unavailable,
+                unavailable_because=unavailable.get(r.id),
+            )
+            for r in page
+        ]
+        more = len(rows) > limit
+        next_before = _cursor(page[-1].skill_id, page[-1].number) if more else None
+        return HistoryPage(scope, slug, None if live is None else live.head, items, next_before)
+
+    return await ctx.read(work)

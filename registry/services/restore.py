@@ -1,0 +1,98 @@
+"""Restore: make an earlier version the head again, as a new version.
+
+A restore appends version `head + 1` with origin `restore`, `restored_from` set, the restored
+version's sources and its package (the same manifest row: content addressing means every
+blob is already stored and referenced, so nothing is uploaded). It is a compare-and-swap on
+the head like any write, it turns automatic improvements off (the owner took control), and
+it refuses a version that the content check blocks or that lists an excluded source.
+
+Restoring the package the head already has is a no-op that returns the head with
+`unchanged=True` (the same rule as re-saving the head's package): a retried restore whose
+reply was lost does not append a duplicate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from registry.db import approvals as db_approvals
+from registry.db import skills as db
+from registry.domain.approvals import Approval
+from registry.domain.manifest import Manifest
+from registry.domain.model import ExpectedHead, Origin, Publication, Scope, check_slug
+from registry.services import content
+from registry.services.context import Context
+from registry.services.publish import WriteRequest, publish_manifest
+from registry.services.read import locate
+
+
+@dataclass(frozen=True)
+class StoredVersion:
+    """A version's package and what a restore carries over from it."""
+
+    number: int
+    manifest: Manifest
+    sources: list[str]
+    approvals: tuple[Approval, ...]
+
+
+async def stored_version(ctx: Context, scope: Scope, slug: str, number: int) -> StoredVersion:
+    """A readable version of the live skill (`VersionUnavailable` if a source is excluded)."""
+
+    async def work(conn: AsyncConnection) -> StoredVersion:
+        _, row = await locate(conn, scope, slug, number)
+        manifest = await db.manifest_entries(conn, scope.workspace, row.manifest_id)
+        sources = await db.version_sources(conn, [row.id])
+        approvals = await db_approvals.for_version(conn, scope.workspace, row.id)
+        return StoredVersion(row.number, manifest, sources[row.id], approvals)
+
+    return await ctx.read(work)
+
+
+async def republish(
+    ctx: Context,
+    scope: Scope,
+    slug: str,
+    stored: StoredVersion,
+    *,
+    expected_head: ExpectedHead,
+    actor: str,
+    message: str = "",
+    repair: bool = False,
+) -> Publication:
+    """Append `stored`'s package as a new version (origin `restore`); uploads nothing."""
+    kept = await content.check(ctx, stored.manifest, None, allowed=stored.approvals)
+    request = WriteRequest(
+        scope=scope,
+        slug=slug,
+        expected_head=expected_head,
+        origin=Origin.RESTORE,
+        actor=actor,
+        message=message,
+        sources=tuple(stored.sources),
+        restored_from=stored.number,
+        skill_changes={"auto_improve": False},
+        approvals=kept,
+        repair=repair,
+    )
+    return await publish_manifest(ctx, request, stored.manifest, {})
+
+
+async def restore(
+    ctx: Context,
+    scope: Scope,
+    slug: str,
+    version: int,
+    *,
+    expected_head: ExpectedHead,
+    actor: str,
+    message: str = "",
+) -> Publication:
+    """Make `version`'s package the head again as a new version (see the module docstring)."""
+    check_slug(slug)
+    stored = await stored_version(ctx, scope, slug, version)
+    return await republish(
+        ctx, scope, slug, stored, expected_head=expected_head, actor=actor, message=message
+    )

@@ -1,0 +1,122 @@
+"""The history commands end to end, through the `skillreg` command line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from registry.cli.main import cli
+from registry.cli.packages import example_root
+
+
+@pytest.fixture
+def embedded(tmp_path, monkeypatch):
+    """The embedded default: SQLite and blobs under ./.skillreg of the working directory."""
+    for name in ("SKILLREG_DATABASE_URL", "SKILLREG_BLOB_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run(*args, code=0):
+    result = CliRunner().invoke(cli, [str(a) for a in args])
+    assert result.exit_code == code, result.output
+    return result.output
+
+
+def run_json(*args, code=0):
+    return json.loads(run(*args, "--json", code=code))
+
+
+def tree(root: Path) -> dict[str, tuple[bytes, bool]]:
+    return {
+        p.relative_to(root).as_posix(): (p.read_bytes(), bool(p.stat().st_mode & 0o100))
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_publish_three_versions_then_history_diff_restore_and_get_byte_for_byte(embedded):
+    run("init")
+    skill = embedded / "pdf-report"
+    shutil.copytree(example_root() / "pdf-report", skill)
+    original = tree(skill)
+    run("publish", skill, "-w", "acme", "-m", "first")
+    (skill / "SKILL.md").write_bytes((skill / "SKILL.md").read_bytes() + b"\nA second thought.\n")
+    (skill / "references" / "extra.md").write_text("more\n")
+    run("publish", skill, "-w", "acme", "-m", "second")
+    (skill / "references" / "extra.md").unlink()
+    (skill / "scripts" / "render.py").write_text("print('rewritten')\n")
+    run("publish", skill, "-w", "acme", "-m", "third")
+
+    history = run_json("history", "acme/pdf-report")
+    assert [(v["number"], v["message"]) for v in history["items"]] == [
+        (3, "third"),
+        (2, "second"),
+        (1, "first"),
+    ]
+    assert "first" in run("history", "acme/pdf-report")
+
+    diff = run_json("diff", "acme/pdf-report", 1, 3)
+    assert {f["path"]: f["status"] for f in diff["files"]} == {
+        "SKILL.md": "changed",
+        "scripts/render.py": "changed",
+    }
+    preview = run("diff", "acme/pdf-report", 1, 3)
+    assert "+A second thought." in preview
+    assert "more lines (--full shows all)" in preview
+    assert "+print('rewritten')" in run("diff", "acme/pdf-report", 1, 3, "--full")
+
+    restored = run_json("restore", "acme/pdf-report", 1, "--expect-head", 3)
+    assert (restored["version"], restored["restored_from"], restored["uploaded"]) == (4, 1, 0)
+    run("get", "acme/pdf-report", "--out", embedded / "v4")
+    assert tree(embedded / "v4") == original
+    run("get", "acme/pdf-report@1", "--out", embedded / "v1")
+    assert tree(embedded / "v1") == original
+
+
+def test_controls_proposals_and_exclusion_through_the_cli(database_url, tmp_path):
+    base = ["--database-url", database_url, "--blob-url", f"file://{tmp_path / 'blobs'}"]
+    run(*base, "init")
+    skill = tmp_path / "csv-cleaner"
+    shutil.copytree(example_root() / "csv-cleaner", skill)
+    run(*base, "publish", skill, "-w", "acme", "--source", "chat:1")
+    run(*base, "auto-improve", "acme/csv-cleaner", "off")
+    (skill / "SKILL.md").write_bytes((skill / "SKILL.md").read_bytes() + b"\nLearned.\n")
+    learned = run_json(
+        *base, "publish", skill, "-w", "acme", "--origin", "learning", "--source", "job:9"
+    )
+    proposal = learned["proposal"]
+    assert proposal is not None
+    listed = run_json(*base, "proposals", "list", "acme")
+    assert [p["id"] for p in listed["items"]] == [proposal]
+    shown = run_json(*base, "proposals", "show", "acme", proposal)
+    assert [f["path"] for f in shown["diff_base"]] == ["SKILL.md"]
+    assert "Learned." in run(*base, "diff", "acme/csv-cleaner", 1, f"p{proposal}")
+    assert run_json(*base, "status", "acme/csv-cleaner")["state"] == "needs_decision"
+    decided = run_json(*base, "proposals", "decide", "acme", proposal, "apply")
+    assert decided["publication"]["version"] == 2
+
+    assert run_json(*base, "pause", "acme/csv-cleaner", "--reason", "r")["learning_paused"]
+    refused = run_json(*base, "pause", "acme/csv-cleaner", code=4)
+    assert (refused["error"], refused["details"]["state"]) == ("state_conflict", "paused_learning")
+    assert not run_json(*base, "resume", "acme/csv-cleaner")["learning_paused"]
+    assert run_json(*base, "stop-using", "acme/csv-cleaner")["use_paused"]
+    assert not run_json(*base, "resume-use", "acme/csv-cleaner")["use_paused"]
+
+    report = run_json(*base, "exclude-source", "acme", "job:9")
+    assert [(r["slug"], r["outcome"], r["restored_from"]) for r in report["repairs"]] == [
+        ("csv-cleaner", "rolled_back", 1)
+    ]
+    missing = run_json(*base, "show", "acme/csv-cleaner@2", code=5)
+    assert missing["error"] == "version_unavailable"
+
+    run_json(*base, "delete", "acme/csv-cleaner")
+    assert run_json(*base, "history", "acme/csv-cleaner", code=5)["error"] == "skill_not_found"
+    archived = run_json(*base, "history", "acme/csv-cleaner", "--archived")
+    assert all(v["archived"] for v in archived["items"])
+    assert run_json(*base, "restore", "other/csv-cleaner", 1, "--expect-head", 1, code=5)
