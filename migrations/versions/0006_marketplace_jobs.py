@@ -61,8 +61,15 @@ def upgrade() -> None:
         batch_op.create_index("ix_jobs_status_run_after", ["status", "run_after"], unique=False)
         batch_op.create_index("ix_jobs_workspace_id", ["workspace", "id"], unique=False)
 
+    # Marketplace update proposals carry the listing version they bring (docs/marketplace.md).
+    with op.batch_alter_table("proposals", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("baseline", sa.JSON(), nullable=True))
+
 
 def downgrade() -> None:
+    with op.batch_alter_table("proposals", schema=None) as batch_op:
+        batch_op.drop_column("baseline")
+
     with op.batch_alter_table("jobs", schema=None) as batch_op:
         batch_op.drop_index("ix_jobs_workspace_id")
         batch_op.drop_index("ix_jobs_status_run_after")

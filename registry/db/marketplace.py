@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db.skills import SkillRow, manifest_entries
-from registry.db.tables import Manifest, Skill, Version, VersionSource
+from registry.db.tables import Manifest, Proposal, Skill, Version, VersionSource
 from registry.domain.manifest import Manifest as DomainManifest
 
 
@@ -42,6 +42,20 @@ async def versions_with_source(conn: AsyncConnection, workspace: str, source: st
         .order_by(Version.id)
     )
     return [Applied(r.agent, r.slug, r.number, r.manifest_hash) for r in rows]
+
+
+async def proposals_with_source(
+    conn: AsyncConnection, workspace: str, skill_id: int, source: str
+) -> list[tuple[int, str]]:
+    """(id, manifest hash) of the skill's proposals whose sources include `source`."""
+    rows = await conn.execute(
+        sa.select(Proposal.id, Proposal.manifest_hash, Proposal.sources)
+        .where(Proposal.workspace == workspace, Proposal.skill_id == skill_id)
+        .order_by(Proposal.id)
+    )
+    # Sources are a JSON list; a skill has few proposals, so they are filtered here
+    # rather than with each dialect's JSON operators.
+    return [(r.id, r.manifest_hash) for r in rows if source in (r.sources or [])]
 
 
 async def manifest_by_hash(

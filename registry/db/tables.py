@@ -407,6 +407,9 @@ class Proposal(Base):
     # Carried to the version the proposal becomes when applied.
     sources: Mapped[list[str]] = mapped_column(sa.JSON, default=list)
     approvals: Mapped[list[dict[str, Any]]] = mapped_column(sa.JSON, default=list)
+    # Marketplace (docs/marketplace.md): the listing version an update proposal brings; the
+    # copy's baseline moves to it when the proposal is decided.
+    baseline: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)
     status: Mapped[str] = mapped_column(sa.String(16), default="open")
     decision: Mapped[str | None] = mapped_column(sa.String(16))
     decided_by: Mapped[str | None] = mapped_column(sa.String(200))

@@ -26,7 +26,7 @@ compare-and-swap make a re-run a no-op.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -189,25 +189,46 @@ async def _read_copy(ctx: Context, scope: Scope, slug: str) -> _Copy:
     return await ctx.read(work)
 
 
-async def _already_applied(ctx: Context, scope: Scope, job: JobRow) -> dict[str, Any] | None:
-    """The result of this job's effect if an earlier run of it committed one."""
+async def _already_applied(
+    ctx: Context, scope: Scope, job: JobRow, slug: str | None = None
+) -> dict[str, Any] | None:
+    """The result of this job's effect if an earlier run of it committed one.
+
+    The effect is a version listing the job's source or, for an update, a proposal that
+    lists it.
+    """
     source = job_source(job.id)
 
-    async def work(conn: AsyncConnection) -> list[db_marketplace.Applied]:
-        return await db_marketplace.versions_with_source(conn, scope.workspace, source)
+    async def work(conn: AsyncConnection) -> dict[str, Any] | None:
+        applied = [
+            a
+            for a in await db_marketplace.versions_with_source(conn, scope.workspace, source)
+            if a.agent == scope.agent
+        ]
+        if applied:
+            last = applied[-1]
+            return {"slug": last.slug, "version": last.version, "manifest_hash": last.manifest_hash}
+        skill = None if slug is None else await db.live_skill(conn, scope, slug)
+        if skill is None:
+            return None
+        proposed = await db_marketplace.proposals_with_source(
+            conn, scope.workspace, skill.id, source
+        )
+        if not proposed:
+            return None
+        proposal, manifest_hash = proposed[-1]
+        return {
+            "outcome": "proposed",
+            "slug": skill.slug,
+            "version": skill.head,
+            "proposal": proposal,
+            "proposed_manifest_hash": manifest_hash,
+        }
 
-    applied = [a for a in await ctx.read(work) if a.agent == scope.agent]
-    if not applied:
+    found = await ctx.read(work)
+    if found is None:
         return None
-    last = applied[-1]
-    return {
-        "workspace": scope.workspace,
-        "agent": scope.agent,
-        "slug": last.slug,
-        "version": last.version,
-        "manifest_hash": last.manifest_hash,
-        "recovered": True,
-    }
+    return {"workspace": scope.workspace, "agent": scope.agent, **found, "recovered": True}
 
 
 # ---------------------------------------------------------------- install
@@ -288,7 +309,7 @@ async def run_update(ctx: Context, job: JobRow) -> dict[str, Any]:
     scope = Scope(payload["workspace"], payload["agent"])
     slug, version = str(payload["slug"]), int(payload["version"])
     actor = str(payload.get("actor", DEFAULT_ACTOR))
-    done = await _already_applied(ctx, scope, job)
+    done = await _already_applied(ctx, scope, job, slug)
     if done is not None:
         return {"outcome": "updated", "listing_version": version, **done}
     copy = await _read_copy(ctx, scope, slug)
@@ -376,13 +397,13 @@ async def _merge(ctx: Context, update: _Update) -> dict[str, Any]:
     base = await _baseline_manifest(ctx, copy)
     merge = merge_manifests(base, copy.manifest, update.target.manifest)
     update.summary |= _merge_summary(merge)
-    if not merge.clean or update.policy == "propose":
-        return await _propose(ctx, update, merge)
-    if merge.manifest.hash == copy.manifest.hash:
-        # The copy already holds every upstream change (the owner made them, or applied
-        # an earlier proposal): only the baseline moves.
+    if merge.clean and merge.manifest.hash == copy.manifest.hash:
+        # The copy already holds every upstream change (the owner made them): only the
+        # baseline moves, whatever the policy (there is nothing to decide).
         await _move_baseline(ctx, update)
         return update.result("baseline_moved")
+    if not merge.clean or update.policy == "propose":
+        return await _propose(ctx, update, merge)
     # A merged package is a new package state: it is read back (every digest verified),
     # validated and scanned like any other package before it is published.
     files = await read_files(ctx, merge.manifest)
@@ -470,7 +491,23 @@ async def _move_baseline(ctx: Context, update: _Update) -> None:
 
 
 async def _propose(ctx: Context, update: _Update, merge: MergeResult) -> dict[str, Any]:
-    raise NotImplementedError
+    """Record the merge as a proposal for the owner; the head and the baseline stay.
+
+    For a conflicting path the proposal holds the upstream side (the owner's is the head,
+    untouched); applying the proposal moves the baseline to the target listing version.
+    The package is read back, validated and scanned like any other first.
+    """
+    files = await read_files(ctx, merge.manifest)
+    conflicts = len(merge.conflicts)
+    why = f"{conflicts} conflicting paths" if conflicts else f"the {update.policy} policy"
+    request = replace(update.request(f", proposed for the owner ({why})"), propose=True)
+    pub = await publish.write_package(ctx, request, files)
+    assert pub.proposal is not None, "a write with `propose` records a proposal"
+    return {
+        **update.result("proposed"),
+        "proposal": pub.proposal,
+        "proposed_manifest_hash": pub.manifest_hash,
+    }
 
 
 HANDLERS: Final[dict[str, jobs.JobHandler]] = {INSTALL: run_install, UPDATE: run_update}

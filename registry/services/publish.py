@@ -90,6 +90,11 @@ class WriteRequest:
     as a proposal if the compare-and-swap fails; `decides` makes this write the owner's
     decision on a pending proposal; `repair` marks a rollback after a source exclusion.
     A decision or a repair always appends a version, even if the head has the same package.
+
+    Marketplace (docs/marketplace.md): `baseline` is the listing version an installed copy
+    now follows; `propose` records the package as a proposal for the owner instead of
+    publishing it (an update of an edited copy), carrying `baseline` to the version the
+    proposal becomes if the owner applies it.
     """
 
     scope: Scope
@@ -107,6 +112,7 @@ class WriteRequest:
     keep_draft: bool = False
     decides: ProposalDecision | None = None
     repair: bool = False
+    propose: bool = False
 
     @property
     def may_be_unchanged(self) -> bool:
@@ -552,8 +558,10 @@ async def _append_version(
     staled: list[int] = []
     if skill is not None:
         changes = dict(request.skill_changes)
-        if request.baseline is not None:
-            listing, listing_version, listing_hash = request.baseline
+        # A decided marketplace proposal moves the copy's baseline as its update would have.
+        baseline = request.baseline or (None if decided is None else decided.baseline_tuple)
+        if baseline is not None:
+            listing, listing_version, listing_hash = baseline
             changes |= {
                 "baseline_listing": listing,
                 "baseline_version": listing_version,

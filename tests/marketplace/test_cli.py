@@ -85,6 +85,52 @@ def test_import_install_edit_update_keeps_the_owners_edit(run, tmp_path):
     shown = _json(run("show", "acme/pdf-report", "--json"))
     assert (shown["version"], shown["origin"]) == (3, "marketplace_update")
 
+    # Every step is in the history: the copy's, and the listing's in the catalog.
+    copy_history = _json(run("history", "acme/pdf-report", "--json"))["items"]
+    assert [(v["number"], v["origin"]) for v in copy_history] == [
+        (3, "marketplace_update"),
+        (2, "edit"),
+        (1, "marketplace_install"),
+    ]
+    assert "listing:pdf-report@2" in copy_history[0]["sources"]
+    listing_history = _json(run("history", "catalog/pdf-report", "--json"))["items"]
+    assert [(v["number"], v["origin"]) for v in listing_history] == [(2, "edit"), (1, "import")]
+    assert "marketplace_update" in run("history", "acme/pdf-report").output
+
+
+def test_a_conflicting_update_becomes_a_proposal_the_owner_applies(run, tmp_path):
+    source = example_root() / "pdf-report"
+    assert run("catalog", "publish", str(source), "--listing", "pdf-report").exit_code == 0
+    assert run("install", "pdf-report", "-w", "acme").exit_code == 0
+    copy = tmp_path / "copy"
+    assert run("get", "acme/pdf-report", "--out", str(copy)).exit_code == 0
+    template = copy / "templates" / "report.html"
+    template.write_bytes(template.read_bytes() + b"<!-- the owner's footer -->\n")
+    assert run("publish", str(copy), "-w", "acme", "--slug", "pdf-report").exit_code == 0
+    upstream = tmp_path / "upstream"
+    assert run("get", "catalog/pdf-report", "--out", str(upstream)).exit_code == 0
+    theirs = upstream / "templates" / "report.html"
+    theirs.write_bytes(theirs.read_bytes() + b"<!-- upstream's footer -->\n")
+    assert run("catalog", "publish", str(upstream), "--listing", "pdf-report").exit_code == 0
+
+    updated = run("update", "acme/pdf-report")
+    assert updated.exit_code == 0, updated.output
+    assert "proposal 1 awaits the owner" in updated.output
+    assert "templates/report.html" in updated.output
+    head = tmp_path / "head"
+    assert run("get", "acme/pdf-report", "--out", str(head)).exit_code == 0
+    assert (head / "templates" / "report.html").read_bytes() == template.read_bytes()
+
+    listed = _json(run("proposals", "list", "acme", "--json"))["items"]
+    assert [(p["id"], p["origin"]) for p in listed] == [(1, "marketplace_update")]
+    assert run("proposals", "decide", "acme", "1", "apply").exit_code == 0
+    history = _json(run("history", "acme/pdf-report", "--json"))["items"]
+    assert [(v["number"], v["origin"]) for v in history] == [
+        (3, "marketplace_update"),
+        (2, "edit"),
+        (1, "marketplace_install"),
+    ]
+
 
 @pytest.mark.parametrize(
     "case", [c for c in CASES if c.id in ("zip-slip", "tar-symlink", "zip-bomb")], ids=str

@@ -9,6 +9,7 @@ import pytest
 from blobstore import BlobStoreUnavailable
 from registry import PackageFile
 from registry.errors import HeadConflict, NotInstalled, SkillNotFound, StorageUnavailable
+from registry.services import marketplace
 from registry.settings import Settings
 from tests.marketplace.support import (
     ACME,
@@ -227,3 +228,109 @@ async def test_an_owner_edit_racing_the_update_is_merged_on_the_retry(make_regis
     copy = await registry.read_package(ACME, LISTING)
     assert copy.files["scripts/run.py"] == OWNER_RUN
     assert copy.files["references/guide.md"].data == b"# Guide, edition 2\n"
+
+
+# Proposals: the history feature's, recorded by the update and decided by the owner.
+
+OWNER_GUIDE = b"# Guide, the owner's own edition\n"
+
+
+async def _conflicting_edit(registry):
+    files = listing_files()
+    files["references/guide.md"] = OWNER_GUIDE  # upstream changes it in every version
+    files["scripts/run.py"] = OWNER_RUN
+    return await _owner_edit(registry, files)
+
+
+async def test_an_edited_copy_with_a_conflict_gets_a_proposal_and_keeps_its_edit(registry):
+    await _installed(registry)
+    edited = await _conflicting_edit(registry)
+    second = await publish_listing(registry, 2)
+    base_before = await baseline(registry, ACME, LISTING)
+    outcome = await registry.update(ACME, LISTING)
+    assert outcome.succeeded, outcome.job.last_error
+    result = outcome.job.result
+    assert result["outcome"] == "proposed"
+    assert result["conflicts"] == [{"path": "references/guide.md", "kind": "both_changed"}]
+    assert (result["version"], result["manifest_hash"]) == (2, edited.manifest_hash)
+    # The owner's edit is the head, untouched; the baseline has not moved.
+    head = await registry.read_package(ACME, LISTING)
+    assert head.version == 2
+    assert head.files["references/guide.md"].data == OWNER_GUIDE
+    assert await baseline(registry, ACME, LISTING) == base_before
+    # The proposal: upstream's side of the conflict, the owner's other change kept.
+    proposed = await registry.read_proposal(ACME, result["proposal"])
+    expected = listing_files(version=2)
+    expected["scripts/run.py"] = OWNER_RUN
+    assert as_bytes(proposed) == as_bytes(expected)
+    assert (await events(registry, "acme"))[-1] == ("proposed", LISTING, 2)
+
+    # Applying it publishes it and moves the baseline to the listing version it brings.
+    decided = await registry.decide(ACME, result["proposal"], "apply", actor="owner")
+    assert decided.publication.version == 3
+    assert await versions(registry, ACME, LISTING) == [
+        (1, "marketplace_install"),
+        (2, "edit"),
+        (3, "marketplace_update"),
+    ]
+    assert (await baseline(registry, ACME, LISTING))[2:] == (2, second.manifest_hash)
+
+    # The next listing version merges against the new baseline: no stale conflict.
+    await publish_listing(registry, 3)
+    after = await registry.update(ACME, LISTING)
+    assert after.job.result["outcome"] == "merged", after.job.result
+    assert after.job.result["kept"] == ["scripts/run.py"]
+
+
+async def test_the_owner_may_keep_their_version_and_the_baseline_stays(registry):
+    await _installed(registry)
+    await _conflicting_edit(registry)
+    await publish_listing(registry, 2)
+    outcome = await registry.update(ACME, LISTING)
+    before = await baseline(registry, ACME, LISTING)
+    await registry.decide(ACME, outcome.job.result["proposal"], "keep_current", actor="owner")
+    assert await baseline(registry, ACME, LISTING) == before
+    assert (await registry.read_package(ACME, LISTING)).files["references/guide.md"].data == (
+        OWNER_GUIDE
+    )
+
+
+async def test_an_alternative_decision_also_moves_the_baseline(registry):
+    await _installed(registry)
+    await _conflicting_edit(registry)
+    second = await publish_listing(registry, 2)
+    outcome = await registry.update(ACME, LISTING)
+    mine = listing_files(version=2)
+    mine["references/guide.md"] = b"# Guide: upstream's edition 2 and my own notes\n"
+    await registry.decide(
+        ACME, outcome.job.result["proposal"], "alternative", actor="owner", files=mine
+    )
+    assert (await baseline(registry, ACME, LISTING))[2:] == (2, second.manifest_hash)
+
+
+async def test_the_propose_policy_proposes_even_a_clean_merge(registry):
+    await _installed(registry)
+    await _owner_edit(registry)
+    await publish_listing(registry, 2)
+    outcome = await registry.update(ACME, LISTING, policy="propose")
+    result = outcome.job.result
+    assert (result["outcome"], result["conflicts"]) == ("proposed", [])
+    assert (await registry.read_package(ACME, LISTING)).version == 2
+    page = await registry.list_proposals(ACME)
+    assert [p.id for p in page.items] == [result["proposal"]]
+    assert page.items[0].origin == "marketplace_update"
+
+
+async def test_an_update_run_again_after_its_proposal_committed_proposes_once(registry):
+    await _installed(registry)
+    await _conflicting_edit(registry)
+    await publish_listing(registry, 2)
+    enqueued = await registry.enqueue_update(ACME, LISTING)
+    first = await marketplace.run_update(registry.ctx, enqueued.job)
+    # A worker that died after the commit: the next run finds the proposal by its source.
+    again = await marketplace.run_update(registry.ctx, enqueued.job)
+    assert again["recovered"] is True
+    assert again["proposal"] == first["proposal"]
+    assert [e for e in await events(registry, "acme") if e[0] == "proposed"] == [
+        ("proposed", LISTING, 2)
+    ]
