@@ -463,10 +463,21 @@ class Registry:
         actor: str,
         message: str = "",
         expected_head: ExpectedHead = ANY,
+        approve: Sequence[FindingRef] = (),
     ) -> Publication:
-        """Publish `files` as the next version of the catalog listing `listing`."""
+        """Publish `files` as the next version of the catalog listing `listing`.
+
+        `approve` names content-check findings the publisher approves; installed copies
+        carry the approvals with the files.
+        """
         return await catalog.publish_listing(
-            self.ctx, listing, files, actor=actor, message=message, expected_head=expected_head
+            self.ctx,
+            listing,
+            files,
+            actor=actor,
+            message=message,
+            expected_head=expected_head,
+            approve=approve,
         )
 
     async def import_listing(

@@ -14,14 +14,18 @@ shows the owner the upstream side, and the owner's head is untouched until they 
 Paths that merge cleanly one by one may still collide as a set (the owner added `notes.md`,
 upstream added `Notes.md`); `check_paths` reports that as a conflict of its own.
 
-Pure: manifests in, a manifest out; no bytes are read.
+Content-check approvals follow the files (`merge_approvals`): a file taken from upstream
+keeps the approvals the listing version holds for it, a file kept from the owner keeps the
+copy's. Pure: manifests in, a manifest out; no bytes are read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from registry.domain.approvals import Approval
 from registry.domain.manifest import Manifest, ManifestEntry
 from registry.domain.paths import check_path_set
 from registry.errors import PathRejected
@@ -109,3 +113,31 @@ def check_paths(manifest: Manifest) -> MergeConflict | None:
     except PathRejected as exc:
         return MergeConflict(exc.path, PATH_COLLISION)
     return None
+
+
+def merge_approvals(
+    merged: Manifest,
+    ours: Manifest,
+    theirs: Manifest,
+    mine: Iterable[Approval],
+    upstream: Iterable[Approval],
+) -> tuple[Approval, ...]:
+    """The approvals the merged package inherits: each file's, from the side it came from.
+
+    A file that is the same on both sides may use either side's approvals for it; the
+    larger occurrence count wins (never the sum, which would allow a duplicate).
+    """
+    sides = ((ours, tuple(mine)), (theirs, tuple(upstream)))
+    kept: dict[tuple[str, str], Approval] = {}
+    for entry in merged:
+        for side, approvals in sides:
+            if side.get(entry.path) != entry:
+                continue
+            for approval in approvals:
+                if approval.path != entry.path:
+                    continue
+                key = (approval.path, approval.value_hash)
+                current = kept.get(key)
+                if current is None or approval.occurrences > current.occurrences:
+                    kept[key] = approval
+    return tuple(sorted(kept.values()))

@@ -19,11 +19,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Final
 
+from registry.domain.approvals import Approval, FindingRef
 from registry.domain.archive import RULE_TOO_LARGE, ArchiveLimits, EntryCallback, read_archive
 from registry.domain.manifest import Manifest
 from registry.domain.model import ANY, ExpectedHead, FileInput, Origin, Publication, Scope
 from registry.errors import ArchiveRejected, ListingNotFound, SkillNotFound, VersionNotFound
-from registry.services import publish, read
+from registry.services import content, publish, read
 from registry.services.context import Context
 from registry.services.folder import read_folder
 
@@ -85,8 +86,13 @@ async def publish_listing(
     origin: Origin = Origin.EDIT,
     expected_head: ExpectedHead = ANY,
     sources: Sequence[str] = (),
+    approve: Sequence[FindingRef] = (),
 ) -> Publication:
-    """Publish `files` as the next version of `listing` (a normal package write)."""
+    """Publish `files` as the next version of `listing` (a normal package write).
+
+    `approve` names content-check findings the publisher approves (docs/history.md); the
+    approvals travel with the listing version into installed copies.
+    """
     request = publish.WriteRequest(
         scope=catalog_scope(ctx),
         slug=listing,
@@ -95,6 +101,7 @@ async def publish_listing(
         actor=actor,
         message=message,
         sources=tuple(sources),
+        approve=tuple(approve),
     )
     return await publish.write_package(ctx, request, files)
 
@@ -176,6 +183,11 @@ async def listing_version(ctx: Context, listing: str, version: int | None = None
         message=info.message,
         created_at=info.created_at,
     )
+
+
+async def listing_approvals(ctx: Context, listing: str, version: int) -> tuple[Approval, ...]:
+    """The content-check approvals stored with a listing version."""
+    return await content.approvals_of(ctx, catalog_scope(ctx), listing, version)
 
 
 async def list_listings(

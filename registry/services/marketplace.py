@@ -35,9 +35,11 @@ from registry.db import marketplace as db_marketplace
 from registry.db import skills as db
 from registry.db.jobs import JobRow
 from registry.db.locks import lock_workspace
+from registry.domain.approvals import Approval
 from registry.domain.manifest import Manifest
-from registry.domain.merge import MergeResult, merge_manifests
+from registry.domain.merge import MergeResult, merge_approvals, merge_manifests
 from registry.domain.model import Origin, Publication, Scope, check_slug
+from registry.domain.package import validate_package
 from registry.errors import (
     HeadConflict,
     ListingNotFound,
@@ -46,7 +48,7 @@ from registry.errors import (
     SkillExists,
     SkillNotFound,
 )
-from registry.services import catalog, jobs, publish
+from registry.services import catalog, content, jobs, publish
 from registry.services.context import Context
 from registry.services.read import read_files
 
@@ -254,6 +256,8 @@ async def run_install(ctx: Context, job: JobRow) -> dict[str, Any]:
         message=f"installed {listing}@{version}",
         sources=(listing_source(listing, version), job_source(job.id)),
         baseline=(listing, version, target.manifest_hash),
+        # The same files as the listing version: its content-check approvals hold exactly.
+        approvals=await catalog.listing_approvals(ctx, listing, version),
     )
     pub = await publish.publish_manifest(ctx, request, target.manifest, {})
     return {
@@ -382,8 +386,11 @@ class _Update:
 
 
 async def _fast_forward(ctx: Context, update: _Update) -> dict[str, Any]:
-    """The copy is unedited: publish the listing version as it is."""
-    pub = await publish.publish_manifest(ctx, update.request(), update.target.manifest, {})
+    """The copy is unedited: publish the listing version as it is (with its approvals)."""
+    target = update.target
+    approvals = await catalog.listing_approvals(ctx, target.listing, target.version)
+    request = replace(update.request(), approvals=approvals)
+    pub = await publish.publish_manifest(ctx, request, target.manifest, {})
     if pub.unchanged:
         # The new listing version holds the same package as the old one.
         await _move_baseline(ctx, update)
@@ -404,12 +411,36 @@ async def _merge(ctx: Context, update: _Update) -> dict[str, Any]:
         return update.result("baseline_moved")
     if not merge.clean or update.policy == "propose":
         return await _propose(ctx, update, merge)
-    # A merged package is a new package state: it is read back (every digest verified),
-    # validated and scanned like any other package before it is published.
-    files = await read_files(ctx, merge.manifest)
     request = update.request(f", merged (kept {len(merge.kept)} owner changes)")
-    pub = await publish.write_package(ctx, request, files)
+    pub = await _write_checked(ctx, update, merge, request)
     return update.result("merged", pub)
+
+
+async def _write_checked(
+    ctx: Context, update: _Update, merge: MergeResult, request: publish.WriteRequest
+) -> Publication:
+    """Publish (or propose) a merged package after the checks any new package meets.
+
+    A merge is a package state nobody checked yet: it is read back (every digest
+    verified), validated and scanned. The content check allows what each file's side
+    approved (`merge_approvals`), looked up only if the scan finds something.
+    """
+    files = await read_files(ctx, merge.manifest)
+    package = validate_package(files, request.slug, ctx.limits)
+    copy, target = update.copy, update.target
+
+    async def allowed() -> tuple[Approval, ...]:
+        mine = await content.approvals_of(ctx, update.scope, update.slug, copy.skill.head)
+        upstream = await catalog.listing_approvals(ctx, target.listing, target.version)
+        return merge_approvals(merge.manifest, copy.manifest, target.manifest, mine, upstream)
+
+    kept = await content.check(
+        ctx, merge.manifest, package.files, allowed=allowed, workspace=update.scope.workspace
+    )
+    await ctx.hit("write.validated")
+    return await publish.publish_manifest(
+        ctx, replace(request, approvals=kept), merge.manifest, package.files
+    )
 
 
 def _merge_summary(merge: MergeResult) -> dict[str, Any]:
@@ -495,13 +526,12 @@ async def _propose(ctx: Context, update: _Update, merge: MergeResult) -> dict[st
 
     For a conflicting path the proposal holds the upstream side (the owner's is the head,
     untouched); applying the proposal moves the baseline to the target listing version.
-    The package is read back, validated and scanned like any other first.
+    The package is checked like any other first (`_write_checked`).
     """
-    files = await read_files(ctx, merge.manifest)
     conflicts = len(merge.conflicts)
     why = f"{conflicts} conflicting paths" if conflicts else f"the {update.policy} policy"
     request = replace(update.request(f", proposed for the owner ({why})"), propose=True)
-    pub = await publish.write_package(ctx, request, files)
+    pub = await _write_checked(ctx, update, merge, request)
     assert pub.proposal is not None, "a write with `propose` records a proposal"
     return {
         **update.result("proposed"),
