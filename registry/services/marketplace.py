@@ -462,12 +462,21 @@ def _at_head(scope: Scope, slug: str, copy: _Copy) -> dict[str, Any]:
 
 
 async def _baseline_manifest(ctx: Context, copy: _Copy) -> Manifest:
-    """The listing version the copy was installed or last updated from (the merge base)."""
+    """The listing version the copy was installed or last updated from (the merge base).
+
+    Found by its hash in the catalog or, failing that, in the copy's own workspace (an
+    install or a fast-forward stored the same manifest there), so a listing version that
+    retention pruned from the catalog can still serve as a base.
+    """
     listing, version, manifest_hash = copy.baseline
-    workspace = ctx.settings.catalog_workspace
+    workspaces = (ctx.settings.catalog_workspace, copy.skill.workspace)
 
     async def work(conn: AsyncConnection) -> Manifest | None:
-        return await db_marketplace.manifest_by_hash(conn, workspace, manifest_hash)
+        for workspace in workspaces:
+            found = await db_marketplace.manifest_by_hash(conn, workspace, manifest_hash)
+            if found is not None:
+                return found
+        return None
 
     manifest = await ctx.read(work)
     if manifest is None:
