@@ -37,6 +37,7 @@ from registry.domain.model import (
     Publication,
     Scope,
 )
+from registry.domain.retention import RetentionPolicy
 from registry.domain.scanner import DefaultScanner, Scanner
 from registry.domain.states import Action
 from registry.errors import RegistryError, StorageUnavailable
@@ -55,6 +56,16 @@ from registry.services import (
     publish,
     read,
     restore,
+    retention,
+)
+from registry.services import (
+    fsck as fsck_service,
+)
+from registry.services import (
+    gc as gc_service,
+)
+from registry.services import (
+    gc_figures as figures_service,
 )
 from registry.services.approve import ApprovalResult
 from registry.services.catalog import ImportResult, ListingVersion
@@ -62,11 +73,15 @@ from registry.services.context import Context
 from registry.services.controls import SkillStatus
 from registry.services.diff import DiffTarget, PackageDiff
 from registry.services.exclusions import ExclusionReport
+from registry.services.fsck import FsckReport
+from registry.services.gc import GcReport
+from registry.services.gc_figures import GcFigures
 from registry.services.history import HistoryPage
 from registry.services.jobs import Enqueued, JobOutcome, JobPage, Wait, Worker
 from registry.services.marketplace import Policy
 from registry.services.proposals import DecisionResult, ProposalDetail, ProposalPage
 from registry.services.read import Package, PackageInfo, SkillPage
+from registry.services.retention import RetentionReport
 from registry.settings import Settings
 
 
@@ -631,3 +646,45 @@ class Registry:
         return await jobs.list_jobs(
             self.ctx, status=status, workspace=workspace, limit=limit, before=before
         )
+
+    # ------------------------------------------------------------ garbage collection
+
+    async def gc(self, *, grace: float | None = None, dry_run: bool = False) -> GcReport:
+        """Reclaim orphaned blobs (and prune versions, if a retention policy is set).
+
+        Safe while writers run. `grace` (seconds, default `settings.gc_grace`) is how long
+        an unreferenced, unclaimed blob is kept after it was last touched; `dry_run`
+        reports what a run would reclaim and changes nothing.
+        """
+        return await gc_service.collect(self.ctx, grace=grace, dry_run=dry_run)
+
+    async def fsck(self, *, verify_content: bool = False, limit: int = 1000) -> FsckReport:
+        """Check the registry end to end; `report.clean` is False on any inconsistency.
+
+        `verify_content` reads every referenced blob and checks its hash (otherwise its
+        existence and size). At most `limit` problems and orphans are listed; the
+        counters cover all of them.
+        """
+        return await fsck_service.fsck(self.ctx, verify_content=verify_content, limit=limit)
+
+    async def gc_figures(self) -> GcFigures:
+        """Bytes stored, referenced and orphaned, and what garbage collection reclaimed."""
+        return await figures_service.gc_figures(self.ctx)
+
+    async def prune_versions(
+        self,
+        *,
+        keep_versions: int | None = None,
+        keep_days: float | None = None,
+        dry_run: bool = False,
+    ) -> RetentionReport:
+        """Apply a retention policy now (default: the settings' policy; off if unset).
+
+        Never prunes a head, a marketplace baseline or a version another row names. A
+        pruned version can no longer be read or restored; its blobs are reclaimed by a
+        later GC run once the grace period has passed.
+        """
+        policy = None
+        if keep_versions is not None or keep_days is not None:
+            policy = RetentionPolicy(keep_versions, keep_days)
+        return await retention.prune(self.ctx, policy, dry_run=dry_run)

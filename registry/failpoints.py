@@ -1,4 +1,4 @@
-"""Named points in the write path where tests inject faults or hold a writer.
+"""Named points in the write path and GC where tests inject faults or hold a writer.
 
 Production code calls `await failpoints.hit("publish.locked")` at each step that matters for
 failure handling; the default `NO_FAILPOINTS` does nothing. Tests pass their own
@@ -26,6 +26,16 @@ POINTS: Final = (
     "publish.proposal_rows",  # a diverted write's proposal row is inserted (instead of a version)
     "publish.before_commit",  # everything written, commit next
     "publish.committed",  # the commit returned; the reply is still to be sent
+    # Garbage collection and retention (docs/gc.md).
+    "gc.claims_expired",  # a batch of expired claims was deleted and committed
+    "gc.marked",  # a batch of candidates was marked `deleting` and committed (tx1)
+    "gc.untracked_marked",  # rows (`deleting`) were inserted for objects that had none
+    "gc.locked",  # tx2 holds the row locks and re-checked them; objects not yet deleted
+    "gc.object_deleted",  # one object was deleted; its row is not (tx2 still open)
+    "gc.committed",  # tx2 committed: the rows of the deleted objects are gone
+    "retention.planned",  # a skill's prune was planned without the lock; lock next
+    "retention.locked",  # the workspace lock is held, versions not yet deleted
+    "retention.before_commit",  # versions and manifests deleted, commit next
 )
 
 JOB_POINTS: Final = (

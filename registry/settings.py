@@ -51,8 +51,19 @@ class Settings(BaseSettings):
     s3_max_concurrency: int = Field(default=16, ge=1)
     retry_attempts: int = Field(default=4, ge=1)
 
-    # Garbage collection.
+    # Garbage collection (docs/gc.md).
     gc_grace: float = Field(default=3600.0, ge=0, description="seconds an orphan is kept")
+    gc_batch_size: int = Field(default=500, ge=1, description="rows or objects per GC batch")
+    gc_delete_concurrency: int = Field(default=16, ge=1)
+    # GC treats a claim as expired only this long after its expiry, so that a GC process
+    # whose clock runs ahead of a writer's never deletes a blob the writer still holds.
+    gc_clock_skew: float = Field(default=60.0, ge=0)
+
+    # Retention (off by default): keep the newest N versions and/or those younger than D
+    # days of every skill; the head, marketplace baselines and versions other rows name
+    # are always kept (docs/gc.md, "Retention").
+    retention_keep_versions: int | None = Field(default=None, ge=1)
+    retention_keep_days: float | None = Field(default=None, gt=0)
 
     # Marketplace (docs/marketplace.md): the catalog scope, archive bounds, durable jobs.
     catalog_workspace: str = Field(default="catalog", description="the workspace of listings")

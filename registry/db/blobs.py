@@ -75,7 +75,13 @@ async def claim(
             for d in sorted(sizes)
         ]
     )
-    await conn.execute(claims.on_conflict_do_nothing(index_elements=["write_id", "digest"]))
+    # A write that claims again (its publish found a claim lapsed) renews the expiry.
+    await conn.execute(
+        claims.on_conflict_do_update(
+            index_elements=["write_id", "digest"],
+            set_={"expires_at": claims.excluded.expires_at},
+        )
+    )
     return statuses
 
 
@@ -93,35 +99,66 @@ class Unavailable:
 
 
 async def confirm(
-    conn: AsyncConnection, *, uploaded: Collection[str], referenced: Collection[str]
+    conn: AsyncConnection,
+    *,
+    write_id: str,
+    uploaded: Collection[str],
+    referenced: Collection[str],
+    now: datetime,
 ) -> Unavailable | None:
     """Inside the publish transaction: check every referenced blob, mark uploads `live`.
 
-    A digest this write uploaded must have a row that is not `deleting`; any other digest
-    (deduplicated against the head or found `live` at claim time) must be `live`, which
-    only a committed write that verified the object can make it. On PostgreSQL the rows
-    are share-locked until commit, so GC's delete (which takes the row lock `FOR UPDATE`)
-    waits for this commit and then sees the new reference. Returns the digests that
-    failed the check (the caller retries the write from the claim), or None.
+    A digest this write uploaded must have a row that is not `deleting` and this write's
+    claim on it must still be unexpired; any other digest (deduplicated against the head
+    or found `live` at claim time) must be `live`, which only a committed write that
+    verified the object can make it.
+
+    Why the claim: a write that stalled past its claim's expiry may have had its upload
+    deleted by GC, and the digest claimed afresh (`pending`) by another write that has
+    not uploaded it yet. The row alone cannot tell that `pending` from this write's own;
+    an unexpired claim can, because GC deletes nothing while an unexpired claim names
+    it (docs/gc.md, "Interleavings").
+
+    On PostgreSQL the rows are locked in digest order until commit (`FOR NO KEY UPDATE`
+    when this write flips some to `live`, else `FOR SHARE`), so GC's delete, which
+    takes the row lock `FOR UPDATE`, waits for this commit and then sees the new
+    reference, and two publishes sharing digests cannot deadlock. Returns the digests
+    that failed the check (the caller claims and uploads again), or None.
     """
     wanted = sorted(set(referenced))
     if not wanted:
         return None
     mine = set(uploaded)
+    held: set[str] = set()
+    if mine:
+        held = set(
+            (
+                await conn.execute(
+                    sa.select(BlobClaim.digest).where(
+                        BlobClaim.write_id == write_id,
+                        BlobClaim.digest.in_(sorted(mine)),
+                        BlobClaim.expires_at > now,
+                    )
+                )
+            ).scalars()
+        )
     query = sa.select(Blob.digest, Blob.status).where(Blob.digest.in_(wanted))
     if conn.dialect.name == "postgresql":
-        query = query.with_for_update(read=True)
+        exclusive = bool(mine)
+        query = query.order_by(Blob.digest).with_for_update(read=not exclusive, key_share=exclusive)
     found = {row.digest: row.status for row in await conn.execute(query)}
-    bad = tuple(
-        d
-        for d in wanted
-        if found.get(d) is None
-        or found[d] == "deleting"
-        or (found[d] == "pending" and d not in mine)
-    )
+    bad = tuple(d for d in wanted if not _usable(d, found.get(d), mine=mine, held=held))
     if bad:
         return Unavailable(bad)
     to_confirm = sorted(d for d in mine if found.get(d) == "pending")
     if to_confirm:
         await conn.execute(sa.update(Blob).where(Blob.digest.in_(to_confirm)).values(status="live"))
     return None
+
+
+def _usable(digest: str, status: str | None, *, mine: set[str], held: set[str]) -> bool:
+    if status is None or status == "deleting":
+        return False
+    if digest in mine:
+        return status == "live" or digest in held
+    return status == "live"

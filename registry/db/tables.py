@@ -438,6 +438,16 @@ class Proposal(Base):
         sa.CheckConstraint(_in_check("origin", ORIGINS), name="origin"),
         sa.CheckConstraint("base_version >= 1", name="base_positive"),
         sa.CheckConstraint(_hex64_check("manifest_hash"), name="manifest_hash_hex"),
+        # Retention keeps the base version of every pending proposal (docs/gc.md).
+        {
+            "info": {
+                "pins_versions": {
+                    "skill": "skill_id",
+                    "version": "base_version",
+                    "where": "status IN ('open', 'stale')",
+                }
+            }
+        },
     )
 
 
@@ -480,3 +490,39 @@ class SourceExclusion(Base):
     created_at: Mapped[datetime]
 
     __table_args__ = (sa.UniqueConstraint("workspace", "source"),)
+
+
+# ---------------------------------------------------------------- garbage collection (issue 6)
+
+GC_OUTCOMES = ("running", "finished", "failed")
+
+
+class GcRun(Base):
+    """One garbage-collection run: what it reclaimed, for `skillreg status` and audits.
+
+    A run inserts its row when it starts and fills it in when it ends; a run that was
+    killed stays `running` (the next run converges anyway: every step is idempotent).
+    """
+
+    __tablename__ = "gc_runs"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]
+    outcome: Mapped[str] = mapped_column(sa.String(16), default="running")
+    grace_seconds: Mapped[float] = mapped_column(sa.Float)
+    claims_expired: Mapped[int] = mapped_column(sa.BigInteger, default=0)
+    versions_pruned: Mapped[int] = mapped_column(sa.BigInteger, default=0)
+    blobs_reclaimed: Mapped[int] = mapped_column(sa.BigInteger, default=0)
+    bytes_reclaimed: Mapped[int] = mapped_column(sa.BigInteger, default=0)
+    # Objects found in the store without a blob row (a crashed upload), part of the above.
+    untracked_reclaimed: Mapped[int] = mapped_column(sa.BigInteger, default=0)
+    # What the store listing saw during the run (None until the listing finished).
+    store_objects: Mapped[int | None] = mapped_column(sa.BigInteger)
+    store_bytes: Mapped[int | None] = mapped_column(sa.BigInteger)
+    error: Mapped[str | None] = mapped_column(sa.Text)
+
+    __table_args__ = (
+        sa.CheckConstraint(_in_check("outcome", GC_OUTCOMES), name="outcome"),
+        sa.Index("ix_gc_runs_outcome_finished_at", "outcome", "finished_at"),
+    )

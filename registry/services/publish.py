@@ -444,7 +444,11 @@ async def _apply(
     await ctx.hit("publish.checked")
 
     problem = await db_blobs.confirm(
-        conn, uploaded=uploaded, referenced=[e.digest for e in manifest.entries]
+        conn,
+        write_id=write_id,
+        uploaded=uploaded,
+        referenced=[e.digest for e in manifest.entries],
+        now=now,
     )
     if problem is not None:
         raise _BlobsRaced(problem.digests)

@@ -56,6 +56,8 @@ class ScriptedFailpoints:
 
     async def hit(self, name: str) -> None:
         self.hits[name] += 1
+        # This hit's ordinal, taken before parking: other tasks may hit `name` meanwhile.
+        nth = self.hits[name]
         self.trace.append(name)
         if self.on_hit is not None:
             self.on_hit(name)
@@ -63,7 +65,7 @@ class ScriptedFailpoints:
         if park is not None:
             park.reached.set()
             await park.release.wait()
-        action = self._actions.pop((name, self.hits[name]), None)
+        action = self._actions.pop((name, nth), None)
         if action is not None:
             action()
 

@@ -1,0 +1,181 @@
+"""Retention: prune old versions of every skill by policy, so that GC can reclaim their blobs.
+
+Off by default (`retention_keep_versions`, `retention_keep_days`). Each skill is pruned in
+one transaction under its workspace's lock (the lock every publish takes), so a version
+is never pruned while a write of the same workspace reuses its manifest; the transaction
+writes one `versions_pruned` event. Pruned versions are gone: they can no longer be read,
+diffed or restored (docs/gc.md, "Retention").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from registry.db import retention as db
+from registry.db import skills as db_skills
+from registry.db.locks import lock_workspace
+from registry.db.tables import Base
+from registry.domain.model import Scope
+from registry.domain.retention import RetentionPolicy, VersionAge, prunable
+from registry.services.context import Context
+
+# Pruned skills listed in a report; the counters cover all of them.
+_LISTED: Final = 1000
+
+
+@dataclass(frozen=True)
+class PrunedSkill:
+    """The versions pruned (or, in a dry run, to be pruned) from one skill."""
+
+    workspace: str
+    agent: str
+    slug: str
+    versions: tuple[int, ...]
+    manifests_deleted: int
+
+
+@dataclass
+class RetentionReport:
+    """What a retention pass pruned, or would prune."""
+
+    policy: dict[str, object]
+    dry_run: bool
+    skills_pruned: int = 0
+    versions_pruned: int = 0
+    manifests_deleted: int = 0
+    skills: list[PrunedSkill] = field(default_factory=list)
+
+    def add(self, pruned: PrunedSkill) -> None:
+        self.skills_pruned += 1
+        self.versions_pruned += len(pruned.versions)
+        self.manifests_deleted += pruned.manifests_deleted
+        if len(self.skills) < _LISTED:
+            self.skills.append(pruned)
+
+
+async def prune(
+    ctx: Context,
+    policy: RetentionPolicy | None = None,
+    *,
+    dry_run: bool = False,
+    metadata: sa.MetaData = Base.metadata,
+) -> RetentionReport:
+    """Apply `policy` (default: the settings') to every skill; return what was pruned.
+
+    `metadata` is where the tables that may name versions and manifests are discovered.
+    """
+    if policy is None:
+        policy = RetentionPolicy(
+            ctx.settings.retention_keep_versions, ctx.settings.retention_keep_days
+        )
+    report = RetentionReport(policy.describe(), dry_run)
+    if not policy.enabled:
+        return report
+    after, limit = 0, ctx.settings.gc_batch_size
+    while True:
+
+        async def page(conn: AsyncConnection, after: int = after) -> list[db.SkillRef]:
+            return await db.skills_after(conn, after, limit)
+
+        skills = await ctx.read(page)
+        if not skills:
+            return report
+        for ref in skills:
+            pruned = await _prune_skill(ctx, ref.id, policy, metadata, dry_run=dry_run)
+            if pruned is not None:
+                report.add(pruned)
+        after = skills[-1].id
+
+
+async def _doomed(
+    ctx: Context,
+    conn: AsyncConnection,
+    ref: db.SkillRef,
+    policy: RetentionPolicy,
+    metadata: sa.MetaData,
+) -> list[db.VersionRef]:
+    versions = await db.versions_of(conn, ref)
+    protected = await db.protected_numbers(conn, ref, metadata)
+    numbers = set(
+        prunable(
+            (VersionAge(v.number, v.created_at) for v in versions),
+            head=ref.head,
+            protected=protected,
+            policy=policy,
+            now=ctx.clock.now(),
+        )
+    )
+    return [v for v in versions if v.number in numbers]
+
+
+async def _prune_skill(
+    ctx: Context,
+    skill_id: int,
+    policy: RetentionPolicy,
+    metadata: sa.MetaData,
+    *,
+    dry_run: bool,
+) -> PrunedSkill | None:
+    async def plan(conn: AsyncConnection) -> PrunedSkill | None:
+        ref = await db.skill(conn, skill_id)
+        if ref is None:
+            return None
+        doomed = await _doomed(ctx, conn, ref, policy, metadata)
+        if not doomed:
+            return None
+        freed = await db.unreferenced_manifests(
+            conn,
+            ref.workspace,
+            [v.manifest_id for v in doomed],
+            metadata,
+            ignoring_versions=[v.id for v in doomed],
+        )
+        numbers = tuple(v.number for v in doomed)
+        return PrunedSkill(ref.workspace, ref.agent, ref.slug, numbers, len(freed))
+
+    # A read first, so that a skill with nothing to prune costs no workspace lock.
+    planned = await ctx.read(plan)
+    if planned is None or dry_run:
+        return planned
+    await ctx.hit("retention.planned")
+
+    async def work(conn: AsyncConnection) -> PrunedSkill | None:
+        await lock_workspace(conn, planned.workspace)
+        await ctx.hit("retention.locked")
+        # Decide again under the lock: the head may have moved since the plan.
+        ref = await db.skill(conn, skill_id)
+        if ref is None:
+            return None
+        doomed = await _doomed(ctx, conn, ref, policy, metadata)
+        if not doomed:
+            return None
+        now, numbers = ctx.clock.now(), tuple(v.number for v in doomed)
+        await db.delete_versions(conn, ref, numbers)
+        orphaned = await db.unreferenced_manifests(
+            conn, ref.workspace, [v.manifest_id for v in doomed], metadata
+        )
+        await db.touch_blobs(conn, await db.digests_of(conn, orphaned), now)
+        deleted = await db.delete_manifests(conn, orphaned)
+        await db_skills.insert_event(
+            conn,
+            Scope(ref.workspace, ref.agent),
+            ref.slug,
+            skill_id=ref.id,
+            kind="versions_pruned",
+            version=ref.head,
+            manifest_hash=None,
+            payload={
+                "versions": list(numbers),
+                "manifests_deleted": deleted,
+                "policy": policy.describe(),
+            },
+            now=now,
+        )
+        await ctx.hit("retention.before_commit")
+        return PrunedSkill(ref.workspace, ref.agent, ref.slug, numbers, deleted)
+
+    return await ctx.write(work, workspace=planned.workspace)

@@ -1,0 +1,229 @@
+"""The statements the protocol rests on, one by one, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from blobstore import compute_digest
+from registry.db import blobs as db_blobs
+from registry.db import gc as db_gc
+from registry.db.engine import create_engine, write_connection
+from registry.db.tables import Blob, BlobClaim, Manifest, ManifestEntry
+
+NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)
+OLD = NOW - timedelta(hours=2)
+CUTOFFS = db_gc.Cutoffs(touched_before=NOW - timedelta(hours=1), claims_after=NOW)
+
+
+def digest(name: str) -> str:
+    return compute_digest(name.encode())
+
+
+@pytest.fixture
+async def engine(database_url):
+    engine = create_engine(database_url)
+    yield engine
+    await engine.dispose()
+
+
+async def write(engine, work):
+    async with engine.connect() as raw:
+        conn = await write_connection(raw)
+        async with conn.begin():
+            return await work(conn)
+
+
+async def add_blob(conn, name, *, status="live", touched=OLD):
+    await conn.execute(
+        sa.insert(Blob).values(
+            digest=digest(name), size=len(name), status=status, created_at=OLD, touched_at=touched
+        )
+    )
+
+
+async def reference(conn, *names):
+    manifest_id = await conn.scalar(
+        sa.insert(Manifest)
+        .values(
+            workspace="acme", hash="0" * 64, file_count=len(names), total_size=0, created_at=NOW
+        )
+        .returning(Manifest.id)
+    )
+    for i, name in enumerate(names):
+        await conn.execute(
+            sa.insert(ManifestEntry).values(
+                manifest_id=manifest_id, path=f"f{i}", digest=digest(name), size=len(name)
+            )
+        )
+
+
+async def add_claim(conn, name, *, write_id="w1", expires=NOW + timedelta(hours=1)):
+    await conn.execute(
+        sa.insert(BlobClaim).values(
+            write_id=write_id,
+            digest=digest(name),
+            workspace="acme",
+            created_at=OLD,
+            expires_at=expires,
+        )
+    )
+
+
+async def statuses(engine):
+    async with engine.connect() as conn:
+        rows = await conn.execute(sa.select(Blob.digest, Blob.status))
+        return {r.digest: r.status for r in rows}
+
+
+async def test_candidates_are_unreferenced_unclaimed_and_past_grace(engine):
+    async def setup(conn):
+        await add_blob(conn, "orphan")
+        await add_blob(conn, "young", touched=NOW)
+        await add_blob(conn, "referenced")
+        await add_blob(conn, "claimed")
+        await add_blob(conn, "claim-expired")
+        await add_blob(conn, "marked", status="deleting", touched=NOW)
+        await reference(conn, "referenced")
+        await add_claim(conn, "claimed")
+        await add_claim(conn, "claim-expired", expires=NOW - timedelta(seconds=1))
+
+    await write(engine, setup)
+    async with engine.connect() as conn:
+        found = await db_gc.candidates(conn, after="", cutoffs=CUTOFFS, limit=100, lock=False)
+    assert {c.digest for c in found} == {
+        digest("orphan"),
+        digest("claim-expired"),
+        digest("marked"),
+    }
+    assert [c.digest for c in found] == sorted(c.digest for c in found)
+
+
+async def test_candidates_page_by_digest(engine):
+    names = [f"orphan-{i}" for i in range(7)]
+
+    async def setup(conn):
+        for name in names:
+            await add_blob(conn, name)
+
+    await write(engine, setup)
+    seen, after = [], ""
+    async with engine.connect() as conn:
+        while page := await db_gc.candidates(
+            conn, after=after, cutoffs=CUTOFFS, limit=3, lock=False
+        ):
+            assert len(page) <= 3
+            seen += [c.digest for c in page]
+            after = page[-1].digest
+    assert seen == sorted(digest(n) for n in names)
+
+
+async def test_mark_deleting_re_checks_a_stale_candidate_list(engine):
+    """tx1's second statement decides: a row referenced or claimed since is not marked."""
+
+    async def setup(conn):
+        for name in ("orphan", "now-referenced", "now-claimed", "now-touched"):
+            await add_blob(conn, name)
+
+    await write(engine, setup)
+
+    async def later(conn):
+        await reference(conn, "now-referenced")
+        await add_claim(conn, "now-claimed")
+        await conn.execute(
+            sa.update(Blob).where(Blob.digest == digest("now-touched")).values(touched_at=NOW)
+        )
+
+    await write(engine, later)
+    stale = [digest(n) for n in ("orphan", "now-referenced", "now-claimed", "now-touched")]
+    marked = await write(engine, lambda conn: db_gc.mark_deleting(conn, stale, CUTOFFS))
+    assert [c.digest for c in marked] == [digest("orphan")]
+    assert (await statuses(engine))[digest("now-referenced")] == "live"
+
+
+async def test_recheck_under_the_lock_and_delete_only_what_is_still_deleting(engine):
+    async def setup(conn):
+        await add_blob(conn, "doomed", status="deleting")
+        await add_blob(conn, "resurrected", status="pending")
+        await add_blob(conn, "odd", status="deleting")
+        await add_claim(conn, "doomed", expires=NOW - timedelta(hours=1))
+        await reference(conn, "odd")
+
+    await write(engine, setup)
+    names = ("doomed", "resurrected", "odd")
+
+    async def tx2(conn):
+        rows = await db_gc.lock_and_recheck(conn, [digest(n) for n in names], CUTOFFS)
+        deletable = [r.digest for r in rows if r.deletable]
+        # The status guard: a row a writer resurrected is not deleted even if asked.
+        deleted = await db_gc.delete_rows(conn, [*deletable, digest("resurrected")], CUTOFFS)
+        return deletable, deleted
+
+    deletable, deleted = await write(engine, tx2)
+    assert deletable == [digest("doomed")]
+    assert deleted == 1
+    left = await statuses(engine)
+    assert digest("doomed") not in left
+    assert left[digest("resurrected")] == "pending"
+    # A referenced row is held by its manifest entry's foreign key: a mistake fails loudly.
+    with pytest.raises(sa.exc.IntegrityError):
+        await write(engine, lambda conn: db_gc.delete_rows(conn, [digest("odd")], CUTOFFS))
+
+
+async def test_claim_resurrects_a_deleting_row_and_renews_its_own_claim(engine):
+    await write(engine, lambda conn: add_blob(conn, "x", status="deleting"))
+    sizes = {digest("x"): 1}
+
+    async def claim(conn, expires):
+        return await db_blobs.claim(
+            conn, write_id="w1", workspace="acme", sizes=sizes, now=NOW, expires_at=expires
+        )
+
+    assert await write(engine, lambda c: claim(c, NOW + timedelta(seconds=5))) == {
+        digest("x"): "pending"
+    }
+    await write(engine, lambda c: claim(c, NOW + timedelta(hours=1)))
+    async with engine.connect() as conn:
+        expires = await conn.scalar(sa.select(BlobClaim.expires_at))
+    assert expires == NOW + timedelta(hours=1)
+
+
+@pytest.mark.parametrize(
+    ("status", "mine", "claim", "ok"),
+    [
+        ("live", False, None, True),
+        ("live", True, None, True),
+        ("pending", True, "held", True),
+        ("pending", True, "expired", False),
+        ("pending", True, None, False),
+        ("pending", False, "held", False),
+        ("deleting", True, "held", False),
+        ("deleting", False, None, False),
+        (None, True, None, False),
+    ],
+)
+async def test_confirm(engine, status, mine, claim, ok):
+    async def setup(conn):
+        if status is not None:
+            await add_blob(conn, "x", status=status)
+        if claim is not None:
+            expires = NOW + timedelta(minutes=1) if claim == "held" else NOW - timedelta(seconds=1)
+            await add_claim(conn, "x", expires=expires)
+
+    await write(engine, setup)
+
+    async def confirm(conn):
+        return await db_blobs.confirm(
+            conn,
+            write_id="w1",
+            uploaded=[digest("x")] if mine else [],
+            referenced=[digest("x")],
+            now=NOW,
+        )
+
+    problem = await write(engine, confirm)
+    assert (problem is None) == ok
+    if ok:
+        assert (await statuses(engine))[digest("x")] == "live"
