@@ -6,6 +6,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+BENCH_STAMP := $(VENV)/.bench-stamp
 
 .PHONY: help install run test test-fast lint format typecheck db-check bench bench-quick docs clean
 
@@ -19,6 +20,10 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 install: $(STAMP) ## create .venv and install the package with its dev extra
+
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
+	@touch $@
 
 run: install ## the main job: initialise the embedded default and publish the example skills
 	$(BIN)/skillreg init
@@ -38,11 +43,17 @@ format: install ## apply ruff's formatter and autofixes
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-typecheck: install ## mypy --strict over registry and blobstore
+typecheck: install ## mypy --strict over registry, blobstore and bench
 	$(BIN)/mypy
 
 db-check: install ## migrate fresh PostgreSQL and SQLite databases to head, then `alembic check`
 	$(BIN)/python -m tests.harness.dbcheck
+
+bench: $(BENCH_STAMP) ## every benchmark scenario (< 15 min); regenerates docs/benchmarks.md and its plots
+	$(BIN)/python -m bench.run --report
+
+bench-quick: $(BENCH_STAMP) ## smoke run of every benchmark scenario, tiny repetitions (CI); JSON only
+	$(BIN)/python -m bench.run --quick --out bench/results/quick.json
 
 clean: ## remove the virtualenv, caches and the embedded default's data
 	rm -rf $(VENV) .skillreg .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -78,6 +78,8 @@ _HTTP_TOO_MANY_REQUESTS: Final = 429
 _TRANSIENT_CODES: Final = frozenset(
     {
         "InternalError",
+        # Two conditional PUTs of one key raced; S3 asks the loser to retry.
+        "ConditionalRequestConflict",
         "RequestTimeout",
         "ServiceUnavailable",
         "SlowDown",
@@ -89,6 +91,7 @@ _TRANSIENT_CODES: Final = frozenset(
 )
 # HEAD responses have no body, so a missing key on HEAD reports the bare status as its code.
 _NOT_FOUND_CODES: Final = frozenset({"NoSuchKey", "404", "NotFound"})
+_EXISTS_CODES: Final = frozenset({"PreconditionFailed", "412"})
 # Connection failures, read timeouts, a body cut short, or a response checksum that did not
 # match: the request may simply be sent again.
 _TRANSIENT_ERRORS: Final = (
@@ -215,9 +218,13 @@ class S3BlobStore:
         return f"{self._prefix}/{relative}" if self._prefix else relative
 
     async def put(self, digest: str, data: bytes) -> bool:
-        """Verify `data`, skip it if an object of that size exists, else upload it.
+        """Verify `data` and upload it unless an object of that size exists.
 
-        The upload carries a SHA-256 checksum of the verified bytes, so S3 refuses a body
+        One request in the common case: a conditional PUT (`If-None-Match: *`) stores a new
+        object and is refused (412) for an existing one; only then does a HEAD check the
+        existing object's size, and a wrong-sized object is replaced. A store that ignores
+        the condition overwrites the object with the same bytes, which is harmless. The
+        upload carries a SHA-256 checksum of the verified bytes, so S3 refuses a body
         damaged in transit instead of storing it.
         """
         key = self._enter(digest)
@@ -225,29 +232,40 @@ class S3BlobStore:
         # own threads to the network requests the semaphore admits.
         checksum = await asyncio.to_thread(_checked_sha256, digest, data)
         try:
+            await self._upload(key, data, checksum, if_absent=True)
+        except _ExistsError:
             head = await self._request(
                 "head",
                 key,
                 functools.partial(self._client.head_object, Bucket=self._bucket, Key=key),
             )
-        except _MissingError:
-            pass
-        else:
             if head["ContentLength"] == len(data):
                 return False
-        await self._request(
-            "put",
-            key,
-            functools.partial(
-                self._client.put_object,
-                Bucket=self._bucket,
+            await self._upload(key, data, checksum, if_absent=False)
+        return True
+
+    async def _upload(self, key: str, data: bytes, checksum: str, *, if_absent: bool) -> None:
+        client, bucket = self._client, self._bucket
+        if if_absent:
+            call = functools.partial(
+                client.put_object,
+                Bucket=bucket,
                 Key=key,
                 Body=data,
                 ContentLength=len(data),
                 ChecksumSHA256=checksum,
-            ),
-        )
-        return True
+                IfNoneMatch="*",
+            )
+        else:
+            call = functools.partial(
+                client.put_object,
+                Bucket=bucket,
+                Key=key,
+                Body=data,
+                ContentLength=len(data),
+                ChecksumSHA256=checksum,
+            )
+        await self._request("put", key, call)
 
     async def get(self, digest: str) -> bytes:
         """Download the object and verify that it hashes to `digest`."""
@@ -410,6 +428,8 @@ class S3BlobStore:
         except ClientError as exc:
             if _error_code(exc) in _NOT_FOUND_CODES:
                 raise _MissingError from None
+            if _error_code(exc) in _EXISTS_CODES:
+                raise _ExistsError from None
             raise BlobStoreUnavailable(self._describe(operation, subject, exc)) from exc
         except BotoCoreError as exc:
             raise BlobStoreUnavailable(self._describe(operation, subject, exc)) from exc
@@ -438,6 +458,10 @@ class S3BlobStore:
 
     def _endpoint_description(self) -> str:
         return self._endpoint_url or "the default AWS endpoint"
+
+
+class _ExistsError(Exception):
+    """A conditional PUT found an object already stored under the key."""
 
 
 class _MissingError(Exception):

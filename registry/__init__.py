@@ -21,7 +21,10 @@ from registry.domain.model import (
     Scope,
 )
 from registry.services.diff import ProposalRef
+from registry.services.lockfile import LockedSkill, LockFile
 from registry.services.read import Package, PackageInfo, SkillPage, SkillSummary
+from registry.services.reconcile import ReconcileReport, SkillOutcome
+from registry.services.status import Status
 from registry.settings import Settings
 
 __all__ = [
@@ -31,6 +34,8 @@ __all__ = [
     "ExpectedHead",
     "FileInput",
     "FindingRef",
+    "LockFile",
+    "LockedSkill",
     "NotInitialized",
     "Origin",
     "Package",
@@ -38,10 +43,13 @@ __all__ = [
     "PackageInfo",
     "ProposalRef",
     "Publication",
+    "ReconcileReport",
     "Registry",
     "Scope",
     "Settings",
+    "SkillOutcome",
     "SkillPage",
     "SkillSummary",
+    "Status",
     "__version__",
 ]

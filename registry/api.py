@@ -51,22 +51,19 @@ from registry.services import (
     exclusions,
     history,
     jobs,
+    lockfile,
     marketplace,
     proposals,
     publish,
     read,
+    reconcile,
     restore,
     retention,
+    status,
 )
-from registry.services import (
-    fsck as fsck_service,
-)
-from registry.services import (
-    gc as gc_service,
-)
-from registry.services import (
-    gc_figures as figures_service,
-)
+from registry.services import fsck as fsck_service
+from registry.services import gc as gc_service
+from registry.services import gc_figures as figures_service
 from registry.services.approve import ApprovalResult
 from registry.services.catalog import ImportResult, ListingVersion
 from registry.services.context import Context
@@ -78,10 +75,13 @@ from registry.services.gc import GcReport
 from registry.services.gc_figures import GcFigures
 from registry.services.history import HistoryPage
 from registry.services.jobs import Enqueued, JobOutcome, JobPage, Wait, Worker
+from registry.services.lockfile import LockFile
 from registry.services.marketplace import Policy
 from registry.services.proposals import DecisionResult, ProposalDetail, ProposalPage
 from registry.services.read import Package, PackageInfo, SkillPage
+from registry.services.reconcile import ReconcileReport
 from registry.services.retention import RetentionReport
+from registry.services.status import Status
 from registry.settings import Settings
 
 
@@ -408,7 +408,7 @@ class Registry:
 
     # ------------------------------------------------------------ controls and state
 
-    async def status(self, scope: Scope, slug: str) -> SkillStatus:
+    async def skill_status(self, scope: Scope, slug: str) -> SkillStatus:
         """The skill's controls and its state (ready, needs_decision, blocked, paused...)."""
         return await controls.status(self.ctx, scope, slug)
 
@@ -688,3 +688,48 @@ class Registry:
         if keep_versions is not None or keep_days is not None:
             policy = RetentionPolicy(keep_versions, keep_days)
         return await retention.prune(self.ctx, policy, dry_run=dry_run)
+
+    # ------------------------------------------------------------ materialisation
+
+    async def reconcile(
+        self,
+        scope: Scope,
+        target: Path | str,
+        *,
+        mode: str | None = None,
+        adopt: bool = False,
+        verify: bool = False,
+        lock: LockFile | None = None,
+        wait: bool = False,
+        actor: str = "reconciler",
+    ) -> ReconcileReport:
+        """Make the directory `target` hold the desired state of `scope`, and repair drift.
+
+        Every skill of the scope in use (or, with `lock`, exactly the pinned versions) is
+        written package-atomically to `target/<slug>`; skills deleted or paused are removed.
+        On-disk edits are restored from the blob store, or with `adopt=True` published as
+        a new version (origin `out_of_band`, compare-and-swap on the applied version).
+        `mode` is `link` (default: each skill a link swapped atomically) or `copy` (real
+        folders, `SKILL.md` written last), fixed when the target is first used. `verify`
+        rehashes every file instead of trusting the stat cache. A second reconciler on the
+        same target raises `TargetBusy` unless `wait=True`.
+        """
+        return await reconcile.reconcile(
+            self.ctx,
+            scope,
+            target,
+            mode=mode,
+            adopt=adopt,
+            verify=verify,
+            lock=lock,
+            wait=wait,
+            actor=actor,
+        )
+
+    async def lock_file(self, scope: Scope) -> LockFile:
+        """The head version and manifest hash of every skill of `scope` in use."""
+        return await lockfile.make_lock(self.ctx, scope)
+
+    async def status(self, workspace: str | None = None, agent: str | None = None) -> Status:
+        """Targets and pending materialisations, of one workspace (and agent) or of all."""
+        return await status.status(self.ctx, workspace, agent)

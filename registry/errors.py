@@ -197,6 +197,37 @@ class FindingNotFound(RefusedInput):
         return {"path": self.path, "ordinal": self.ordinal}
 
 
+class TargetInvalid(RefusedInput):
+    """A materialisation target cannot be used: not a directory, or its private area is not."""
+
+    code = "target_invalid"
+
+    def __init__(self, path: str, rule: str, detail: str = "") -> None:
+        self.path = path
+        self.rule = rule
+        self.detail = detail
+        suffix = f" ({detail})" if detail else ""
+        super().__init__(f"target {path!r} cannot be used: {rule}{suffix}")
+
+    def details(self) -> dict[str, object]:
+        return {"path": self.path, "rule": self.rule, "detail": self.detail}
+
+
+class LockFileInvalid(RefusedInput):
+    """A lock file is malformed, or does not belong to the scope it is used with."""
+
+    code = "lock_file_invalid"
+
+    def __init__(self, rule: str, detail: str = "") -> None:
+        self.rule = rule
+        self.detail = detail
+        suffix = f": {detail}" if detail else ""
+        super().__init__(f"lock file rejected: {rule}{suffix}")
+
+    def details(self) -> dict[str, object]:
+        return {"rule": self.rule, "detail": self.detail}
+
+
 # ---------------------------------------------------------------- conflicts (exit 4)
 
 
@@ -322,6 +353,100 @@ class ProposalStale(HeadConflict):
 
     def details(self) -> dict[str, object]:
         return {"proposal": self.proposal, "expected": self.expected, "current": self.current}
+
+
+class TargetBusy(Conflict):
+    """Another reconciler holds the target's lock file."""
+
+    code = "target_busy"
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(
+            f"another reconciler is running on target {path!r}; wait for it (or pass --wait)"
+        )
+
+    def details(self) -> dict[str, object]:
+        return {"path": self.path}
+
+
+class TargetMismatch(Conflict):
+    """The target belongs to another scope, or was created in another mode."""
+
+    code = "target_mismatch"
+
+    def __init__(self, path: str, field: str, recorded: str, requested: str) -> None:
+        self.path = path
+        self.field = field
+        self.recorded = recorded
+        self.requested = requested
+        super().__init__(
+            f"target {path!r} was created with {field} {recorded!r}, not {requested!r}; "
+            "use another directory"
+        )
+
+    def details(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "field": self.field,
+            "recorded": self.recorded,
+            "requested": self.requested,
+        }
+
+
+class EntryInTheWay(Conflict):
+    """A file or folder the reconciler does not manage occupies a skill's place in a target."""
+
+    code = "entry_in_the_way"
+
+    def __init__(self, path: str, kind: str) -> None:
+        self.path = path
+        self.kind = kind
+        super().__init__(
+            f"{path!r} is a {kind} the reconciler did not create; move it away to materialise "
+            "the skill there"
+        )
+
+    def details(self) -> dict[str, object]:
+        return {"path": self.path, "kind": self.kind}
+
+
+class LockMismatch(Conflict):
+    """A lock file names a version whose manifest hash is not the registry's."""
+
+    code = "lock_mismatch"
+
+    def __init__(self, slug: str, version: int, locked: str, actual: str) -> None:
+        self.slug = slug
+        self.version = version
+        self.locked = locked
+        self.actual = actual
+        super().__init__(
+            f"lock file pins {slug} version {version} at manifest {locked[:16]}, "
+            f"the registry has {actual[:16]}"
+        )
+
+    def details(self) -> dict[str, object]:
+        return {
+            "slug": self.slug,
+            "version": self.version,
+            "locked": self.locked,
+            "actual": self.actual,
+        }
+
+
+class NotInUse(Conflict):
+    """A pinned skill is deleted, archived or its use is paused, so it is not materialised."""
+
+    code = "not_in_use"
+
+    def __init__(self, slug: str, reason: str) -> None:
+        self.slug = slug
+        self.reason = reason
+        super().__init__(f"skill {slug!r} is not materialised: {reason}")
+
+    def details(self) -> dict[str, object]:
+        return {"slug": self.slug, "reason": self.reason}
 
 
 # ---------------------------------------------------------------- not found (exit 5)

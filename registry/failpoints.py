@@ -47,6 +47,29 @@ JOB_POINTS: Final = (
 )
 """Points in a durable job's run (registry/services/jobs.py) and in the marketplace jobs."""
 
+# The reconciler (registry/services/reconcile.py, materialize.py, target.py). The
+# filesystem steps run in a worker thread and reach the failpoints through the event loop.
+MATERIALIZE_POINTS: Final = (
+    "reconcile.lock_wait",  # another reconciler holds the target; about to wait for it
+    "reconcile.locked",  # the target's lock is held and its garbage swept
+    "materialize.intent_saved",  # the cache says a write of this slug is in progress
+    "materialize.tree_created",  # a fresh tree (or staged folder) exists, still empty
+    "materialize.file_written",  # a temp file is written and fsynced, not yet renamed
+    "materialize.file_placed",  # the file is renamed into place, not yet verified
+    "materialize.file_verified",  # the file read back matches its digest and mode
+    "materialize.tree_synced",  # every file verified and every directory fsynced
+    "materialize.link_created",  # the new link exists under a temp name
+    "materialize.swapped",  # <slug> shows the new package (rename done, not yet fsynced)
+    "materialize.skill_md_removed",  # copy mode: SKILL.md removed before the siblings change
+    "materialize.pruned",  # copy mode: files no longer in the package are removed
+    "materialize.skill_md_placed",  # copy mode: SKILL.md written last
+    "materialize.cache_saved",  # the cache records the finished write
+    "reconcile.recorded",  # the applied state and its event are committed
+    "materialize.old_removed",  # the trees no link names are removed
+    "materialize.unlinked",  # a skill no longer in use is out of view
+    "reconcile.skill_done",  # one skill is finished
+)
+
 
 class Failpoints(Protocol):
     """Called at each named point; may raise, cancel or wait."""

@@ -1,6 +1,6 @@
 """Owner control commands.
 
-status, pause, resume, stop-using, resume-use, auto-improve, delete, exclude-source.
+state, pause, resume, stop-using, resume-use, auto-improve, delete, exclude-source.
 """
 
 from __future__ import annotations
@@ -40,16 +40,16 @@ def render_status(status: SkillStatus, console: Console) -> None:
         console.print(f"head unavailable: source {escape(status.unavailable_because)} excluded")
 
 
-@click.command()
+@click.command(name="state")
 @click.argument("ref")
 @agent_option
 @json_option
 @run_async
-async def status(state: CliState, out: Output, *, ref: str, agent: str) -> None:
+async def skill_state(state: CliState, out: Output, *, ref: str, agent: str) -> None:
     """Show the state of REF (WORKSPACE/SLUG): controls, pending proposal, content check."""
     workspace, slug = parse_skill(ref)
     async with state.open() as reg:
-        result = await reg.status(make_scope(workspace, agent), slug)
+        result = await reg.skill_status(make_scope(workspace, agent), slug)
     out.emit(result, lambda c: render_status(result, c))
 
 
@@ -168,4 +168,13 @@ async def exclude_source(
     out.emit(report, lambda c: _render_exclusion(report, c))
 
 
-COMMANDS = (status, pause, resume, stop_using, resume_use, auto_improve, delete, exclude_source)
+COMMANDS = (
+    skill_state,
+    pause,
+    resume,
+    stop_using,
+    resume_use,
+    auto_improve,
+    delete,
+    exclude_source,
+)

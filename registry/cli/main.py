@@ -9,7 +9,16 @@ from __future__ import annotations
 import click
 
 from registry import __version__
-from registry.cli import controls, gc, history, marketplace, packages, proposals
+from registry.cli import (
+    controls,
+    gc,
+    history,
+    marketplace,
+    packages,
+    proposals,
+    reconcile,
+    status,
+)
 from registry.cli.common import CliState, json_option, redact, run_async, settings_with
 from registry.cli.output import Output
 from registry.db.migrate import current_revision
@@ -63,6 +72,10 @@ for command in proposals.COMMANDS:
 for command in controls.COMMANDS:
     cli.add_command(command)
 for command in gc.COMMANDS:
+    cli.add_command(command)
+for command in reconcile.COMMANDS:
+    cli.add_command(command)
+for command in status.COMMANDS:
     cli.add_command(command)
 
 

@@ -526,3 +526,69 @@ class GcRun(Base):
         sa.CheckConstraint(_in_check("outcome", GC_OUTCOMES), name="outcome"),
         sa.Index("ix_gc_runs_outcome_finished_at", "outcome", "finished_at"),
     )
+
+
+# ---------------------------------------------------------------- materialisation (issue 5)
+
+MATERIALIZE_MODES = ("link", "copy")
+MATERIALIZE_OUTCOMES = ("applied", "removed", "failed")
+
+
+class MaterializationTarget(Base):
+    """A directory that the reconciler keeps equal to one scope's desired state.
+
+    A target is identified by the id stored in its own `.skillreg/target.json`, not by its
+    path: many hosts share one database, and `/srv/agent/skills` on two machines is two
+    targets. `path` and `host` say where it was last reconciled, for people.
+    """
+
+    __tablename__ = "materialization_targets"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    target_id: Mapped[str] = mapped_column(sa.String(36), unique=True)
+    workspace: Mapped[str] = mapped_column(sa.String(128))
+    agent: Mapped[str] = mapped_column(sa.String(128))
+    path: Mapped[str] = mapped_column(sa.Text)
+    host: Mapped[str] = mapped_column(sa.String(255))
+    mode: Mapped[str] = mapped_column(sa.String(8))
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+    __table_args__ = (
+        sa.Index("ix_materialization_targets_scope", "workspace", "agent"),
+        sa.CheckConstraint(_in_check("mode", MATERIALIZE_MODES), name="mode"),
+    )
+
+
+class Materialization(Base):
+    """What a target holds for one skill: the manifest hash applied there, and the outcome.
+
+    `manifest_hash` is what is on disk (None once the skill was removed from the target);
+    a failed attempt keeps the hash that is still on disk and records the error. A skill
+    is pending on a target while its desired manifest hash differs from this one.
+    """
+
+    __tablename__ = "materializations"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    target_id: Mapped[str] = mapped_column(
+        sa.ForeignKey("materialization_targets.target_id", ondelete="CASCADE")
+    )
+    workspace: Mapped[str] = mapped_column(sa.String(128))
+    agent: Mapped[str] = mapped_column(sa.String(128))
+    slug: Mapped[str] = mapped_column(sa.String(64))
+    manifest_hash: Mapped[str | None] = mapped_column(sa.String(64))
+    version: Mapped[int | None] = mapped_column(sa.Integer)
+    outcome: Mapped[str] = mapped_column(sa.String(16))
+    error: Mapped[str | None] = mapped_column(sa.Text)
+    updated_at: Mapped[datetime]
+
+    __table_args__ = (
+        sa.UniqueConstraint("target_id", "workspace", "agent", "slug"),
+        sa.Index("ix_materializations_scope_slug", "workspace", "agent", "slug"),
+        sa.CheckConstraint(_in_check("outcome", MATERIALIZE_OUTCOMES), name="outcome"),
+        sa.CheckConstraint(
+            f"manifest_hash IS NULL OR ({_hex64_check('manifest_hash')})", name="manifest_hash_hex"
+        ),
+        sa.CheckConstraint("version IS NULL OR version >= 1", name="version_positive"),
+    )

@@ -21,6 +21,7 @@ import bisect
 import itertools
 import math
 import re
+import string
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
@@ -30,7 +31,7 @@ from blake3 import blake3
 from registry.errors import ContentBlocked
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Iterable, Mapping
+    from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 
     from registry.domain.model import PackageFile
 
@@ -277,10 +278,15 @@ class _Rule:
     pattern_class: str
     pattern: re.Pattern[str]
     accept: Callable[[str], bool]
+    # Text in every match, when the pattern does not open with it: a file without it is
+    # not searched (the regex engine cannot skip ahead to a character class).
+    literal: str = ""
 
 
-def _rule(pattern_class: str, pattern: str, accept: Callable[[str], bool]) -> _Rule:
-    return _Rule(pattern_class, re.compile(pattern, re.ASCII), accept)
+def _rule(
+    pattern_class: str, pattern: str, accept: Callable[[str], bool], literal: str = ""
+) -> _Rule:
+    return _Rule(pattern_class, re.compile(pattern, re.ASCII), accept, literal)
 
 
 # Listed most specific first: where two rules match overlapping text, the earlier one wins
@@ -322,6 +328,7 @@ _RULES: Final = (
         STRIPE_KEY,
         r"(?P<value>[sr]k_live_(?<![A-Za-z0-9][sr]k_live_)[A-Za-z0-9]{16,247})(?![A-Za-z0-9])",
         _token,
+        literal="k_live_",
     ),
     _rule(
         GOOGLE_API_KEY,
@@ -361,6 +368,60 @@ _ASSIGNMENT: Final = re.compile(
     r"|(?P<bare>[^\s\"'`,;)\]}]{1,512}))",
     re.ASCII,
 )
+# The assignment pattern cannot open with a literal (a name starts wherever a run of
+# identifier characters does), so `finditer` tries it at every position of the text: about
+# 5 MB/s, most of the time a large package's write took. Every match's name contains one
+# of these words within its first 64 characters (the lookahead above, ASCII case-folded),
+# and a name starts either where its run of name characters starts or just after a `--`
+# that opens the run (the two lookbehinds). So for each occurrence of a word, the start of
+# the run it sits in (looking back a little further than a name reaches) gives the only
+# positions where a match using that word can start; `assignment_matches` tries those.
+_ASSIGNMENT_WORDS: Final = (b"pass", b"pwd", b"secret", b"token", b"auth", b"credential", b"key")
+_NAME_CHARACTERS: Final = string.ascii_letters + string.digits + "_.-"
+_LOOK_BACK: Final = 68  # a name's 64 characters, the `--` before it, and a margin
+
+
+def _assignment_starts(text: str) -> list[int]:
+    """The positions where an assignment match may start, in order (a superset)."""
+    # One byte per character (anything outside ASCII becomes `?`, which no word contains),
+    # lower-cased in ASCII only, as the pattern folds case: positions carry over as they are.
+    lowered = text.encode("ascii", "replace").lower()
+    starts: set[int] = set()
+    for word in _ASSIGNMENT_WORDS:
+        at = lowered.find(word)
+        while at != -1:
+            window = max(at - _LOOK_BACK, 0)
+            before = text[window:at]
+            # The run of name characters that ends at the word starts after the last
+            # character that is not one; a run longer than the window starts too far back
+            # for this word to be in its name, unless the window reaches the text's start.
+            run = window + len(before.rstrip(_NAME_CHARACTERS))
+            if run > window or window == 0:
+                starts.add(run)
+                if text.startswith("--", run):
+                    starts.add(run + 2)
+            at = lowered.find(word, at + 1)
+    return sorted(starts)
+
+
+def assignment_matches(text: str) -> Iterator[re.Match[str]]:
+    """Every match of the assignment pattern in `text`: exactly what `finditer` finds.
+
+    `finditer` tries each position in turn and resumes after a match; this tries, in the
+    same order and with the same resumption, only the positions where a match may start
+    (at every other one the pattern's lookbehinds or lookahead fail). Each try sees the
+    whole text.
+    """
+    resume = 0
+    for position in _assignment_starts(text):
+        if position < resume:
+            continue
+        found = _ASSIGNMENT.match(text, position)
+        if found is not None:
+            yield found
+            resume = found.end()
+
+
 # An assignment whose name is an AWS secret key's and whose value has its shape (40
 # characters of base64) is an `aws_secret_access_key` finding rather than a generic one.
 _AWS_SECRET_NAME: Final = re.compile(
@@ -429,12 +490,14 @@ class DefaultScanner:
     def _candidates(text: str) -> Iterable[_Match]:
         """Every accepted match, most specific rule first (the order overlaps resolve in)."""
         for rule in _RULES:
+            if rule.literal not in text:
+                continue
             for found in rule.pattern.finditer(text):
                 value = found.group("value")
                 if rule.accept(value):
                     start, end = found.span("value")
                     yield _Match(start, end, rule.pattern_class, value)
-        for found in _ASSIGNMENT.finditer(text):
+        for found in assignment_matches(text):
             name = found.group("name")
             group = "quoted" if found.group("quoted") is not None else "bare"
             value = found.group(group)

@@ -131,6 +131,33 @@ async def test_put_sends_a_sha256_checksum_of_the_bytes(s3_store):
     assert [headers["x-amz-checksum-sha256"] for headers in sent] == [expected]
 
 
+async def test_a_new_blob_costs_one_request_and_an_existing_one_is_not_rewritten(s3_store):
+    digest, data = blob()
+    sent = []
+    s3_store._client.meta.events.register(
+        "before-send.s3.*",
+        lambda request, **_: sent.append((request.method, dict(request.headers))),
+    )
+
+    assert await s3_store.put(digest, data) is True
+    assert [method for method, _ in sent] == ["PUT"]
+    assert sent[0][1]["If-None-Match"] in ("*", b"*")
+
+    sent.clear()
+    assert await s3_store.put(digest, data) is False
+    # the conditional PUT is refused (412), a HEAD confirms the size, nothing is rewritten
+    assert [method for method, _ in sent] == ["PUT", "HEAD"]
+    assert await s3_store.get(digest) == data
+
+
+async def test_a_wrong_sized_object_under_the_digest_is_replaced(s3_store, s3_client):
+    digest, data = blob()
+    await s3_store.put(digest, data)
+    s3_client.put_object(Bucket=s3_store.bucket, Key=s3_store.key_for(digest), Body=data[:-1])
+    assert await s3_store.put(digest, data) is True
+    assert await s3_store.get(digest) == data
+
+
 TRANSIENT = {
     "connection-closed": ConnectionClosedError(endpoint_url="http://injected"),
     "endpoint-connection": EndpointConnectionError(endpoint_url="http://injected"),

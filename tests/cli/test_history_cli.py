@@ -97,7 +97,7 @@ def test_controls_proposals_and_exclusion_through_the_cli(database_url, tmp_path
     shown = run_json(*base, "proposals", "show", "acme", proposal)
     assert [f["path"] for f in shown["diff_base"]] == ["SKILL.md"]
     assert "Learned." in run(*base, "diff", "acme/csv-cleaner", 1, f"p{proposal}")
-    assert run_json(*base, "status", "acme/csv-cleaner")["state"] == "needs_decision"
+    assert run_json(*base, "state", "acme/csv-cleaner")["state"] == "needs_decision"
     decided = run_json(*base, "proposals", "decide", "acme", proposal, "apply")
     assert decided["publication"]["version"] == 2
 

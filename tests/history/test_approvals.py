@@ -115,7 +115,7 @@ async def test_a_version_blocked_by_todays_rules_until_the_owner_approves_it(mak
     # Make the old package the head the way an owner might (before the rules changed).
     await before.restore(ACME, SLUG, 1, expected_head=2, actor="o")
     await registry.stop_using(ACME, SLUG, actor="o")
-    status = await registry.status(ACME, SLUG)
+    status = await registry.skill_status(ACME, SLUG)
     assert (status.state, status.blocked_by["path"]) == ("blocked", CONFIG)
     with pytest.raises(StateConflict) as refused:
         await registry.resume_use(ACME, SLUG, actor="o")
@@ -124,5 +124,5 @@ async def test_a_version_blocked_by_todays_rules_until_the_owner_approves_it(mak
     result = await registry.approve_findings(ACME, SLUG, 3, [FindingRef(CONFIG, 1)], actor="owner")
     assert result.blocked_by is None
     assert (await events(registry))[-1][2] == "findings_approved"
-    assert (await registry.status(ACME, SLUG)).state == "paused_use"
+    assert (await registry.skill_status(ACME, SLUG)).state == "paused_use"
     assert (await registry.resume_use(ACME, SLUG, actor="o")).state == "ready"

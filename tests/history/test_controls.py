@@ -62,7 +62,7 @@ async def test_states_combine_and_report_in_order(registry):
     await registry.write_package(
         ACME, SLUG, package(SLUG, tag="l"), expected_head=2, origin=Origin.LEARNING, actor="job"
     )
-    status = await registry.status(ACME, SLUG)
+    status = await registry.skill_status(ACME, SLUG)
     assert status.states == ["needs_decision", "paused_use", "paused_learning"]
     assert status.state == "needs_decision"
 
@@ -118,7 +118,7 @@ async def test_actions_on_a_deleted_skill_are_not_found(registry):
         lambda: registry.stop_using(ACME, SLUG, actor="o"),
         lambda: registry.restore(ACME, SLUG, 1, expected_head=1, actor="o"),
         lambda: registry.edit(ACME, SLUG, package(SLUG), base_version=1, actor="o"),
-        lambda: registry.status(ACME, SLUG),
+        lambda: registry.skill_status(ACME, SLUG),
     ):
         with pytest.raises(SkillNotFound):
             await action()
@@ -176,7 +176,7 @@ async def test_every_action_across_workspaces_behaves_as_not_found(registry):
             assert await db_state(registry) == before, name
         for call in (
             lambda s: registry.history(s, SLUG),
-            lambda s: registry.status(s, SLUG),
+            lambda s: registry.skill_status(s, SLUG),
             lambda s: registry.diff(s, SLUG, 1, 2),
             lambda s: registry.read_package(s, SLUG, 1),
         ):

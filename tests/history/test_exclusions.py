@@ -50,7 +50,7 @@ async def test_excluding_a_source_the_head_depends_on_rolls_back_to_the_newest_i
     newest = page.items[0]
     assert (newest.origin, newest.restored_from, newest.sources) == ("restore", 1, ["chat:1"])
     assert page.items[1].unavailable_because == "chat:2"
-    assert not (await registry.status(ACME, SLUG)).auto_improve
+    assert not (await registry.skill_status(ACME, SLUG)).auto_improve
     assert [e[2] for e in (await events(registry))[-2:]] == ["source_excluded", "restored"]
     for number in (2, 3):
         with pytest.raises(VersionUnavailable) as caught:
@@ -82,7 +82,7 @@ async def test_without_an_independent_version_the_skill_pauses_with_the_reason(r
     await publish(registry, "2", ["chat:2", "chat:4"], expected=1)
     report = await registry.exclude_source(ACME, "chat:2", actor="dpo")
     assert [r.outcome for r in report.repairs] == ["paused"]
-    status = await registry.status(ACME, SLUG)
+    status = await registry.skill_status(ACME, SLUG)
     assert (status.head, status.use_paused, status.learning_paused) == (2, True, True)
     assert status.pause_reason == "source 'chat:2' excluded"
     assert status.unavailable_because == "chat:2"

@@ -47,7 +47,7 @@ async def test_learning_on_a_human_controlled_skill_records_a_proposal(registry)
     pub = await learn(registry, "idea")
     assert pub.proposal is not None
     assert (pub.version, pub.created, pub.unchanged, pub.retired) == (2, False, False, None)
-    assert (await registry.status(ACME, SLUG)).head == 2
+    assert (await registry.skill_status(ACME, SLUG)).head == 2
     assert await event_count(registry) == count + 1
     assert (await events(registry))[-1] == ("acme", SLUG, "proposed")
     # Its manifest rows (a real FK from the proposal) keep its blobs referenced and live.
@@ -71,7 +71,7 @@ async def test_learning_on_a_human_controlled_skill_records_a_proposal(registry)
     assert as_bytes(await registry.read_proposal(ACME, pub.proposal)) == as_bytes(
         package(SLUG, tag="idea")
     )
-    status = await registry.status(ACME, SLUG)
+    status = await registry.skill_status(ACME, SLUG)
     assert (status.state, status.proposal, status.proposal_status) == (
         "needs_decision",
         pub.proposal,
@@ -84,7 +84,7 @@ async def test_learning_while_paused_records_a_proposal_even_with_auto_improve_o
     await registry.pause_learning(ACME, SLUG, actor="owner")
     pub = await learn(registry, "idea", expected=1)
     assert pub.proposal is not None
-    assert (await registry.status(ACME, SLUG)).head == 1
+    assert (await registry.skill_status(ACME, SLUG)).head == 1
 
 
 async def test_a_newer_proposal_supersedes_the_older_and_a_repeat_is_a_no_op(registry):
@@ -129,7 +129,7 @@ async def test_apply_publishes_the_proposal_and_uploads_nothing(make_registry, l
         "owner",
         3,
     )
-    assert (await registry.status(ACME, SLUG)).state == "ready"
+    assert (await registry.skill_status(ACME, SLUG)).state == "ready"
 
 
 async def test_a_proposal_goes_stale_when_the_head_moves_and_apply_is_refused(registry):
@@ -156,7 +156,7 @@ async def test_a_proposal_goes_stale_when_the_head_moves_and_apply_is_refused(re
     # A stale proposal still needs a decision: keeping the current version closes it.
     kept = await registry.decide(ACME, proposed.proposal, "keep_current", actor="owner")
     assert kept.status == "rejected"
-    assert (await registry.status(ACME, SLUG)).state == "ready"
+    assert (await registry.skill_status(ACME, SLUG)).state == "ready"
 
 
 async def test_apply_an_edited_alternative(registry):
@@ -182,7 +182,7 @@ async def test_keep_current_rejects_and_a_decided_proposal_cannot_be_decided_aga
     assert (result.status, result.publication) == ("rejected", None)
     assert await event_count(registry) == count + 1
     assert (await events(registry))[-1][2] == "proposal_decided"
-    assert (await registry.status(ACME, SLUG)).head == 2
+    assert (await registry.skill_status(ACME, SLUG)).head == 2
     for decision in ("apply", "keep_current"):
         with pytest.raises(StateConflict) as caught:
             await registry.decide(ACME, proposed.proposal, decision, actor="owner")

@@ -47,7 +47,7 @@ async def test_restore_records_origin_parent_sources_and_turns_auto_improve_off(
     await registry.write_package(
         ACME, SLUG, package(SLUG, tag="b"), expected_head=1, actor="u1", sources=["chat:2"]
     )
-    assert (await registry.status(ACME, SLUG)).auto_improve
+    assert (await registry.skill_status(ACME, SLUG)).auto_improve
     await registry.restore(ACME, SLUG, 1, expected_head=2, actor="owner", message="undo")
     page = await registry.history(ACME, SLUG)
     newest = page.items[0]
@@ -58,7 +58,7 @@ async def test_restore_records_origin_parent_sources_and_turns_auto_improve_off(
         "undo",
     )
     assert (newest.parent, newest.restored_from, newest.sources) == (2, 1, ["chat:1"])
-    assert not (await registry.status(ACME, SLUG)).auto_improve
+    assert not (await registry.skill_status(ACME, SLUG)).auto_improve
     assert (await events(registry))[-1] == ("acme", SLUG, "restored")
 
 
@@ -135,9 +135,9 @@ async def test_edit_turns_auto_improve_off_unless_kept(registry):
     await registry.edit(
         ACME, SLUG, package(SLUG, tag="k"), base_version=3, actor="o", keep_auto_improve=True
     )
-    assert (await registry.status(ACME, SLUG)).auto_improve
+    assert (await registry.skill_status(ACME, SLUG)).auto_improve
     await registry.edit(ACME, SLUG, package(SLUG, tag="e"), base_version=4, actor="o")
-    status = await registry.status(ACME, SLUG)
+    status = await registry.skill_status(ACME, SLUG)
     assert (status.head, status.auto_improve) == (5, False)
     assert (await registry.history(ACME, SLUG)).items[0].origin == Origin.EDIT.value
 
@@ -163,7 +163,7 @@ async def test_edit_on_a_moved_head_keeps_the_draft_as_a_proposal_when_asked(reg
     assert as_bytes(await registry.read_proposal(ACME, proposal)) == as_bytes(draft)
     detail = await registry.proposal(ACME, proposal)
     assert (detail.summary.status, detail.summary.base_version) == ("stale", 2)
-    assert (await registry.status(ACME, SLUG)).head == 3
+    assert (await registry.skill_status(ACME, SLUG)).head == 3
     assert await event_count(registry) == count + 1
     assert (await events(registry))[-1][2] == "proposed"
     assert await live_claims(registry) == 0

@@ -1,0 +1,143 @@
+"""The references every write is measured against, in the same loop as the registry.
+
+- `GitReference`: `git add -A && git commit` of the same tree in a scratch repository. The
+  tree is written before the clock starts (the registry gets the bytes in memory too), and
+  git is told to fsync what a commit makes durable (`core.fsync=committed`) since every
+  other contender here is durable; automatic gc is off so it never lands inside a sample.
+- `naive_write`: a writer that writes the files one at a time into a folder, each with
+  fsync: what "save the skill folder" does without a registry.
+- `floor`: the storage floor of a registry write: the same number of blob puts of the same
+  sizes, in parallel (the registry's upload concurrency), into the backend's own store,
+  then one empty transaction that takes the same workspace lock. Digests are computed
+  before the clock starts; the store still verifies each put, as it does for the registry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bench.content import write_tree
+from blobstore import BlobStore
+from blobstore.digest import compute_digest
+from registry.db.engine import write_connection
+from registry.db.locks import lock_workspace
+
+_GIT_CONFIG: Final = (
+    ("user.name", "bench"),
+    ("user.email", "bench@example.invalid"),
+    ("core.fsync", "committed"),
+    ("core.fsyncMethod", "fsync"),
+    ("gc.auto", "0"),
+    ("commit.gpgsign", "false"),
+)
+
+
+class GitReference:
+    """A scratch git repository whose work tree is replaced by each package."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True)
+        self._git("init", "-q", "-b", "main")
+        for key, value in _GIT_CONFIG:
+            self._git("config", key, value)
+        self._count = 0
+
+    def _git(self, *args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            ["git", *args], cwd=self.root, check=True, capture_output=True, timeout=600
+        )
+
+    def replace_tree(self, files: Mapping[str, bytes]) -> None:
+        """Make the work tree hold exactly `files` (untimed set-up)."""
+        for child in self.root.iterdir():
+            if child.name == ".git":
+                continue
+            if child.is_dir():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+        write_tree(self.root, dict(files))
+
+    def add_package(self, slug: str, files: Mapping[str, bytes]) -> None:
+        """Write a package's tree into the folder `slug` of the work tree (untimed set-up)."""
+        write_tree(self.root / slug, dict(files))
+
+    def write_file(self, path: str, data: bytes) -> None:
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+    def commit(self) -> float:
+        """Time `git add -A && git commit` of the work tree as it is (seconds)."""
+        self._count += 1
+        start = time.perf_counter()
+        self._git("add", "-A")
+        # An unchanged tree makes `git commit` exit 1 ("nothing to commit"): that is the
+        # no-op re-save's reference, so the exit code is not checked.
+        subprocess.run(
+            ["git", "commit", "-q", "-m", f"save {self._count}"],
+            cwd=self.root,
+            check=False,
+            capture_output=True,
+            timeout=600,
+        )
+        return time.perf_counter() - start
+
+
+def naive_write(root: Path, files: Mapping[str, bytes]) -> float:
+    """Time writing `files` under `root` one at a time, each fsynced (seconds)."""
+    start = time.perf_counter()
+    for path, data in files.items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    return time.perf_counter() - start
+
+
+def digests_of(files: Mapping[str, bytes]) -> dict[str, bytes]:
+    """Digest -> bytes for the floor's puts (computed before the clock starts)."""
+    return {compute_digest(data): data for data in files.values()}
+
+
+async def empty_locked_transaction(engine: AsyncEngine, workspace: str) -> None:
+    """One write transaction that takes the workspace lock and commits nothing."""
+    async with engine.connect() as raw:
+        conn = await write_connection(raw)
+        async with conn.begin():
+            await lock_workspace(conn, workspace)
+
+
+async def floor(
+    store: BlobStore,
+    engine: AsyncEngine,
+    workspace: str,
+    blobs: Mapping[str, bytes],
+    *,
+    concurrency: int,
+) -> float:
+    """Time the parallel puts of `blobs` plus one empty locked transaction (seconds)."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def put(digest: str, data: bytes) -> None:
+        async with gate:
+            await store.put(digest, data)
+
+    start = time.perf_counter()
+    async with asyncio.TaskGroup() as group:
+        for digest, data in blobs.items():
+            group.create_task(put(digest, data))
+    await empty_locked_transaction(engine, workspace)
+    return time.perf_counter() - start

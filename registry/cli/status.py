@@ -1,0 +1,70 @@
+"""`skillreg status`: what an operator needs to know, one section each.
+
+Materialisation targets and what is pending on them (docs/materialize.md), and the
+storage figures of garbage collection (docs/gc.md).
+"""
+
+from __future__ import annotations
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from registry.cli.common import CliState, json_option, make_scope, run_async
+from registry.cli.gc import render_figures
+from registry.cli.output import Output
+from registry.services.status import Status
+
+
+@click.command()
+@click.option("--workspace", "-w", help="Only this workspace (default: every workspace).")
+@click.option("--agent", help="Only this agent of the workspace.")
+@json_option
+@run_async
+async def status(state: CliState, out: Output, *, workspace: str | None, agent: str | None) -> None:
+    """Show storage figures, targets and the materialisations still pending on them."""
+    if workspace is not None:
+        make_scope(workspace, agent or "personal")
+    async with state.open() as reg:
+        report = await reg.status(workspace, agent)
+    out.emit(report, lambda c: _render_status(report, c))
+
+
+def _render_status(report: Status, console: Console) -> None:
+    console.rule("storage")
+    render_figures(console, report.storage)
+    console.rule("materialisation")
+    _render_materialization(report, console)
+
+
+def _render_materialization(report: Status, console: Console) -> None:
+    section = report.materialization
+    if not section.targets:
+        console.print("no materialisation targets")
+        return
+    table = Table(show_header=True, header_style="bold", box=None, title="targets")
+    for column in ("target", "host", "mode", "scope", "applied", "pending", "failed"):
+        table.add_column(column)
+    for t in section.targets:
+        scope = t.workspace if t.agent == "personal" else f"{t.workspace}:{t.agent}"
+        table.add_row(t.path, t.host, t.mode, scope, str(t.applied), str(t.pending), str(t.failed))
+    console.print(table)
+    if not section.pending:
+        console.print("nothing pending")
+        return
+    pending = Table(show_header=True, header_style="bold", box=None, title="pending")
+    for column in ("target", "slug", "action", "desired", "applied", "last error"):
+        pending.add_column(column)
+    for p in section.pending:
+        pending.add_row(
+            p.target,
+            p.slug,
+            p.action,
+            "" if p.desired_version is None else f"v{p.desired_version}",
+            "" if p.applied_version is None else f"v{p.applied_version}",
+            p.error or "",
+        )
+    console.print(pending)
+
+
+COMMANDS = (status,)

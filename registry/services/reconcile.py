@@ -1,0 +1,550 @@
+"""Reconcile: make a target directory equal to a scope's desired state, and repair drift.
+
+Desired state: the head manifest of every skill of the scope that is in use (state
+`active`, use not paused), or the versions a lock file pins. Applied state: what the
+registry recorded per target and skill (`materializations`), and what the target's own
+stat cache says it wrote. For each skill the reconciler looks at the disk first:
+
+    disk holds the desired package        -> record it if the record is stale; else nothing
+    disk holds what was last written      -> pending: write the desired package
+    a write of ours was interrupted       -> complete it (never reported, never adopted)
+    anything else                         -> drift: restore the desired package from the
+                                             blob store, or with `adopt` publish the disk's
+                                             package as a new version (origin out_of_band,
+                                             compare-and-swap on the applied version)
+    not desired (deleted, paused, unpinned) -> remove it from the target
+
+Every change is written package-atomically (`registry.services.materialize`) and then
+recorded in one locked transaction with one outbox event (`registry.services.applied`). A
+skill that fails is reported with its reason and recorded as failed; the others go on.
+One reconciler works on a target at a time (`registry.services.target`). The desired state
+comes from `registry.services.desired`; drift is found by `registry.services.drift`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+from blobstore import BlobStoreError
+from registry.db import materializations as dbm
+from registry.domain.manifest import Manifest
+from registry.domain.model import Origin, PackageFile, Scope
+from registry.errors import (
+    EntryInTheWay,
+    IntegrityError,
+    LockFileInvalid,
+    NotInUse,
+    RegistryError,
+    StorageUnavailable,
+    TargetBusy,
+)
+from registry.failpoints import NO_FAILPOINTS
+from registry.services import desired, drift, materialize, publish, read
+from registry.services.applied import Records
+from registry.services.context import Context
+from registry.services.desired import Want
+from registry.services.drift import DIR, LINK, DriftItem, Observation
+from registry.services.durable import Step, no_step
+from registry.services.lockfile import LockFile
+from registry.services.target import SkillCache, Target, wait_until_free
+
+WRITTEN: Final = "written"
+UNCHANGED: Final = "unchanged"
+REPAIRED: Final = "repaired"
+ADOPTED: Final = "adopted"
+REMOVED: Final = "removed"
+FAILED: Final = "failed"
+ACTIONS: Final = (WRITTEN, UNCHANGED, REPAIRED, ADOPTED, REMOVED, FAILED)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class SkillOutcome:
+    """What reconcile did for one skill of the target.
+
+    `action`: `written` (a version not yet applied is now on disk), `unchanged`,
+    `repaired` (drift restored to the desired package), `adopted` (drift published as a
+    new version, then written), `removed`, or `failed` (`reason`, `error_code`; the disk
+    holds what it held before). `drift` lists what was found different on disk.
+    """
+
+    slug: str
+    action: str
+    version: int | None = None
+    manifest_hash: str | None = None
+    previous_hash: str | None = None
+    drift: tuple[DriftItem, ...] = ()
+    reason: str | None = None
+    error_code: str | None = None
+    error: RegistryError | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class ReconcileReport:
+    """The outcome of one reconcile of a target."""
+
+    target: str
+    target_id: str
+    mode: str
+    workspace: str
+    agent: str
+    outcomes: tuple[SkillOutcome, ...]
+    swept: int = 0  # entries a crashed run left under .skillreg/, removed on open
+    hashed: int = 0  # files whose content was hashed (the stat cache answered the rest)
+
+    def slugs(self, action: str) -> list[str]:
+        """The slugs whose outcome was `action`."""
+        return [o.slug for o in self.outcomes if o.action == action]
+
+    @property
+    def written(self) -> list[str]:
+        return self.slugs(WRITTEN)
+
+    @property
+    def unchanged(self) -> list[str]:
+        return self.slugs(UNCHANGED)
+
+    @property
+    def repaired(self) -> list[str]:
+        return self.slugs(REPAIRED)
+
+    @property
+    def adopted(self) -> list[str]:
+        return self.slugs(ADOPTED)
+
+    @property
+    def removed(self) -> list[str]:
+        return self.slugs(REMOVED)
+
+    @property
+    def failed(self) -> dict[str, str]:
+        """Failed slugs and their reasons."""
+        return {o.slug: o.reason or "" for o in self.outcomes if o.action == FAILED}
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def outcome(self, slug: str) -> SkillOutcome | None:
+        return next((o for o in self.outcomes if o.slug == slug), None)
+
+
+async def reconcile(
+    ctx: Context,
+    scope: Scope,
+    path: Path | str,
+    *,
+    mode: str | None = None,
+    adopt: bool = False,
+    verify: bool = False,
+    lock: LockFile | None = None,
+    wait: bool = False,
+    actor: str = "reconciler",
+) -> ReconcileReport:
+    """Make the target at `path` hold the desired state of `scope` (see the module docstring).
+
+    `mode` (`link` or `copy`) is fixed when a target is first used; `verify` rehashes
+    every file instead of trusting the stat cache; `lock` pins the versions; `wait` waits
+    for another reconciler instead of raising `TargetBusy`.
+    """
+    if lock is not None:
+        lock.check_scope(scope)
+        if adopt:
+            raise LockFileInvalid(
+                "adopt_with_lock", "a lock file pins versions; adopting would change them"
+            )
+    step = _step_hook(ctx)
+    target = await _open(ctx, path, scope, mode=mode, wait=wait)
+    run = _Run(ctx, scope, target, step, adopt=adopt, verify=verify, actor=actor)
+    try:
+        return await run.run(lock)
+    finally:
+        run.close_when_idle()
+
+
+def _thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> asyncio.Future[T]:
+    """Run blocking work in a worker thread, as a future that outlives a cancelled caller."""
+    future = asyncio.ensure_future(asyncio.to_thread(fn, *args, **kwargs))
+    # Retrieve the outcome even if nobody awaits it any more (the caller was cancelled).
+    future.add_done_callback(lambda f: f.cancelled() or f.exception())
+    return future
+
+
+async def _open(
+    ctx: Context, path: Path | str, scope: Scope, *, mode: str | None, wait: bool
+) -> Target:
+    """Open and lock the target; with `wait`, wait for another reconciler to finish first."""
+    while True:
+        opening = _thread(Target.open, path, scope, mode=mode)
+        try:
+            return await asyncio.shield(opening)
+        except TargetBusy:
+            if not wait:
+                raise
+        except asyncio.CancelledError:
+            # The open goes on in its thread: release the target as soon as it is had,
+            # rather than hold its lock for the rest of the process's life.
+            opening.add_done_callback(_close_opened)
+            raise
+        await ctx.hit("reconcile.lock_wait")
+        await _in_daemon_thread(wait_until_free, path)
+
+
+def _in_daemon_thread(fn: Callable[..., None], /, *args: Any) -> asyncio.Future[None]:
+    """Run blocking work that may never end (waiting for a lock) without holding up exit.
+
+    The default executor's threads are joined when the interpreter exits; a reconciler
+    interrupted while it waits for another one's lock must not hang on that join.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[None] = loop.create_future()
+
+    def settle(error: BaseException | None) -> None:
+        if future.done():
+            return  # the waiter was cancelled meanwhile
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(error)
+
+    def run() -> None:
+        error: BaseException | None = None
+        try:
+            fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting coroutine
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the event loop is gone: nobody waits
+            loop.call_soon_threadsafe(settle, error)
+
+    threading.Thread(target=run, name="skillreg-target-wait", daemon=True).start()
+    return future
+
+
+def _close_opened(opening: asyncio.Future[Target]) -> None:
+    if not opening.cancelled() and opening.exception() is None:
+        opening.result().close()
+
+
+def _step_hook(ctx: Context) -> Step:
+    """Failpoints for the filesystem steps, which run in worker threads.
+
+    The hook hands each step to the event loop's failpoints and waits for it, so a test can
+    fail, park or kill the reconciler at any step. Production has no failpoints: no hop.
+    """
+    if ctx.failpoints is NO_FAILPOINTS:
+        return no_step
+    loop = asyncio.get_running_loop()
+
+    def step(name: str) -> None:
+        asyncio.run_coroutine_threadsafe(ctx.hit(name), loop).result()
+
+    return step
+
+
+class _Run:
+    """One reconcile of one target: its inputs, and the records it updates as it goes."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        scope: Scope,
+        target: Target,
+        step: Step,
+        *,
+        adopt: bool,
+        verify: bool,
+        actor: str,
+    ) -> None:
+        self.ctx = ctx
+        self.scope = scope
+        self.target = target
+        self.step = step
+        self.adopt = adopt
+        self.verify = verify
+        self.actor = actor
+        self.records = Records(ctx, scope, target)
+        self.hashed = 0
+        self.entry = LINK if target.mode == "link" else DIR
+        self._inflight: asyncio.Future[Any] | None = None
+
+    async def blocking(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Run filesystem work on the target in a worker thread.
+
+        A cancelled reconcile does not stop the thread; the work is shielded so that it
+        finishes, and the target's descriptors stay open until it has (see
+        `close_when_idle`): closing them under a running thread would let it act on
+        whatever file a reused descriptor number names next.
+        """
+        future = _thread(fn, *args, **kwargs)
+        self._inflight = future
+        return await asyncio.shield(future)
+
+    def close_when_idle(self) -> None:
+        """Close the target now, or when the filesystem work still running has finished."""
+        inflight = self._inflight
+        if inflight is not None and not inflight.done():
+            inflight.add_done_callback(lambda _: self.target.close())
+        else:
+            self.target.close()
+
+    async def run(self, lock: LockFile | None) -> ReconcileReport:
+        await self.ctx.hit("reconcile.locked")
+        await self.records.register()
+        wanted = await desired.desired(self.ctx, self.scope, lock)
+        rows = await self.records.load()
+        recorded = {s for s, r in rows.items() if r.manifest_hash is not None}
+        slugs = {*wanted.wants, *wanted.blocked, *recorded, *self.target.cached_slugs()}
+        outcomes: list[SkillOutcome] = []
+        for slug in sorted(slugs):
+            outcome = await self._one(
+                slug,
+                wanted.wants.get(slug),
+                wanted.blocked.get(slug),
+                wanted.skill_ids.get(slug),
+            )
+            if outcome is not None:
+                outcomes.append(outcome)
+        return ReconcileReport(
+            target=str(self.target.path),
+            target_id=self.target.target_id,
+            mode=self.target.mode,
+            workspace=self.scope.workspace,
+            agent=self.scope.agent,
+            outcomes=tuple(outcomes),
+            swept=self.target.swept,
+            hashed=self.hashed,
+        )
+
+    # ------------------------------------------------------------ one skill
+
+    async def _one(
+        self, slug: str, want: Want | None, blocked: RegistryError | None, skill_id: int | None
+    ) -> SkillOutcome | None:
+        row = self.records.rows.get(slug)
+        try:
+            if blocked is not None and not isinstance(blocked, NotInUse):
+                raise blocked
+            cache, seen = await self.blocking(self._look, slug)
+            self.hashed += seen.hashed
+            if want is None:
+                removed = await self._remove(slug, row, cache, seen, skill_id)
+                if blocked is not None:
+                    raise blocked
+                return removed
+            return await self._converge(slug, want, row, cache, seen)
+        except (RegistryError, OSError, BlobStoreError) as exc:
+            error = exc if isinstance(exc, RegistryError) else _as_registry_error(exc)
+            await self.records.failed(slug, skill_id, error)
+            return SkillOutcome(
+                slug,
+                FAILED,
+                version=None if row is None else row.version,
+                manifest_hash=None if row is None else row.manifest_hash,
+                previous_hash=None if row is None else row.manifest_hash,
+                reason=str(error),
+                error_code=error.code,
+                error=error,
+            )
+
+    def _look(self, slug: str) -> tuple[SkillCache | None, Observation]:
+        cache = self.target.load_cache(slug)
+        return cache, drift.observe(self.target, slug, cache, verify=self.verify)
+
+    async def _converge(
+        self,
+        slug: str,
+        want: Want,
+        row: dbm.AppliedRow | None,
+        cache: SkillCache | None,
+        seen: Observation,
+    ) -> SkillOutcome:
+        previous = None if row is None else row.manifest_hash
+        owned = cache is not None or previous is not None or seen.reconciler_made
+        if seen.entry != drift.ABSENT and not owned:
+            raise EntryInTheWay(str(self.target.path / slug), _describe(seen))
+        if seen.holds(want.manifest_hash, self.entry):
+            return await self._settle(slug, want, row, cache, seen)
+        interrupted = cache is not None and cache.writing is not None
+        expected = cache.manifest() if cache is not None and cache.manifest_hash else None
+        if interrupted or (seen.entry == drift.ABSENT and not owned):
+            found: list[DriftItem] = []
+        elif self._clean(seen, expected, previous):
+            found = []
+        else:
+            found = drift.differences(
+                expected or await desired.manifest(self.ctx, self.scope, want), seen, self.entry
+            )
+        if found and self.adopt and seen.walked and not interrupted:
+            return await self._adopt(
+                slug, want, row=row, cache=cache, seen=seen, found=tuple(found)
+            )
+        action = REPAIRED if found else WRITTEN
+        return await self._write(
+            slug, want, row=row, cache=cache, seen=seen, action=action, found=tuple(found)
+        )
+
+    def _clean(self, seen: Observation, expected: Manifest | None, previous: str | None) -> bool:
+        """The disk holds what was last written here: only the new version is missing."""
+        if seen.entry != self.entry or seen.anomalies or seen.extra_dirs():
+            return False
+        if expected is not None:
+            return seen.manifest == expected
+        return previous is not None and seen.manifest.hash == previous
+
+    async def _settle(
+        self,
+        slug: str,
+        want: Want,
+        row: dbm.AppliedRow | None,
+        cache: SkillCache | None,
+        seen: Observation,
+    ) -> SkillOutcome:
+        """The disk already holds the desired package: bring the records up to date."""
+        fresh = SkillCache(slug, want.manifest_hash, want.version, seen.tree, None, seen.files)
+        if cache != fresh:
+            await self.blocking(self.target.save_cache, fresh)
+        previous = None if row is None else row.manifest_hash
+        action = WRITTEN if previous != want.manifest_hash else UNCHANGED
+        await self.records.applied(
+            slug,
+            want.skill_id,
+            manifest_hash=want.manifest_hash,
+            version=want.version,
+            action=action,
+            found=(),
+        )
+        return SkillOutcome(slug, action, want.version, want.manifest_hash, previous)
+
+    async def _write(
+        self,
+        slug: str,
+        want: Want,
+        *,
+        row: dbm.AppliedRow | None,
+        cache: SkillCache | None,
+        seen: Observation,
+        action: str,
+        found: tuple[DriftItem, ...],
+    ) -> SkillOutcome:
+        manifest = await desired.manifest(self.ctx, self.scope, want)
+        how = materialize.plan(self.target.mode, manifest, seen)
+        wanted = Manifest(e for e in manifest if e.path in set(how.fetch))
+        files = await read.read_files(self.ctx, wanted)
+        # From here until the cache is saved again, this slug's disk state is our own
+        # unfinished work: a crash must not make it look like drift to adopt.
+        intent = (
+            replace(cache, writing=want.manifest_hash)
+            if cache is not None
+            else SkillCache(slug, None, None, writing=want.manifest_hash)
+        )
+        await self.blocking(self.target.save_cache, intent)
+        await self.ctx.hit("materialize.intent_saved")
+        written = await self.blocking(
+            materialize.write,
+            self.target,
+            slug,
+            manifest=manifest,
+            files=files,
+            seen=seen,
+            how=how,
+            step=self.step,
+        )
+        done = SkillCache(slug, want.manifest_hash, want.version, written.tree, None, written.files)
+        await self.blocking(self.target.save_cache, done)
+        await self.ctx.hit("materialize.cache_saved")
+        await self.records.applied(
+            slug,
+            want.skill_id,
+            manifest_hash=want.manifest_hash,
+            version=want.version,
+            action=action,
+            found=found,
+        )
+        await self.ctx.hit("reconcile.recorded")
+        await self.blocking(self.target.remove_unlinked_trees, slug, step=self.step)
+        await self.ctx.hit("reconcile.skill_done")
+        previous = None if row is None else row.manifest_hash
+        return SkillOutcome(slug, action, want.version, want.manifest_hash, previous, found)
+
+    async def _adopt(
+        self,
+        slug: str,
+        want: Want,
+        *,
+        row: dbm.AppliedRow | None,
+        cache: SkillCache | None,
+        seen: Observation,
+        found: tuple[DriftItem, ...],
+    ) -> SkillOutcome:
+        """Publish the disk's package as a new version, then write it back cleanly.
+
+        The compare-and-swap is against the version the target had applied: if the head
+        moved since, the edit was made to an old package and is not forced over the new
+        one (`HeadConflict`, reported; the disk is left as it is).
+        """
+        base = row.version if row is not None and row.version is not None else None
+        if base is None and cache is not None:
+            base = cache.version
+        if base is None:
+            raise IntegrityError(f"{slug}: no applied version to adopt the edit against")
+        limit = self.ctx.settings.max_file_bytes
+        try:
+            raw = await self.blocking(drift.read_observed, self.target, slug, seen, limit)
+        except ValueError as exc:
+            raise IntegrityError(f"{slug}: {exc}") from exc
+        request = publish.WriteRequest(
+            scope=self.scope,
+            slug=slug,
+            expected_head=base,
+            origin=Origin.OUT_OF_BAND,
+            actor=self.actor,
+            message=f"adopted from {self.target.path / slug}",
+            sources=(f"target:{self.target.target_id}",),
+        )
+        files = {p: PackageFile(data, executable=x) for p, (data, x) in raw.items()}
+        pub = await publish.write_package(self.ctx, request, files)
+        # Read the new version back rather than reuse what was seen: the write path
+        # normalises paths (NFC), so its manifest is the authority.
+        adopted = await desired.pinned(self.ctx, self.scope, slug, pub.version, want.skill_id)
+        outcome = await self._write(
+            slug, adopted, row=row, cache=cache, seen=seen, action=ADOPTED, found=found
+        )
+        return replace(outcome, previous_hash=None if row is None else row.manifest_hash)
+
+    async def _remove(
+        self,
+        slug: str,
+        row: dbm.AppliedRow | None,
+        cache: SkillCache | None,
+        seen: Observation,
+        skill_id: int | None,
+    ) -> SkillOutcome | None:
+        recorded = row is not None and row.manifest_hash is not None
+        owned = cache is not None or recorded or seen.reconciler_made
+        if not owned or (seen.entry == drift.ABSENT and cache is None and not recorded):
+            return None
+        await self.blocking(materialize.remove, self.target, slug, self.step)
+        await self.records.removed(slug, skill_id)
+        await self.blocking(self.target.drop_cache, slug)
+        await self.ctx.hit("reconcile.skill_done")
+        previous = None if row is None else row.manifest_hash
+        return SkillOutcome(slug, REMOVED, previous_hash=previous)
+
+
+def _describe(seen: Observation) -> str:
+    if seen.entry == DIR:
+        return "folder"
+    return seen.detail.removeprefix("a ") or "file"
+
+
+def _as_registry_error(exc: BaseException) -> RegistryError:
+    if isinstance(exc, BlobStoreError):
+        return StorageUnavailable("blob store", str(exc))
+    return StorageUnavailable("target filesystem", str(exc))

@@ -1,0 +1,132 @@
+"""The materialisation commands end to end, through the `skillreg` command line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from registry.cli.main import cli
+from registry.cli.packages import example_root
+
+EXAMPLES = sorted(p.name for p in example_root().iterdir() if p.is_dir())
+
+
+@pytest.fixture
+def embedded(tmp_path, monkeypatch):
+    """The embedded default: SQLite and blobs under ./.skillreg of the working directory."""
+    for name in ("SKILLREG_DATABASE_URL", "SKILLREG_BLOB_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def on_database(database_url, tmp_path):
+    """Global options pointing the command line at the test's database (both kinds)."""
+    return ["--database-url", database_url, "--blob-url", (tmp_path / "blobs").as_uri()]
+
+
+def run(*args, code=0):
+    result = CliRunner().invoke(cli, [str(a) for a in args])
+    assert result.exit_code == code, result.output
+    return result.output
+
+
+def run_json(*args, code=0):
+    return json.loads(run(*args, "--json", code=code))
+
+
+def tree(root: Path) -> dict[str, tuple[bytes, bool]]:
+    return {
+        p.relative_to(root).as_posix(): (p.read_bytes(), bool(p.stat().st_mode & 0o100))
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_must_show_fill_a_target_report_and_repair_an_edit(embedded):
+    """The issue's "Must show", on the embedded default."""
+    run("init")
+    run("demo", "-w", "demo")
+    report = run_json("reconcile", "--workspace", "demo", "--target", "skills")
+    assert report["written"] == EXAMPLES
+    for slug in EXAMPLES:
+        assert tree(embedded / "skills" / slug) == tree(example_root() / slug)
+
+    listing = subprocess.run(
+        ["ls", "-l", "skills"], capture_output=True, text=True, check=True
+    ).stdout.splitlines()[1:]
+    assert len(listing) == len(EXAMPLES)
+    for line, slug in zip(listing, EXAMPLES, strict=True):
+        assert line.startswith("l"), line  # one link per skill, swapped in one rename
+        assert f" {slug} -> .skillreg/trees/{slug}/" in line
+
+    edited = embedded / "skills" / "pdf-report" / "references" / "style-guide.md"
+    edited.write_text("an agent rewrote this\n")
+    human = run("reconcile", "--workspace", "demo", "--target", "skills")
+    assert "repaired" in human
+    assert "modified: references/style-guide.md" in human
+    assert tree(embedded / "skills" / "pdf-report") == tree(example_root() / "pdf-report")
+    again = run_json("reconcile", "--workspace", "demo", "--target", "skills")
+    assert again["unchanged"] == EXAMPLES
+    assert again["hashed"] == 0
+    assert "nothing pending" in run("status")
+
+
+def test_lock_then_reproduce_on_another_target(on_database, tmp_path):
+    run(*on_database, "init")
+    run(*on_database, "demo", "-w", "demo")
+    first, second, lock = tmp_path / "first", tmp_path / "second", tmp_path / "demo.lock"
+    run_json(*on_database, "reconcile", "-w", "demo", "-t", first)
+    written = run_json(*on_database, "lock", "-w", "demo", "--out", lock)
+    assert written["skills"] == len(EXAMPLES)
+    printed = run(*on_database, "lock", "-w", "demo")
+    assert printed == lock.read_text()
+    report = run_json(*on_database, "reconcile", "-w", "demo", "-t", second, "--lock", lock)
+    assert report["written"] == EXAMPLES
+    for slug in EXAMPLES:
+        assert tree(second / slug) == tree(first / slug)
+    status = run_json(*on_database, "status", "-w", "demo")
+    assert len(status["materialization"]["targets"]) == 2
+    assert status["materialization"]["pending"] == []
+
+
+def test_exit_codes(on_database, tmp_path):
+    run(*on_database, "init")
+    run(*on_database, "demo", "-w", "demo")
+    target = tmp_path / "target"
+    run(*on_database, "reconcile", "-w", "demo", "-t", target)
+
+    lock = tmp_path / "bad.lock"
+    lock.write_text("{}")
+    bad = run_json(*on_database, "reconcile", "-w", "demo", "-t", target, "--lock", lock, code=3)
+    assert bad["error"] == "lock_file_invalid"
+    run(*on_database, "reconcile", "-w", "demo", "-t", target, "--adopt", "--lock", lock, code=2)
+    other = run_json(*on_database, "reconcile", "-w", "other", "-t", target, code=4)
+    assert other["error"] == "target_mismatch"
+
+    # An edit to version 1 while the head moved on: adopting it is a conflict (exit 4),
+    # reported per skill in the full report, and the edit stays on disk.
+    skill = tmp_path / "csv-cleaner"
+    shutil.copytree(example_root() / "csv-cleaner", skill)
+    (skill / "references" / "rules.md").write_text("version 2\n")
+    run(*on_database, "publish", skill, "-w", "demo", "--expect-head", "1")
+    edited = target / "csv-cleaner" / "SKILL.md"
+    edited.write_text(edited.read_text() + "\nlocal note\n")
+    report = run_json(*on_database, "reconcile", "-w", "demo", "-t", target, "--adopt", code=4)
+    assert list(report["failed"]) == ["csv-cleaner"]
+    [failed] = [s for s in report["skills"] if s["action"] == "failed"]
+    assert failed["error_code"] == "head_conflict"
+    assert edited.read_text().endswith("local note\n")
+    pending = run_json(*on_database, "status", "-w", "demo")["materialization"]["pending"]
+    assert [(p["slug"], p["desired_version"], p["applied_version"]) for p in pending] == [
+        ("csv-cleaner", 2, 1)
+    ]
+    repaired = run_json(*on_database, "reconcile", "-w", "demo", "-t", target)
+    assert repaired["repaired"] == ["csv-cleaner"]
+    assert tree(target / "csv-cleaner") == tree(skill)
