@@ -69,11 +69,13 @@ class Verdict:
     order), or None; `kept` are the approvals that cover occurrences the checked package
     contains, one per (path, value), counting the covered occurrences: what the package
     carries forward (a blocked package is not stored, so its `kept` only matters to an
-    owner approving findings one at a time).
+    owner approving findings one at a time). `fresh` are the digests this check scanned
+    and found clean (set by the service that ran the scan; empty if it was blocked).
     """
 
     blocked: ContentBlocked | None
     kept: tuple[Approval, ...]
+    fresh: tuple[str, ...] = ()
 
 
 def _order(finding: Finding) -> tuple[bytes, int]:

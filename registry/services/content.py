@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Final
 
-import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import approvals as db_approvals
+from registry.db import scans as db_scans
 from registry.db import skills as db
-from registry.db.blobs import upsert
-from registry.db.tables import ScanResult
 from registry.domain.approvals import Approval, FindingRef, Verdict, evaluate
 from registry.domain.manifest import Manifest
 from registry.domain.model import PackageFile, Scope
@@ -51,32 +50,19 @@ async def approvals_of(
 
 
 async def _clean_digests(ctx: Context, digests: Iterable[str]) -> set[str]:
-    wanted = sorted(set(digests))
     fingerprint = ctx.scanner.fingerprint
-
-    async def work(conn: AsyncConnection) -> set[str]:
-        rows = await conn.execute(
-            sa.select(ScanResult.digest).where(
-                ScanResult.scanner == fingerprint, ScanResult.digest.in_(wanted)
-            )
-        )
-        return {r.digest for r in rows}
-
-    return await ctx.read(work) if wanted else set()
+    return await ctx.read(lambda conn: db_scans.clean_among(conn, digests, fingerprint))
 
 
-async def _remember_clean(ctx: Context, digests: Sequence[str], workspace: str) -> None:
+async def remember_clean(ctx: Context, digests: Sequence[str], workspace: str) -> None:
+    """Record digests found clean, in a transaction of their own."""
     if not digests:
         return
     fingerprint, now = ctx.scanner.fingerprint, ctx.clock.now()
-
-    async def work(conn: AsyncConnection) -> None:
-        insert = upsert(conn, ScanResult).values(
-            [{"digest": d, "scanner": fingerprint, "scanned_at": now} for d in sorted(digests)]
-        )
-        await conn.execute(insert.on_conflict_do_nothing(index_elements=["digest", "scanner"]))
-
-    await ctx.write(work, workspace=workspace)
+    await ctx.write(
+        lambda conn: db_scans.remember_clean(conn, digests, fingerprint, now),
+        workspace=workspace,
+    )
 
 
 Inherited = Iterable[Approval] | Callable[[], Awaitable[Iterable[Approval]]]
@@ -92,11 +78,14 @@ async def verdict(
     allowed: Inherited = (),
     approve: Iterable[FindingRef] = (),
     workspace: str = "",
+    remember: bool = True,
 ) -> Verdict:
     """Check `manifest`'s files (`files`, or fetched from the blob store if None).
 
     Digests that scan clean are remembered only when nothing blocks, so a refused write
-    leaves no trace beyond its error.
+    leaves no trace beyond its error. With `remember=False` the caller records
+    `Verdict.fresh` itself (the write path does it in its claim transaction, which saves
+    a commit).
     """
     clean = await _clean_digests(ctx, (e.digest for e in manifest.entries))
     todo = [e for e in manifest.entries if e.digest not in clean]
@@ -120,7 +109,10 @@ async def verdict(
     if result.blocked is None:
         paths = {f.path for f in findings}
         dirty = {e.digest for e in todo if e.path in paths}
-        await _remember_clean(ctx, sorted({e.digest for e in todo} - dirty), workspace)
+        fresh = tuple(sorted({e.digest for e in todo} - dirty))
+        result = replace(result, fresh=fresh)
+        if remember:
+            await remember_clean(ctx, fresh, workspace)
     return result
 
 

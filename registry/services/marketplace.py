@@ -434,13 +434,15 @@ async def _write_checked(
         upstream = await catalog.listing_approvals(ctx, target.listing, target.version)
         return merge_approvals(merge.manifest, copy.manifest, target.manifest, mine, upstream)
 
-    kept = await content.check(
-        ctx, merge.manifest, package.files, allowed=allowed, workspace=update.scope.workspace
+    verdict = await content.verdict(
+        ctx, merge.manifest, package.files, allowed=allowed, remember=False
     )
+    if verdict.blocked is not None:
+        raise verdict.blocked
     await ctx.hit("write.validated")
-    return await publish.publish_manifest(
-        ctx, replace(request, approvals=kept), merge.manifest, package.files
-    )
+    # As `publish.write_package` does: the clean digests are recorded with the claims.
+    request = replace(request, approvals=verdict.kept, scanned_clean=verdict.fresh)
+    return await publish.publish_manifest(ctx, request, merge.manifest, package.files)
 
 
 def _merge_summary(merge: MergeResult) -> dict[str, Any]:

@@ -28,12 +28,11 @@ import contextlib
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Final
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from blobstore import BlobStoreError
 from registry.db import approvals as db_approvals
 from registry.db import blobs as db_blobs
 from registry.db import errors as db_errors
@@ -45,7 +44,6 @@ from registry.db.locks import lock_workspace
 from registry.domain.approvals import Approval, FindingRef
 from registry.domain.manifest import Manifest, build_manifest
 from registry.domain.model import (
-    AnyHead,
     ExpectedHead,
     FileInput,
     Origin,
@@ -56,17 +54,11 @@ from registry.domain.model import (
 )
 from registry.domain.package import ValidatedPackage, validate_package
 from registry.errors import (
-    CapacityExceeded,
-    HeadConflict,
     IntegrityError,
-    OwnershipConflict,
-    QuotaExceeded,
     RegistryError,
-    SkillExists,
-    SkillNotFound,
     StorageUnavailable,
 )
-from registry.services import content, diversion
+from registry.services import blobstage, content, diversion, rootchecks
 from registry.services.context import Context, shielded
 from registry.services.diversion import ProposalDecision
 
@@ -95,6 +87,9 @@ class WriteRequest:
     now follows; `propose` records the package as a proposal for the owner instead of
     publishing it (an update of an edited copy), carrying `baseline` to the version the
     proposal becomes if the owner applies it.
+
+    `scanned_clean` are the digests the content check scanned clean for this write; they
+    are recorded in the claim transaction (one commit fewer than a transaction of their own).
     """
 
     scope: Scope
@@ -113,6 +108,7 @@ class WriteRequest:
     decides: ProposalDecision | None = None
     repair: bool = False
     propose: bool = False
+    scanned_clean: Sequence[str] = ()
 
     @property
     def may_be_unchanged(self) -> bool:
@@ -159,16 +155,14 @@ async def write_package(
         base = expected if isinstance(expected, int) else None
         return await content.approvals_of(ctx, request.scope, request.slug, base)
 
-    kept = await content.check(
-        ctx,
-        manifest,
-        package.files,
-        allowed=inherited,
-        approve=request.approve,
-        workspace=request.scope.workspace,
+    verdict = await content.verdict(
+        ctx, manifest, package.files, allowed=inherited, approve=request.approve, remember=False
     )
+    if verdict.blocked is not None:
+        raise verdict.blocked
     await ctx.hit("write.validated")
-    return await publish_manifest(ctx, replace(request, approvals=kept), manifest, package.files)
+    request = replace(request, approvals=verdict.kept, scanned_clean=verdict.fresh)
+    return await publish_manifest(ctx, request, manifest, package.files)
 
 
 async def publish_manifest(
@@ -186,7 +180,7 @@ async def publish_manifest(
     # A decision or a repair must be recorded even if the head's package is the same.
     if head is not None and head.manifest.hash == manifest.hash and request.may_be_unchanged:
         return _unchanged(head)
-    _early_checks(request, head)
+    rootchecks.early_checks(request, head.skill if head else None)
     await ctx.hit("write.checked")
 
     head_digests = set() if head is None else {e.digest for e in head.manifest.entries}
@@ -238,7 +232,9 @@ async def _store_and_publish(
     """
     pending = dict(to_store)
     for _ in range(_BLOB_RACE_ATTEMPTS):
-        uploaded = await _claim_and_upload(ctx, request.scope, write_id, pending)
+        uploaded = await blobstage.claim_and_upload(
+            ctx, request.scope, write_id, pending, scanned_clean=request.scanned_clean
+        )
         try:
             return await _publish(ctx, request, manifest, write_id, uploaded)
         except _BlobsRaced as raced:
@@ -276,86 +272,6 @@ def _unchanged(head: _Head) -> Publication:
         retired=None,
         unchanged=True,
     )
-
-
-def _early_checks(request: WriteRequest, head: _Head | None) -> None:
-    """Refuse a write that cannot succeed before uploading anything for it.
-
-    The same checks run again under the lock; these only save a doomed write its uploads.
-    A write that keeps its draft on a conflict must upload it, so its head is not checked.
-    """
-    _check_root(request, None if head is None else head.skill, cas=not request.keep_draft)
-
-
-def _check_root(request: WriteRequest, skill: db.SkillRow | None, *, cas: bool = True) -> None:
-    expected = request.expected_head
-    if skill is None:
-        if isinstance(expected, int):
-            raise SkillNotFound(request.scope.workspace, request.scope.agent, request.slug)
-        return
-    # Ownership first: an install (expected head None) onto an owner-saved skill is
-    # refused as what it is, not as a plain "exists".
-    if request.kind == "installed" and skill.kind == "saved":
-        raise OwnershipConflict(request.slug, "saved")
-    if expected is None:
-        raise SkillExists(request.slug, skill.head)
-    if cas and not isinstance(expected, AnyHead) and skill.head != expected:
-        raise HeadConflict(expected, skill.head)
-
-
-async def _claim_and_upload(
-    ctx: Context, scope: Scope, write_id: str, to_store: Mapping[str, bytes]
-) -> frozenset[str]:
-    """Claim the digests, upload those not already live; return what this write stored."""
-    if not to_store:
-        return frozenset()
-    now = ctx.clock.now()
-    expires = now + timedelta(seconds=ctx.settings.claim_ttl)
-    sizes = {d: len(data) for d, data in to_store.items()}
-
-    async def claim(conn: AsyncConnection) -> dict[str, str]:
-        await ctx.hit("write.claiming")
-        return await db_blobs.claim(
-            conn,
-            write_id=write_id,
-            workspace=scope.workspace,
-            sizes=sizes,
-            now=now,
-            expires_at=expires,
-        )
-
-    statuses = await ctx.write(claim, workspace=scope.workspace)
-    await ctx.hit("write.claimed")
-    needed = sorted(d for d in to_store if statuses.get(d) != "live")
-    await _upload(ctx, {d: to_store[d] for d in needed})
-    await ctx.hit("write.uploaded")
-    return frozenset(needed)
-
-
-async def _upload(ctx: Context, blobs: Mapping[str, bytes]) -> None:
-    """Put every blob, at most `upload_concurrency` at a time; the first failure stops all."""
-    if not blobs:
-        return
-    gate = asyncio.Semaphore(ctx.settings.upload_concurrency)
-    stored: set[str] = set()
-
-    async def put(digest: str, data: bytes) -> None:
-        async with gate:
-            await ctx.blobs.put(digest, data)
-        stored.add(digest)
-
-    try:
-        async with asyncio.TaskGroup() as group:
-            for digest, data in blobs.items():
-                group.create_task(put(digest, data))
-    except* BlobStoreError as failures:
-        first = failures.exceptions[0]
-        raise StorageUnavailable("blob store", str(first)) from first
-    # A TaskGroup counts a child that raised CancelledError as cancelled, not failed, and
-    # carries on. Only a put that returned proves the object is stored (invariant I2).
-    missing = sorted(set(blobs) - stored)
-    if missing:
-        raise StorageUnavailable("blob store", f"{len(missing)} uploads did not complete")
 
 
 async def _publish(
@@ -436,11 +352,11 @@ async def _apply(
                 skill.head, head.manifest_hash, created=False, retired=None, unchanged=True
             )
     decided = await diversion.pending_proposal(conn, request, skill)
-    draft_base = _check_root_or_keep_draft(request, skill)
+    draft_base = rootchecks.check_root_or_keep_draft(request, skill)
     await diversion.check_sources(conn, request)
     divert = draft_base is not None or diversion.diverted(request, skill)
     if not divert:
-        await _check_capacity_and_quota(ctx, conn, request, skill, manifest)
+        await rootchecks.check_capacity_and_quota(ctx, conn, request, skill, manifest)
     await ctx.hit("publish.checked")
 
     problem = await db_blobs.confirm(
@@ -481,18 +397,6 @@ async def _apply(
     )
     await db_blobs.release(conn, write_id)
     return _with_uploads(publication, manifest, uploaded)
-
-
-def _check_root_or_keep_draft(request: WriteRequest, skill: db.SkillRow | None) -> int | None:
-    """Run the root checks; return the draft's base if a lost CAS keeps the draft."""
-    try:
-        _check_root(request, skill)
-    except HeadConflict:
-        expected = request.expected_head
-        if request.keep_draft and skill is not None and isinstance(expected, int):
-            return expected
-        raise
-    return None
 
 
 def _with_uploads(
@@ -608,28 +512,6 @@ async def _append_version(
         unchanged=False,
         committed_at=now,
     )
-
-
-async def _check_capacity_and_quota(
-    ctx: Context,
-    conn: AsyncConnection,
-    request: WriteRequest,
-    skill: db.SkillRow | None,
-    manifest: Manifest,
-) -> None:
-    settings = ctx.settings
-    if skill is None:
-        limit = (
-            settings.capacity_installed if request.kind == "installed" else settings.capacity_saved
-        )
-        if await db.count_live(conn, request.scope, request.kind) >= limit:
-            raise CapacityExceeded(limit, request.kind)
-    replaced = 0 if skill is None else skill.head_size
-    growth = manifest.total_size - replaced
-    if growth > 0:
-        used = await db.workspace_usage(conn, request.scope.workspace)
-        if used + growth > settings.workspace_quota_bytes:
-            raise QuotaExceeded(settings.workspace_quota_bytes, used, growth)
 
 
 async def _settle(

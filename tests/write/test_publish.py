@@ -239,3 +239,24 @@ async def test_skill_md_frontmatter_name_must_equal_the_slug(registry):
     with pytest.raises(FrontmatterInvalid) as caught:
         await publish(registry, files=files)
     assert caught.value.rule == "name_mismatch"
+
+
+async def test_a_write_makes_two_write_transactions(make_registry):
+    """Claim (with the scan cache) and publish: no transaction of its own for the cache."""
+    from sqlalchemy import event  # noqa: PLC0415
+
+    from registry.db.engine import WRITE_TX  # noqa: PLC0415
+
+    registry = await make_registry()
+    writes = []
+
+    def on_begin(conn):
+        if conn.get_execution_options().get(WRITE_TX):
+            writes.append(1)
+
+    event.listen(registry.engine.sync_engine, "begin", on_begin)
+    await publish(registry, files=package("pdf-report", files=5))
+    assert len(writes) == 2
+    writes.clear()
+    await publish(registry, files=package("pdf-report", files=5, tag="b"), expected=1)
+    assert len(writes) == 2

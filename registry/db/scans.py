@@ -1,0 +1,35 @@
+"""The scan cache: digests the content check found clean, per scanner fingerprint."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from registry.db.blobs import upsert
+from registry.db.tables import ScanResult
+
+
+async def clean_among(conn: AsyncConnection, digests: Iterable[str], scanner: str) -> set[str]:
+    """The digests of `digests` that `scanner` already found clean."""
+    wanted = sorted(set(digests))
+    if not wanted:
+        return set()
+    rows = await conn.execute(
+        sa.select(ScanResult.digest).where(
+            ScanResult.scanner == scanner, ScanResult.digest.in_(wanted)
+        )
+    )
+    return {r.digest for r in rows}
+
+
+async def remember_clean(
+    conn: AsyncConnection, digests: Iterable[str], scanner: str, now: datetime
+) -> None:
+    """Record `digests` as clean for `scanner` (idempotent)."""
+    rows = [{"digest": d, "scanner": scanner, "scanned_at": now} for d in sorted(set(digests))]
+    if rows:
+        insert = upsert(conn, ScanResult).values(rows)
+        await conn.execute(insert.on_conflict_do_nothing(index_elements=["digest", "scanner"]))

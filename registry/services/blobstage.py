@@ -1,0 +1,90 @@
+"""The blob stage of a write: claim the digests, then upload what is not stored yet.
+
+Claims come first, in a short transaction of their own, so garbage collection keeps every
+digest the write is about to reference (registry/db/blobs.py, docs/gc.md). Uploads run in
+parallel, bounded by `upload_concurrency`, and only a put that returned counts as stored.
+No blob I/O happens under the workspace lock: this stage ends before the publish
+transaction begins.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from blobstore import BlobStoreError
+from registry.db import blobs as db_blobs
+from registry.db import scans as db_scans
+from registry.domain.model import Scope
+from registry.errors import StorageUnavailable
+from registry.services import content
+from registry.services.context import Context
+
+
+async def claim_and_upload(
+    ctx: Context,
+    scope: Scope,
+    write_id: str,
+    to_store: Mapping[str, bytes],
+    *,
+    scanned_clean: Sequence[str] = (),
+) -> frozenset[str]:
+    """Claim the digests, upload those not already live; return what this write stored.
+
+    The claim transaction also records the digests the content check found clean.
+    """
+    if not to_store:
+        await content.remember_clean(ctx, scanned_clean, scope.workspace)
+        return frozenset()
+    now = ctx.clock.now()
+    expires = now + timedelta(seconds=ctx.settings.claim_ttl)
+    sizes = {d: len(data) for d, data in to_store.items()}
+
+    async def claim(conn: AsyncConnection) -> dict[str, str]:
+        await ctx.hit("write.claiming")
+        statuses = await db_blobs.claim(
+            conn,
+            write_id=write_id,
+            workspace=scope.workspace,
+            sizes=sizes,
+            now=now,
+            expires_at=expires,
+        )
+        await db_scans.remember_clean(conn, scanned_clean, ctx.scanner.fingerprint, now)
+        return statuses
+
+    statuses = await ctx.write(claim, workspace=scope.workspace)
+    await ctx.hit("write.claimed")
+    needed = sorted(d for d in to_store if statuses.get(d) != "live")
+    await upload(ctx, {d: to_store[d] for d in needed})
+    await ctx.hit("write.uploaded")
+    return frozenset(needed)
+
+
+async def upload(ctx: Context, blobs: Mapping[str, bytes]) -> None:
+    """Put every blob, at most `upload_concurrency` at a time; the first failure stops all."""
+    if not blobs:
+        return
+    gate = asyncio.Semaphore(ctx.settings.upload_concurrency)
+    stored: set[str] = set()
+
+    async def put(digest: str, data: bytes) -> None:
+        async with gate:
+            await ctx.blobs.put(digest, data)
+        stored.add(digest)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for digest, data in blobs.items():
+                group.create_task(put(digest, data))
+    except* BlobStoreError as failures:
+        first = failures.exceptions[0]
+        raise StorageUnavailable("blob store", str(first)) from first
+    # A TaskGroup counts a child that raised CancelledError as cancelled, not failed, and
+    # carries on. Only a put that returned proves the object is stored (invariant I2).
+    missing = sorted(set(blobs) - stored)
+    if missing:
+        raise StorageUnavailable("blob store", f"{len(missing)} uploads did not complete")

@@ -1,0 +1,87 @@
+"""Root checks of a write: exists / not found, ownership, compare-and-swap, capacity, quota.
+
+They run twice: early, against the head read before any upload, so a doomed write stores
+nothing; and again under the workspace lock, where they decide. A refused root touches
+nothing (docs/write-path.md).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from registry.db import skills as db
+from registry.domain.manifest import Manifest
+from registry.domain.model import AnyHead
+from registry.errors import (
+    CapacityExceeded,
+    HeadConflict,
+    OwnershipConflict,
+    QuotaExceeded,
+    SkillExists,
+    SkillNotFound,
+)
+from registry.services.context import Context
+
+if TYPE_CHECKING:
+    from registry.services.publish import WriteRequest
+
+
+def early_checks(request: WriteRequest, head: db.SkillRow | None) -> None:
+    """Refuse a write that cannot succeed before uploading anything for it.
+
+    The same checks run again under the lock; these only save a doomed write its uploads.
+    A write that keeps its draft on a conflict must upload it, so its head is not checked.
+    """
+    check_root(request, head, cas=not request.keep_draft)
+
+
+def check_root(request: WriteRequest, skill: db.SkillRow | None, *, cas: bool = True) -> None:
+    expected = request.expected_head
+    if skill is None:
+        if isinstance(expected, int):
+            raise SkillNotFound(request.scope.workspace, request.scope.agent, request.slug)
+        return
+    # Ownership first: an install (expected head None) onto an owner-saved skill is
+    # refused as what it is, not as a plain "exists".
+    if request.kind == "installed" and skill.kind == "saved":
+        raise OwnershipConflict(request.slug, "saved")
+    if expected is None:
+        raise SkillExists(request.slug, skill.head)
+    if cas and not isinstance(expected, AnyHead) and skill.head != expected:
+        raise HeadConflict(expected, skill.head)
+
+
+def check_root_or_keep_draft(request: WriteRequest, skill: db.SkillRow | None) -> int | None:
+    """Run the root checks; return the draft's base if a lost CAS keeps the draft."""
+    try:
+        check_root(request, skill)
+    except HeadConflict:
+        expected = request.expected_head
+        if request.keep_draft and skill is not None and isinstance(expected, int):
+            return expected
+        raise
+    return None
+
+
+async def check_capacity_and_quota(
+    ctx: Context,
+    conn: AsyncConnection,
+    request: WriteRequest,
+    skill: db.SkillRow | None,
+    manifest: Manifest,
+) -> None:
+    settings = ctx.settings
+    if skill is None:
+        limit = (
+            settings.capacity_installed if request.kind == "installed" else settings.capacity_saved
+        )
+        if await db.count_live(conn, request.scope, request.kind) >= limit:
+            raise CapacityExceeded(limit, request.kind)
+    replaced = 0 if skill is None else skill.head_size
+    growth = manifest.total_size - replaced
+    if growth > 0:
+        used = await db.workspace_usage(conn, request.scope.workspace)
+        if used + growth > settings.workspace_quota_bytes:
+            raise QuotaExceeded(settings.workspace_quota_bytes, used, growth)
