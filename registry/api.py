@@ -11,6 +11,8 @@ wrap the store to inject faults; `Registry.open()` builds both from settings.
 
 from __future__ import annotations
 
+import asyncio
+import random
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,10 +23,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from blobstore import BlobStore
 from registry.bootstrap import build_blobstore, build_engine
+from registry.db.jobs import JobRow
 from registry.db.migrate import current_revision, head_revision, upgrade
 from registry.domain.approvals import FindingRef
+from registry.domain.archive import EntryCallback
 from registry.domain.clock import Clock, SystemClock
 from registry.domain.model import (
+    ANY,
     ExpectedHead,
     FileInput,
     Origin,
@@ -39,12 +44,15 @@ from registry.errors import RegistryError, StorageUnavailable
 from registry.failpoints import NO_FAILPOINTS, Failpoints
 from registry.services import (
     approve,
+    catalog,
     controls,
     diff,
     edit,
     exclusions,
     history,
+    jobs,
     lockfile,
+    marketplace,
     operations,
     proposals,
     publish,
@@ -60,6 +68,7 @@ from registry.services import fsck as fsck_service
 from registry.services import gc as gc_service
 from registry.services import gc_figures as figures_service
 from registry.services.approve import ApprovalResult
+from registry.services.catalog import ImportResult, ListingVersion
 from registry.services.context import Context
 from registry.services.controls import SkillStatus
 from registry.services.diff import DiffTarget, PackageDiff
@@ -68,7 +77,9 @@ from registry.services.fsck import FsckReport
 from registry.services.gc import GcReport
 from registry.services.gc_figures import GcFigures
 from registry.services.history import HistoryPage
+from registry.services.jobs import Enqueued, JobOutcome, JobPage, Wait, Worker
 from registry.services.lockfile import LockFile
+from registry.services.marketplace import Policy
 from registry.services.operations import Readiness, ServiceStatus
 from registry.services.proposals import DecisionResult, ProposalDetail, ProposalPage
 from registry.services.read import Package, PackageInfo, SkillPage
@@ -487,6 +498,185 @@ class Registry:
         Idempotent: excluding again changes nothing more and finishes an interrupted repair.
         """
         return await exclusions.exclude_source(self.ctx, scope, source, actor=actor, reason=reason)
+
+    # ------------------------------------------------------------ marketplace: catalog
+
+    async def publish_listing(
+        self,
+        listing: str,
+        files: Mapping[str, FileInput],
+        *,
+        actor: str,
+        message: str = "",
+        expected_head: ExpectedHead = ANY,
+        approve: Sequence[FindingRef] = (),
+    ) -> Publication:
+        """Publish `files` as the next version of the catalog listing `listing`.
+
+        `approve` names content-check findings the publisher approves; installed copies
+        carry the approvals with the files.
+        """
+        return await catalog.publish_listing(
+            self.ctx,
+            listing,
+            files,
+            actor=actor,
+            message=message,
+            expected_head=expected_head,
+            approve=approve,
+        )
+
+    async def import_listing(
+        self,
+        listing: str,
+        source: bytes | Path,
+        *,
+        actor: str,
+        message: str = "",
+        on_entry: EntryCallback | None = None,
+    ) -> ImportResult:
+        """Import an archive (`.zip`, `.tar.gz`, `.tar`: bytes or a file) or a folder.
+
+        The archive is read safely in memory (`ArchiveRejected` for links, devices,
+        escaping names, bombs, ...), then published as the listing's next version through
+        the normal write path. `on_entry` is called with each file's path as it is read.
+        """
+        if isinstance(source, bytes):
+            return await catalog.import_archive(
+                self.ctx, listing, source, actor=actor, message=message, on_entry=on_entry
+            )
+        return await catalog.import_path(
+            self.ctx, listing, source, actor=actor, message=message, on_entry=on_entry
+        )
+
+    async def listing(self, listing: str, version: int | None = None) -> ListingVersion:
+        """A listing's version (its newest if `version` is None) and manifest."""
+        return await catalog.listing_version(self.ctx, listing, version)
+
+    async def list_listings(self, *, limit: int = 50, after: str | None = None) -> SkillPage:
+        """The catalog's listings, by id, a page at a time."""
+        return await catalog.list_listings(self.ctx, limit=limit, after=after)
+
+    # ------------------------------------------------------------ marketplace: jobs
+
+    async def enqueue_install(
+        self,
+        scope: Scope,
+        listing: str,
+        version: int | None = None,
+        *,
+        actor: str = marketplace.DEFAULT_ACTOR,
+        key: str | None = None,
+        max_attempts: int | None = None,
+    ) -> Enqueued:
+        """Queue the install of a listing version (the newest if None) into `scope`.
+
+        Idempotent by `key` (default: one per scope, listing and version): the same key
+        returns the job it already names.
+        """
+        return await marketplace.enqueue_install(
+            self.ctx, scope, listing, version, actor=actor, key=key, max_attempts=max_attempts
+        )
+
+    async def enqueue_update(
+        self,
+        scope: Scope,
+        slug: str,
+        *,
+        version: int | None = None,
+        policy: Policy | None = None,
+        actor: str = marketplace.DEFAULT_ACTOR,
+        key: str | None = None,
+        max_attempts: int | None = None,
+    ) -> Enqueued:
+        """Queue the update of the installed copy `slug` to a listing version (the newest).
+
+        `policy`: `merge` (publish a clean merge of an edited copy, propose on a conflict)
+        or `propose` (always propose for an edited copy); default `settings.update_policy`.
+        """
+        return await marketplace.enqueue_update(
+            self.ctx,
+            scope,
+            slug,
+            version=version,
+            policy=policy,
+            actor=actor,
+            key=key,
+            max_attempts=max_attempts,
+        )
+
+    async def install(
+        self,
+        scope: Scope,
+        listing: str,
+        version: int | None = None,
+        *,
+        actor: str = marketplace.DEFAULT_ACTOR,
+        key: str | None = None,
+    ) -> JobOutcome:
+        """Queue an install and run it now, in this process; return what the job recorded.
+
+        A job that already finished (the same key) is returned as it is.
+        """
+        enqueued = await self.enqueue_install(scope, listing, version, actor=actor, key=key)
+        return await self.worker().run_job(enqueued.job.id)
+
+    async def update(
+        self,
+        scope: Scope,
+        slug: str,
+        *,
+        version: int | None = None,
+        policy: Policy | None = None,
+        actor: str = marketplace.DEFAULT_ACTOR,
+        key: str | None = None,
+    ) -> JobOutcome:
+        """Queue an update and run it now, in this process; return what the job recorded."""
+        enqueued = await self.enqueue_update(
+            scope, slug, version=version, policy=policy, actor=actor, key=key
+        )
+        return await self.worker().run_job(enqueued.job.id)
+
+    def worker(
+        self,
+        *,
+        worker_id: str | None = None,
+        heartbeat: Wait | None = None,
+        poll: Wait | None = None,
+        rng: random.Random | None = None,
+    ) -> Worker:
+        """A job worker for the marketplace's job kinds, on this registry."""
+        return Worker(
+            self.ctx,
+            marketplace.HANDLERS,
+            worker_id=worker_id,
+            heartbeat=heartbeat,
+            poll=poll,
+            rng=rng,
+        )
+
+    async def run_jobs(
+        self, *, once: bool = False, drain: bool = False, stop: asyncio.Event | None = None
+    ) -> int:
+        """Run due jobs (see `Worker.run`); return how many ran."""
+        return await self.worker().run(once=once, drain=drain, stop=stop)
+
+    async def job(self, job_id: int) -> JobRow:
+        """The job `job_id` (`JobNotFound` if there is none)."""
+        return await jobs.get_job(self.ctx, job_id)
+
+    async def list_jobs(
+        self,
+        *,
+        status: str | None = None,
+        workspace: str | None = None,
+        limit: int = 50,
+        before: int | None = None,
+    ) -> JobPage:
+        """Jobs, newest first, optionally of one status and one workspace."""
+        return await jobs.list_jobs(
+            self.ctx, status=status, workspace=workspace, limit=limit, before=before
+        )
 
     # ------------------------------------------------------------ garbage collection
 

@@ -148,6 +148,28 @@ class QuotaExceeded(RefusedInput):
         return {"limit": self.limit, "used": self.used, "needed": self.needed}
 
 
+class ArchiveRejected(RefusedInput):
+    """An archive (marketplace import) breaks an extraction rule; nothing was extracted.
+
+    `member` is the entry's name as the archive spells it (decoded leniently for display,
+    empty when the rule is about the whole archive); `rule` is a stable name
+    (docs/marketplace.md lists them).
+    """
+
+    code = "archive_rejected"
+
+    def __init__(self, member: str, rule: str, detail: str = "") -> None:
+        self.member = member
+        self.rule = rule
+        self.detail = detail
+        where = f" entry {member!r}" if member else ""
+        suffix = f" ({detail})" if detail else ""
+        super().__init__(f"archive{where} rejected: {rule}{suffix}")
+
+    def details(self) -> dict[str, object]:
+        return {"member": self.member, "rule": self.rule, "detail": self.detail}
+
+
 class SourceExcluded(RefusedInput):
     """The write lists a source that is excluded from the workspace."""
 
@@ -322,6 +344,36 @@ class StateConflict(Conflict):
         return {"action": self.action, "state": self.state}
 
 
+class NotInstalled(Conflict):
+    """A marketplace update names a skill that is not an installed copy of a listing."""
+
+    code = "not_installed"
+
+    def __init__(self, slug: str, kind: str) -> None:
+        self.slug = slug
+        self.kind = kind
+        super().__init__(
+            f"skill {slug!r} is an owner-{kind} skill, not an installed marketplace copy"
+        )
+
+    def details(self) -> dict[str, object]:
+        return {"slug": self.slug, "kind": self.kind}
+
+
+class JobLeaseLost(Conflict):
+    """A worker lost its lease on a job (another may have taken it); its outcome is dropped."""
+
+    code = "job_lease_lost"
+
+    def __init__(self, job_id: int, owner: str) -> None:
+        self.job_id = job_id
+        self.owner = owner
+        super().__init__(f"job {job_id}: worker {owner!r} no longer holds its lease")
+
+    def details(self) -> dict[str, object]:
+        return {"job_id": self.job_id, "owner": self.owner}
+
+
 class DraftKept(HeadConflict):
     """An owner's edit lost its compare-and-swap; the draft was stored as proposal `proposal`."""
 
@@ -478,6 +530,32 @@ class VersionNotFound(NotFound):
 
     def details(self) -> dict[str, object]:
         return {"slug": self.slug, "version": self.version}
+
+
+class ListingNotFound(NotFound):
+    """The catalog has no listing with this id (or not this version of it)."""
+
+    code = "listing_not_found"
+
+    def __init__(self, listing: str, version: int | None = None) -> None:
+        self.listing = listing
+        self.version = version
+        which = f"listing {listing!r}" if version is None else f"version {version} of {listing!r}"
+        super().__init__(f"{which} not found in the catalog")
+
+    def details(self) -> dict[str, object]:
+        return {"listing": self.listing, "version": self.version}
+
+
+class JobNotFound(NotFound):
+    code = "job_not_found"
+
+    def __init__(self, job_id: int) -> None:
+        self.job_id = job_id
+        super().__init__(f"job {job_id} not found")
+
+    def details(self) -> dict[str, object]:
+        return {"job_id": self.job_id}
 
 
 class VersionUnavailable(NotFound):

@@ -38,6 +38,15 @@ POINTS: Final = (
     "retention.before_commit",  # versions and manifests deleted, commit next
 )
 
+JOB_POINTS: Final = (
+    "job.claimed",  # a worker claimed the job (lease held, attempt counted)
+    "job.running",  # the handler is about to run
+    "job.effect_done",  # the handler returned: its effect is committed, the outcome is not
+    "job.recorded",  # the outcome was recorded (or found fenced off)
+    "marketplace.copy_read",  # an update read the copy and its target; nothing written yet
+)
+"""Points in a durable job's run (registry/services/jobs.py) and in the marketplace jobs."""
+
 # The reconciler (registry/services/reconcile.py, materialize.py, target.py). The
 # filesystem steps run in a worker thread and reach the failpoints through the event loop.
 MATERIALIZE_POINTS: Final = (

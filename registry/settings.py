@@ -6,6 +6,8 @@ modules receive a `Settings` instance (or the values they need) from `Registry.o
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -62,6 +64,20 @@ class Settings(BaseSettings):
     # are always kept (docs/gc.md, "Retention").
     retention_keep_versions: int | None = Field(default=None, ge=1)
     retention_keep_days: float | None = Field(default=None, gt=0)
+
+    # Marketplace (docs/marketplace.md): the catalog scope, archive bounds, durable jobs.
+    catalog_workspace: str = Field(default="catalog", description="the workspace of listings")
+    archive_max_entries: int = Field(default=1000, ge=1)
+    archive_max_bytes: int = Field(default=32 * MiB, ge=1, description="declared bytes, total")
+    archive_max_ratio: float = Field(default=100.0, gt=1, description="expanded per compressed")
+    job_lease: float = Field(default=60.0, gt=0, description="seconds a claimed job is leased")
+    job_max_attempts: int = Field(default=5, ge=1)
+    job_backoff_base: float = Field(default=2.0, gt=0, description="seconds before retry 1")
+    job_backoff_max: float = Field(default=300.0, gt=0, description="seconds, at most")
+    job_poll_interval: float = Field(default=1.0, gt=0, description="idle worker's wait")
+    update_policy: Literal["merge", "propose"] = Field(
+        default="merge", description="edited copies: apply clean merges, or always propose"
+    )
 
     @field_validator("database_url", "blob_url")
     @classmethod

@@ -13,6 +13,7 @@ from registry.cli import (
     controls,
     gc,
     history,
+    marketplace,
     packages,
     proposals,
     reconcile,
@@ -63,6 +64,8 @@ async def init(state: CliState, out: Output) -> None:
 
 
 for command in packages.COMMANDS:
+    cli.add_command(command)
+for command in marketplace.COMMANDS:
     cli.add_command(command)
 for command in history.COMMANDS:
     cli.add_command(command)

@@ -38,6 +38,7 @@ class ProposalRow:
     message: str
     sources: list[str]
     approvals: list[dict[str, Any]]
+    baseline: dict[str, Any] | None
     status: str
     decision: str | None
     decided_by: str | None
@@ -51,6 +52,14 @@ class ProposalRow:
     def pending(self) -> bool:
         """Open or stale: waiting for a decision."""
         return self.status in PENDING_PROPOSAL_STATUSES
+
+    @property
+    def baseline_tuple(self) -> tuple[str, int, str] | None:
+        """The marketplace baseline the proposal carries, as `WriteRequest.baseline`."""
+        if self.baseline is None:
+            return None
+        b = self.baseline
+        return str(b["listing"]), int(b["version"]), str(b["manifest_hash"])
 
     def approval_values(self) -> tuple[Approval, ...]:
         return tuple(Approval.from_json(a) for a in self.approvals)
@@ -138,6 +147,7 @@ async def record(
     approvals: Sequence[Approval],
     write_id: str | None,
     now: datetime,
+    baseline: tuple[str, int, str] | None = None,
 ) -> tuple[int, list[int]]:
     """Record a proposal; the skill's pending one is superseded first. Returns both ids."""
     superseded = await _set_status(
@@ -158,6 +168,9 @@ async def record(
             message=message,
             sources=list(dict.fromkeys(sources)),
             approvals=[a.as_json() for a in approvals],
+            baseline=None
+            if baseline is None
+            else {"listing": baseline[0], "version": baseline[1], "manifest_hash": baseline[2]},
             status=status,
             write_id=write_id,
             created_at=now,

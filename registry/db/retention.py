@@ -108,10 +108,16 @@ async def protected_numbers(
     A version whose package is a marketplace baseline of any skill in the workspace (an
     installed copy compares against it), a version another table's row names by foreign
     key, and a version a `PINS_VERSIONS` table names by number.
+
+    Installed copies live in other workspaces than the catalog listing they follow, so a
+    listing's versions are also kept when they are the baseline of a copy of that listing
+    in any workspace (docs/marketplace.md): the next update merges against it. Only the
+    baseline hashes are read across workspaces, to decide what to keep.
     """
     mine = sa.and_(Version.workspace == ref.workspace, Version.skill_id == ref.id)
     baselines = sa.select(Skill.baseline_manifest_hash).where(
-        Skill.workspace == ref.workspace, Skill.baseline_manifest_hash.is_not(None)
+        sa.or_(Skill.workspace == ref.workspace, Skill.baseline_listing == ref.slug),
+        Skill.baseline_manifest_hash.is_not(None),
     )
     numbers = set(
         (

@@ -323,6 +323,55 @@ class ScanResult(Base):
     __table_args__ = (sa.CheckConstraint(_hex64_check("digest"), name="digest_hex"),)
 
 
+# ---------------------------------------------------------------- marketplace: durable jobs
+
+JOB_STATUSES = ("queued", "running", "succeeded", "failed")
+
+
+class Job(Base):
+    """A durable job (marketplace install or update): claimed under a lease, retried.
+
+    `idempotency_key` is unique: enqueueing the same key again returns this row. A worker
+    claims a due job (`queued` and `run_after` passed, or `running` with an expired lease)
+    by setting `lease_owner` and `lease_expires_at` and counting the attempt; the pair
+    (`lease_owner`, `attempts`) fences a worker that lost its lease from recording an
+    outcome. `workspace` is the workspace the job acts on, for listing and isolation.
+    """
+
+    __tablename__ = "jobs"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(sa.String(64))
+    idempotency_key: Mapped[str] = mapped_column(sa.String(400), unique=True)
+    workspace: Mapped[str] = mapped_column(sa.String(128))
+    payload: Mapped[dict[str, Any]] = mapped_column(sa.JSON, default=dict)
+    status: Mapped[str] = mapped_column(sa.String(16), default="queued")
+    attempts: Mapped[int] = mapped_column(sa.Integer, default=0)
+    max_attempts: Mapped[int] = mapped_column(sa.Integer)
+    run_after: Mapped[datetime]
+    lease_owner: Mapped[str | None] = mapped_column(sa.String(200))
+    lease_expires_at: Mapped[datetime | None]
+    last_error: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)
+    result: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]
+
+    __table_args__ = (
+        # Claims look for queued jobs by run_after and for running ones by lease expiry.
+        sa.Index("ix_jobs_status_run_after", "status", "run_after"),
+        sa.Index("ix_jobs_status_lease_expires_at", "status", "lease_expires_at"),
+        sa.Index("ix_jobs_workspace_id", "workspace", "id"),
+        sa.CheckConstraint(_in_check("status", JOB_STATUSES), name="status"),
+        sa.CheckConstraint("attempts >= 0", name="attempts"),
+        sa.CheckConstraint("max_attempts >= 1", name="max_attempts"),
+        sa.CheckConstraint(
+            "status <> 'running' OR (lease_owner IS NOT NULL AND lease_expires_at IS NOT NULL)",
+            name="running_leased",
+        ),
+    )
+
+
 # ---------------------------------------------------------------- history: proposals,
 # content-check approvals and source exclusions (docs/history.md)
 
@@ -358,6 +407,9 @@ class Proposal(Base):
     # Carried to the version the proposal becomes when applied.
     sources: Mapped[list[str]] = mapped_column(sa.JSON, default=list)
     approvals: Mapped[list[dict[str, Any]]] = mapped_column(sa.JSON, default=list)
+    # Marketplace (docs/marketplace.md): the listing version an update proposal brings; the
+    # copy's baseline moves to it when the proposal is decided.
+    baseline: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)
     status: Mapped[str] = mapped_column(sa.String(16), default="open")
     decision: Mapped[str | None] = mapped_column(sa.String(16))
     decided_by: Mapped[str | None] = mapped_column(sa.String(200))

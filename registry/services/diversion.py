@@ -47,13 +47,15 @@ class ProposalDecision:
 
 
 def diverted(request: WriteRequest, skill: db.SkillRow | None) -> bool:
-    """An automated write to a skill under human control becomes a proposal."""
-    return (
-        skill is not None
-        and request.decides is None
-        and request.origin is Origin.LEARNING
-        and (not skill.auto_improve or skill.learning_paused)
-    )
+    """An automated write to a skill under human control becomes a proposal.
+
+    So does a write that asks for it (`propose`: a marketplace update of an edited copy).
+    """
+    if skill is None or request.decides is not None:
+        return False
+    if request.propose:
+        return True
+    return request.origin is Origin.LEARNING and (not skill.auto_improve or skill.learning_paused)
 
 
 def event_kind(request: WriteRequest) -> str:
@@ -156,6 +158,7 @@ async def propose(
         message=request.message,
         sources=request.sources,
         approvals=request.approvals,
+        baseline=request.baseline,
         write_id=write_id,
         now=now,
     )

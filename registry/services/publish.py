@@ -82,6 +82,12 @@ class WriteRequest:
     as a proposal if the compare-and-swap fails; `decides` makes this write the owner's
     decision on a pending proposal; `repair` marks a rollback after a source exclusion.
     A decision or a repair always appends a version, even if the head has the same package.
+
+    Marketplace (docs/marketplace.md): `baseline` is the listing version an installed copy
+    now follows; `propose` records the package as a proposal for the owner instead of
+    publishing it (an update of an edited copy), carrying `baseline` to the version the
+    proposal becomes if the owner applies it.
+
     `scanned_clean` are the digests the content check scanned clean for this write; they
     are recorded in the claim transaction (one commit fewer than a transaction of their own).
     """
@@ -101,6 +107,7 @@ class WriteRequest:
     keep_draft: bool = False
     decides: ProposalDecision | None = None
     repair: bool = False
+    propose: bool = False
     scanned_clean: Sequence[str] = ()
 
     @property
@@ -459,8 +466,10 @@ async def _append_version(
     staled: list[int] = []
     if skill is not None:
         changes = dict(request.skill_changes)
-        if request.baseline is not None:
-            listing, listing_version, listing_hash = request.baseline
+        # A decided marketplace proposal moves the copy's baseline as its update would have.
+        baseline = request.baseline or (None if decided is None else decided.baseline_tuple)
+        if baseline is not None:
+            listing, listing_version, listing_hash = baseline
             changes |= {
                 "baseline_listing": listing,
                 "baseline_version": listing_version,

@@ -43,10 +43,12 @@ def check_root(request: WriteRequest, skill: db.SkillRow | None, *, cas: bool = 
         if isinstance(expected, int):
             raise SkillNotFound(request.scope.workspace, request.scope.agent, request.slug)
         return
-    if expected is None:
-        raise SkillExists(request.slug, skill.head)
+    # Ownership first: an install (expected head None) onto an owner-saved skill is
+    # refused as what it is, not as a plain "exists".
     if request.kind == "installed" and skill.kind == "saved":
         raise OwnershipConflict(request.slug, "saved")
+    if expected is None:
+        raise SkillExists(request.slug, skill.head)
     if cas and not isinstance(expected, AnyHead) and skill.head != expected:
         raise HeadConflict(expected, skill.head)
 

@@ -23,6 +23,14 @@ ALLOWED = {
     "types",
     "typing",
     "unicodedata",
+    # The archive reader (registry/domain/archive.py) parses archives held in memory:
+    # zipfile and tarfile over io.BytesIO, never a path.
+    "io",
+    "stat",
+    "struct",
+    "tarfile",
+    "zipfile",
+    "zlib",
     "yaml",
     "blake3",
     "blobstore.digest",

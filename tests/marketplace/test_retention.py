@@ -1,0 +1,26 @@
+"""Retention keeps the catalog listing versions installed copies are based on."""
+
+from __future__ import annotations
+
+from registry import Scope
+from tests.marketplace.support import ACME, LISTING, publish_listing, versions
+
+CATALOG = Scope("catalog")
+
+
+async def test_a_listing_version_a_copy_follows_survives_retention_and_merges_still_work(
+    registry,
+):
+    await publish_listing(registry, 1)
+    assert (await registry.install(ACME, LISTING)).succeeded
+    for version in (2, 3, 4):
+        await publish_listing(registry, version)
+    report = await registry.prune_versions(keep_versions=1)
+    # Version 1 is the copy's baseline (in another workspace); 2 and 3 are nobody's.
+    assert [v for v, _ in await versions(registry, CATALOG, LISTING)] == [1, 4]
+    assert report is not None
+    files = (await registry.read_package(ACME, LISTING)).files
+    files["references/notes.md"] = b"# Notes\n\nthe owner's notes\n"
+    await registry.write_package(ACME, LISTING, files, expected_head=1, actor="owner")
+    outcome = await registry.update(ACME, LISTING)
+    assert outcome.job.result["outcome"] == "merged", outcome.job.last_error
