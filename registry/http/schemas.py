@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from registry.domain.model import Publication, Scope
 from registry.http.preconditions import entity_tag
 from registry.services.gc_figures import GcFigures
-from registry.services.operations import MaterializationFigures
+from registry.services.operations import JobFigures, MaterializationFigures
 from registry.services.read import PackageInfo, SkillPage
 from registry.services.uploads import ManifestFile
 
@@ -240,7 +240,7 @@ class UploadStatus(_Model):
 
 
 class ServiceStatusBody(_Model):
-    """`/v1/status`: service-wide aggregates; a null section has no source in this registry."""
+    """`/v1/status`: service-wide aggregates (counts, bytes, ages; never names)."""
 
     generated_at: datetime
     events: EventStatus
@@ -249,7 +249,7 @@ class ServiceStatusBody(_Model):
     materialization: MaterializationFigures = Field(
         description="targets, skills pending or failed on them, the oldest pending"
     )
-    jobs: None = Field(description="marketplace jobs do not exist yet: always null")
+    jobs: JobFigures = Field(description="the job queue: backlog, due, expired leases, oldest")
 
 
 class Problem(BaseModel):

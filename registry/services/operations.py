@@ -4,7 +4,8 @@
 reachable. `service_status` gathers the service-wide figures of `/v1/status`: aggregates
 only (counts, bytes, ages), never a workspace's names or contents: the outbox, uploads in
 flight, storage (orphan bytes, what GC would reclaim, the last GC run) and pending
-materialisations (counts, and how long the oldest has waited). A section whose source
+materialisations (counts, and how long the oldest has waited), and the job queue (backlog,
+due, expired leases, the oldest unfinished job, failures). A section whose source
 does not exist in this registry is reported as absent (`None`), never made up.
 """
 
@@ -17,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from blobstore import BlobStoreError
-from registry.db.tables import Blob, BlobClaim, Event
+from registry.db.tables import Blob, BlobClaim, Event, Job
 from registry.errors import RegistryError
 from registry.services.context import Context
 from registry.services.gc_figures import GcFigures, gc_figures
@@ -83,6 +84,25 @@ class UploadFigures:
 
 
 @dataclass(frozen=True)
+class JobFigures:
+    """The durable job queue (marketplace installs and updates).
+
+    `backlog` counts jobs not finished (`queued` or `running`); `due` the queued ones whose
+    time has come; `expired_leases` running jobs whose worker's lease has lapsed (a worker
+    died: the next claim takes them over); `oldest_at` when the oldest unfinished job was
+    enqueued; `failed` jobs that ran out of attempts.
+    """
+
+    backlog: int
+    due: int
+    running: int
+    expired_leases: int
+    oldest_at: datetime | None
+    oldest_age_seconds: float | None
+    failed: int
+
+
+@dataclass(frozen=True)
 class MaterializationFigures:
     """Materialisation targets across workspaces: how many, and what they still lack.
 
@@ -106,17 +126,17 @@ class ServiceStatus:
     uploads: UploadFigures
     storage: GcFigures
     materialization: MaterializationFigures
-    jobs: None
+    jobs: JobFigures
 
 
 async def service_status(ctx: Context) -> ServiceStatus:
     """Service-wide figures for operators (aggregates across workspaces, no names)."""
     now = ctx.clock.now()
 
-    async def work(conn: AsyncConnection) -> tuple[EventFigures, UploadFigures]:
-        return await _events(conn, now), await _uploads(conn, now)
+    async def work(conn: AsyncConnection) -> tuple[EventFigures, UploadFigures, JobFigures]:
+        return await _events(conn, now), await _uploads(conn, now), await _jobs(conn, now)
 
-    events, uploads = await ctx.read(work)
+    events, uploads, jobs = await ctx.read(work)
     storage = await gc_figures(ctx)
     targets = await materialization_status(ctx)
     since = [p.since for p in targets.pending if p.since is not None]
@@ -126,14 +146,13 @@ async def service_status(ctx: Context) -> ServiceStatus:
         failed=sum(t.failed for t in targets.targets),
         oldest_pending_since=min(since, default=None),
     )
-    # Marketplace install/update jobs do not exist yet: the section is absent, not zero.
     return ServiceStatus(
         generated_at=now,
         events=events,
         uploads=uploads,
         storage=storage,
         materialization=materialization,
-        jobs=None,
+        jobs=jobs,
     )
 
 
@@ -166,4 +185,45 @@ async def _uploads(conn: AsyncConnection, now: datetime) -> UploadFigures:
         oldest_claim_at=claims[1],
         pending_blobs=int(pending[0]),
         pending_bytes=int(pending[1]),
+    )
+
+
+async def _jobs(conn: AsyncConnection, now: datetime) -> JobFigures:
+    unfinished = Job.status.in_(("queued", "running"))
+    row = (
+        await conn.execute(
+            sa.select(
+                sa.func.count(),
+                sa.func.min(Job.created_at),
+                sa.func.coalesce(
+                    sa.func.sum(
+                        sa.case((sa.and_(Job.status == "queued", Job.run_after <= now), 1), else_=0)
+                    ),
+                    0,
+                ),
+                sa.func.coalesce(sa.func.sum(sa.case((Job.status == "running", 1), else_=0)), 0),
+                sa.func.coalesce(
+                    sa.func.sum(
+                        sa.case(
+                            (sa.and_(Job.status == "running", Job.lease_expires_at < now), 1),
+                            else_=0,
+                        )
+                    ),
+                    0,
+                ),
+            ).where(unfinished)
+        )
+    ).one()
+    failed = await conn.scalar(
+        sa.select(sa.func.count()).select_from(Job).where(Job.status == "failed")
+    )
+    oldest = row[1]
+    return JobFigures(
+        backlog=int(row[0]),
+        due=int(row[2]),
+        running=int(row[3]),
+        expired_leases=int(row[4]),
+        oldest_at=oldest,
+        oldest_age_seconds=None if oldest is None else max(0.0, (now - oldest).total_seconds()),
+        failed=int(failed or 0),
     )

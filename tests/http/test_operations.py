@@ -61,7 +61,7 @@ async def test_status_is_for_admins_and_counts_uploads_and_events(served):
     assert after["uploads"]["active_claims"] == before["uploads"]["active_claims"] + 1
     assert after["uploads"]["pending_blobs"] == 0
     assert after["events"]["latest_id"] > (before["events"]["latest_id"] or 0)
-    assert after["jobs"] is None
+    assert after["jobs"]["backlog"] == 0
     storage = after["storage"]
     # The uploaded blob is referenced by nothing yet (its claim keeps it): an orphan.
     assert storage["orphan_bytes"] >= len(data)
@@ -140,3 +140,19 @@ async def test_status_counts_pending_materialisations(served, tmp_path):
     r = await served.client.get("/v1/status", headers=admin)
     assert r.json()["materialization"]["pending"] == 1
     assert r.json()["materialization"]["oldest_pending_since"] is not None
+
+
+async def test_status_reports_the_job_backlog(served):
+    admin = served.auth("admin")
+    jobs = (await served.client.get("/v1/status", headers=admin)).json()["jobs"]
+    assert (jobs["backlog"], jobs["oldest_at"], jobs["failed"]) == (0, None, 0)
+    await served.registry.publish_listing("tidy", package("tidy"), actor="publisher")
+    await served.registry.enqueue_install(Scope("acme"), "tidy")
+    jobs = (await served.client.get("/v1/status", headers=admin)).json()["jobs"]
+    assert jobs["backlog"] == 1
+    assert jobs["due"] == 1
+    assert jobs["running"] == 0
+    assert jobs["oldest_at"] is not None
+    await served.registry.run_jobs(drain=True)
+    jobs = (await served.client.get("/v1/status", headers=admin)).json()["jobs"]
+    assert jobs["backlog"] == 0
