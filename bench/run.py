@@ -27,12 +27,33 @@ from typing import Any
 import blake3
 
 # Importing the scenario modules registers them, in this order.
-from bench import concurrency, hashing, profiling, reads, scale, write  # noqa: F401
+from bench import (  # noqa: F401
+    concurrency,
+    garbage,
+    hashing,
+    profiling,
+    reads,
+    reconcile,
+    scale,
+    write,
+)
 from bench.harness import SCENARIOS, Run
 from bench.services import Services
 
 # The order; a scenario registered but not listed here runs after these.
-ORDER = ("publish", "update", "noop", "lock", "concurrency", "scale", "read", "hashing", "profile")
+ORDER = (
+    "publish",
+    "update",
+    "noop",
+    "lock",
+    "concurrency",
+    "scale",
+    "read",
+    "hashing",
+    "reconcile",
+    "gc",
+    "profile",
+)
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "bench" / "results" / "latest.json"
 
