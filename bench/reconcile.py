@@ -113,6 +113,7 @@ async def _fill(
     copy: list[float] = []
     fsyncs: list[int] = []
     copy_fsyncs: list[int] = []
+    hashed: list[int] = []
     flat = {
         f"{slug}/{path}": data for slug, files in packages.items() for path, data in files.items()
     }
@@ -125,6 +126,7 @@ async def _fill(
         with counting_fsyncs() as counter:
             report = await time_async(subject, backend.registry.reconcile(SCOPE, target))
         fsyncs.append(counter[0])
+        hashed.append(report.hashed)
         _check(report, "fill", written=sorted(packages), hashed=0)
         folder = run.scratch / f"copy-{rep}"
         with counting_fsyncs() as counter:
@@ -137,7 +139,7 @@ async def _fill(
         {"copy": copy},
         fsyncs=fsyncs,
         copy_fsyncs=copy_fsyncs,
-        hashed=0,
+        hashed=hashed,
     )
     return result, target
 
