@@ -18,10 +18,10 @@ Each repetition times one full run (`Registry.gc()`), then, in turn, its referen
   look at every object and find the unreferenced rows.
 
 Memory: the first run of each case (untimed, it also warms the caches) runs under
-`tracemalloc`, whose peak is what the run allocated on the Python heap; every timed run
-reports how far the process's peak RSS rose above its RSS at the start (Linux `VmHWM`,
-reset through `/proc/self/clear_refs`). Bounded memory shows as the same figures at
-10,000 and 100,000 blobs. A run that reclaims anything but the orphans fails the scenario.
+`tracemalloc`, whose peak is the most the run held on the Python heap at once (the
+process's RSS would say little here: the process already holds what earlier scenarios
+freed). Bounded memory shows as about the same peak at 10,000 and 100,000 blobs. A run
+that reclaims anything but the orphans fails the scenario.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bench.harness import Result, Run, compare, scenario, stats
-from bench.memory import PeakRss
 from bench.seed import AGE, blob_bytes, seed_blobs, seed_orphans, write_objects
 from bench.services import PG_LOCAL, SQLITE_LOCAL, Backend
 from blobstore.digest import compute_digest
@@ -132,19 +131,15 @@ async def _measure(
     referenced = level - orphans
     gc_samples: list[float] = []
     refs: dict[str, list[float]] = {name: [] for name in (*REFERENCES, "floor")}
-    rss_growth: list[float] = []
     traced_peak = 0
-    peak = PeakRss()
     for rep in range(run.reps(3, 1) + 1):
         await restore()
         warmup = rep == 0
         if warmup:
             tracemalloc.start()
-        peak.reset()
         started = time.perf_counter()
         report = await registry.gc()
         elapsed = time.perf_counter() - started
-        growth = peak.growth()
         if warmup:
             traced_peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
@@ -163,8 +158,6 @@ async def _measure(
         if warmup:
             continue
         gc_samples.append(elapsed)
-        if growth is not None:
-            rss_growth.append(growth)
         for name, value in measured.items():
             refs[name].append(value)
         refs["floor"].append(measured["listing"] + measured["orphan query"])
@@ -178,7 +171,6 @@ async def _measure(
         blobs_per_second=level / median if median else None,
         listing_per_second=level / stats(refs["listing"])["median"],
         tracemalloc_peak_bytes=traced_peak,
-        rss_growth_bytes=stats(rss_growth) if rss_growth else None,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from bench.formatting import (
+    DASH,
     TIMES,
     Json,
     errorbar,
@@ -101,7 +102,8 @@ def section_publish(data: Json) -> str:
         stages = ordered(list(comparisons[0]["stages"]), STAGE_ORDER)
         out.append(
             "\n**Where the time goes** (median per stage, instrumented with failpoints; the "
-            "stages follow each other and add up to the write):\n\n"
+            "stages follow each other and add up to the write). `S3 requests`: HTTP requests "
+            "the store sent per write (counted, not timed):\n\n"
         )
         rows = [
             [
@@ -109,11 +111,18 @@ def section_publish(data: Json) -> str:
                 f"{c['case']['files']} {TIMES} {fmt_bytes(c['case']['file_size'])}",
                 fmt_time(c["subject"]["median"]),
                 *[fmt_time(c["stages"][stage]["median"]) for stage in stages],
+                _median_count(c.get("store_requests")),
             ]
             for c in comparisons
         ]
-        out.append(table(["backend", "package", "whole write", *stages], rows))
+        out.append(table(["backend", "package", "whole write", *stages, "S3 requests"], rows))
     return "".join(out)
+
+
+def _median_count(values: list[int] | None) -> str:
+    if not values or not any(values):
+        return DASH
+    return str(sorted(values)[len(values) // 2])
 
 
 def section_update(data: Json) -> str:

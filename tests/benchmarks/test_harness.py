@@ -14,7 +14,6 @@ from bench import (  # noqa: F401 - registration
     concurrency,
     garbage,
     hashing,
-    memory,
     reads,
     reconcile,
     scale,
@@ -22,7 +21,6 @@ from bench import (  # noqa: F401 - registration
 )
 from bench.formatting import fmt_spread
 from bench.harness import SCENARIOS, Run, compare, percentile, stats
-from bench.memory import PeakRss
 from bench.report import summary
 from bench.services import Services
 from bench.write import LOCKED_POINTS, LockClock
@@ -95,20 +93,6 @@ async def test_a_scenario_runs_end_to_end(tmp_path):
     for comparison in result["comparisons"]:
         assert comparison["subject"]["n"] == 2
         assert set(comparison["ratios"]) == {"blake3 per file", "blake3 one buffer"}
-
-
-def test_peak_rss_reports_growth_or_nothing(monkeypatch, tmp_path):
-    peak = PeakRss()
-    peak.reset()
-    held = bytearray(8 * 1024 * 1024)
-    held[::4096] = b"x" * len(held[::4096])  # touch every page
-    growth = peak.growth()
-    del held
-    assert growth is None or growth >= 0
-    # Off Linux (no /proc/self/clear_refs) there is no figure rather than a wrong one.
-    monkeypatch.setattr(memory, "_CLEAR_REFS", tmp_path / "absent" / "clear_refs")
-    peak.reset()
-    assert peak.growth() is None
 
 
 def test_spreads_share_the_median_unit():
