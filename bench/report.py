@@ -150,6 +150,18 @@ def summary(scenarios: Json, headings: dict[str, str]) -> str:
     return table(["scenario", "group", "figures", "registry (medians)", "ratios (range)"], rows)
 
 
+def _load(meta: Json) -> str:
+    load = meta.get("load_average") or {}
+    start, end = load.get("start"), load.get("end")
+    if not start or not end:
+        return ""
+
+    def three(values: list[float]) -> str:
+        return " / ".join(f"{v:.2f}" for v in values)
+
+    return f"; load average (1 / 5 / 15 min) {three(start)} at the start, {three(end)} at the end"
+
+
 def render(document: Json) -> str:
     meta = document["meta"]
     scenarios = document["scenarios"]
@@ -186,7 +198,7 @@ def render(document: Json) -> str:
             f"**This run:** {meta['date']}, revision `{meta['revision']}`, "
             f"{'quick' if meta['quick'] else 'full'} mode, {meta['elapsed'] / 60:.1f} min; "
             f"{machine['cpus']} CPUs, Python {machine['python']}, {machine['platform']}, "
-            f"{machine['git']}, blake3 {machine['blake3']}.\n\n"
+            f"{machine['git']}, blake3 {machine['blake3']}{_load(meta)}.\n\n"
         ),
     ]
     headings = {

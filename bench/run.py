@@ -93,6 +93,14 @@ def _machine() -> dict[str, Any]:
     }
 
 
+def _load_average() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages, where the platform has them."""
+    try:
+        return [round(value, 2) for value in os.getloadavg()]
+    except OSError:
+        return None
+
+
 async def _run_all(
     names: list[str], *, quick: bool, scratch: Path, save: Callable[[dict[str, Any]], None]
 ) -> dict[str, Any]:
@@ -137,6 +145,9 @@ def main(argv: list[str] | None = None) -> int:
         SCENARIOS, key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER)
     )
     started = time.perf_counter()
+    # The machine is shared: the load when the run started and at its last save go with
+    # the results, so a reader can tell a quiet run from a busy one.
+    load_at_start = _load_average()
     previous: dict[str, Any] = {}
     if args.only and args.out.exists():
         # A partial run updates its scenarios in the existing results, keeping the rest.
@@ -152,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                 "quick": args.quick,
                 "elapsed": time.perf_counter() - started,
                 "machine": _machine(),
+                "load_average": {"start": load_at_start, "end": _load_average()},
             },
             "scenarios": {**previous, **scenarios},
         }
