@@ -27,12 +27,33 @@ from typing import Any
 import blake3
 
 # Importing the scenario modules registers them, in this order.
-from bench import concurrency, hashing, profiling, reads, scale, write  # noqa: F401
+from bench import (  # noqa: F401
+    concurrency,
+    garbage,
+    hashing,
+    profiling,
+    reads,
+    reconcile,
+    scale,
+    write,
+)
 from bench.harness import SCENARIOS, Run
 from bench.services import Services
 
 # The issue's order; a scenario registered but not listed here runs after these.
-ORDER = ("publish", "update", "noop", "lock", "concurrency", "scale", "read", "hashing", "profile")
+ORDER = (
+    "publish",
+    "update",
+    "noop",
+    "lock",
+    "concurrency",
+    "scale",
+    "read",
+    "hashing",
+    "reconcile",
+    "gc",
+    "profile",
+)
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "bench" / "results" / "latest.json"
 
@@ -70,6 +91,14 @@ def _machine() -> dict[str, Any]:
             ["git", "--version"], capture_output=True, text=True, check=False
         ).stdout.strip(),
     }
+
+
+def _load_average() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages, where the platform has them."""
+    try:
+        return [round(value, 2) for value in os.getloadavg()]
+    except OSError:
+        return None
 
 
 async def _run_all(
@@ -116,6 +145,9 @@ def main(argv: list[str] | None = None) -> int:
         SCENARIOS, key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER)
     )
     started = time.perf_counter()
+    # The machine is shared: the load when the run started and at its last save go with
+    # the results, so a reader can tell a quiet run from a busy one.
+    load_at_start = _load_average()
     previous: dict[str, Any] = {}
     if args.only and args.out.exists():
         # A partial run updates its scenarios in the existing results, keeping the rest.
@@ -131,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                 "quick": args.quick,
                 "elapsed": time.perf_counter() - started,
                 "machine": _machine(),
+                "load_average": {"start": load_at_start, "end": _load_average()},
             },
             "scenarios": {**previous, **scenarios},
         }

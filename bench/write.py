@@ -109,6 +109,24 @@ class StageClock:
         self.writes.append(stages)
 
 
+class RequestCounter:
+    """Counts the HTTP requests an S3 store sends (botocore's `before-send` event).
+
+    A bench-only look inside `S3BlobStore` (its botocore client): the count shows what a
+    write costs in requests, which timing on moto cannot separate from moto's own speed.
+    Other stores send no requests; `count` stays 0.
+    """
+
+    def __init__(self, store: object) -> None:
+        self.count = 0
+        client = getattr(store, "_client", None)
+        if client is not None:
+            client.meta.events.register("before-send.s3", self._sent)
+
+    def _sent(self, **_: Any) -> None:
+        self.count += 1
+
+
 def _reps(run: Run, size: int) -> int:
     # Fewer repetitions for the large packages keep `make bench` under its 15 minutes.
     if size <= MiB:
@@ -126,18 +144,22 @@ async def _publish_case(
     reg: list[float] = []
     refs: dict[str, list[float]] = {"git": [], "naive": [], "floor": []}
     uploaded: list[int] = []
+    requests: list[int] = []
+    counter = RequestCounter(backend.store)
     reps = _reps(run, files_count * size)
     first = len(clock.writes) + 1  # after the warm-up
     for rep in range(reps + 1):
         slug = f"p{files_count}-{size}-{rep}"
         files = package(slug, files=files_count, size=size, tag=f"{backend.name} {rep}")
         sample: list[float] = []
+        sent = counter.count
         clock.start()
         publication = await time_async(
             sample,
             registry.write_package(SCOPE, slug, files, expected_head=None, actor="bench"),
         )
         clock.stop()
+        sent = counter.count - sent
         git.add_package(slug, files)
         git_time = git.commit()
         naive_time = naive_write(scratch / "naive" / slug, files)
@@ -157,6 +179,7 @@ async def _publish_case(
         refs["naive"].append(naive_time)
         refs["floor"].append(floor_time)
         uploaded.append(publication.uploaded)
+        requests.append(sent)
     shutil.rmtree(scratch)
     return compare(
         {"backend": backend.name, "files": files_count, "file_size": size},
@@ -164,6 +187,7 @@ async def _publish_case(
         refs,
         bytes=files_count * size,
         uploaded=uploaded,
+        store_requests=requests,
         stages={
             stage: stats([w.get(stage, 0.0) for w in clock.writes[first:]])
             for stage in [*(name for name, _ in STAGES), "reply"]

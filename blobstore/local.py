@@ -37,6 +37,11 @@ TEMP_DIR: Final = ".tmp"
 # Stored objects never change; read-only files make an accidental in-place edit fail loudly.
 _OBJECT_MODE: Final = 0o444
 _SHARD_NAME: Final = re.compile(r"[0-9a-f]{2}")
+# Objects the listing gathers per worker-thread hop (at least one middle shard each). A hop
+# costs ~0.1 ms and a middle shard of a store under ~10 million objects holds a handful,
+# so one hop per middle shard spent three quarters of the time of listing 100,000 objects
+# handing work to threads (docs/benchmarks.md, GC). The batch bounds the memory instead.
+LIST_BATCH: Final = 1000
 
 
 class LocalBlobStore:
@@ -93,15 +98,17 @@ class LocalBlobStore:
         await asyncio.to_thread(self._delete, digest)
 
     async def iter_digests(self) -> AsyncIterator[BlobInfo]:
-        """Every object, shard by shard in digest order; memory is bounded by one shard.
+        """Every object, in digest order; memory is bounded by one batch of the listing.
 
         Skips `.tmp` and anything that is not a regular file named by a valid digest in
         the shard that digest belongs to.
         """
         self._check_open()
         for top in await asyncio.to_thread(self._subshards, self._root, required=True):
-            for middle in await asyncio.to_thread(self._subshards, self._root / top):
-                for info in await asyncio.to_thread(self._scan_shard, top, middle):
+            after: str | None = ""
+            while after is not None:
+                infos, after = await asyncio.to_thread(self._scan_batch, top, after)
+                for info in infos:
                     yield info
 
     async def ensure(self) -> None:
@@ -227,6 +234,20 @@ class LocalBlobStore:
                 # A shard emptied and removed while we listed its parent.
                 return []
         return sorted(names)
+
+    def _scan_batch(self, top: str, after: str) -> tuple[list[BlobInfo], str | None]:
+        """The objects of `top`'s middle shards after `after`, until a batch is full.
+
+        Returns them with the last middle shard scanned, or None once `top` is done.
+        """
+        infos: list[BlobInfo] = []
+        for middle in self._subshards(self._root / top):
+            if middle <= after:
+                continue
+            infos += self._scan_shard(top, middle)
+            if len(infos) >= LIST_BATCH:
+                return infos, middle
+        return infos, None
 
     def _scan_shard(self, top: str, middle: str) -> list[BlobInfo]:
         infos: list[BlobInfo] = []

@@ -10,8 +10,18 @@ import math
 
 import pytest
 
-from bench import concurrency, hashing, reads, scale, write  # noqa: F401 - registration
+from bench import (  # noqa: F401 - registration
+    concurrency,
+    garbage,
+    hashing,
+    reads,
+    reconcile,
+    scale,
+    write,
+)
+from bench.formatting import fmt_spread
 from bench.harness import SCENARIOS, Run, compare, percentile, stats
+from bench.report import summary
 from bench.services import Services
 from bench.write import LOCKED_POINTS, LockClock
 
@@ -56,7 +66,18 @@ async def test_the_lock_clock_times_only_committed_writes():
 
 
 def test_every_scenario_of_the_issue_is_registered():
-    expected = {"publish", "update", "noop", "lock", "concurrency", "scale", "read", "hashing"}
+    expected = {
+        "publish",
+        "update",
+        "noop",
+        "lock",
+        "concurrency",
+        "scale",
+        "read",
+        "hashing",
+        "reconcile",
+        "gc",
+    }
     assert expected <= set(SCENARIOS)
 
 
@@ -72,3 +93,25 @@ async def test_a_scenario_runs_end_to_end(tmp_path):
     for comparison in result["comparisons"]:
         assert comparison["subject"]["n"] == 2
         assert set(comparison["ratios"]) == {"blake3 per file", "blake3 one buffer"}
+
+
+def test_spreads_share_the_median_unit():
+    assert fmt_spread({"n": 3, "median": 0.0248, "p10": 0.0231, "p90": 0.0352}) == (
+        "24.8 ms (23.1\u201335.2)"
+    )
+    assert fmt_spread({"n": 1, "median": 1.5, "p10": 1.5, "p90": 1.5}) == "1.50 s"
+
+
+def test_the_summary_gives_each_ratio_its_range():
+    scenarios = {
+        "update": {
+            "title": "Update",
+            "comparisons": [
+                compare({"backend": "b", "files": n}, [2.0 * n], {"git": [1.0], "floor": [0.5]})
+                for n in (1, 2)
+            ],
+        }
+    }
+    text = summary(scenarios, {"update": "2. Update"})
+    assert "[2. Update](#2-update)" in text
+    assert "\u00f7 git 2.00\u20134.00\u00d7; \u00f7 floor 4.00\u20138.00\u00d7" in text

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from blobstore import BlobNotFound, BlobStoreUnavailable, compute_digest
+from blobstore import local as local_module
 from blobstore.local import TEMP_DIR, LocalBlobStore
 
 
@@ -204,6 +205,25 @@ async def test_stray_entries_are_skipped_by_iter_digests(local, tmp_path):
     object_path(local, linked).symlink_to(target)
 
     assert await listing(local) == [digest]
+
+
+async def test_listing_in_batches_resumes_after_the_last_shard_scanned(local, monkeypatch):
+    # Batches of two: one top shard's middle shards are listed in several worker hops.
+    monkeypatch.setattr(local_module, "LIST_BATCH", 2)
+    blobs: dict[str, bytes] = {}
+    for _ in range(7):
+        digest, data = blob_in_top_shard("ab", avoid=blobs)
+        blobs[digest] = data
+    for seed in range(20):
+        data = f"elsewhere {seed}".encode()
+        blobs[compute_digest(data)] = data
+    for digest, data in blobs.items():
+        await local.put(digest, data)
+
+    infos = [info async for info in local.iter_digests()]
+
+    assert [info.digest for info in infos] == sorted(blobs)
+    assert {info.digest: info.size for info in infos} == {d: len(b) for d, b in blobs.items()}
 
 
 async def test_symlinked_object_is_not_followed(local, tmp_path):

@@ -1,7 +1,7 @@
 """api tokens
 
-Revision ID: 0005
-Revises: 0006
+Revision ID: 0006
+Revises: 0005
 Create Date: 2026-11-29 19:19:21.208671
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0005"
-down_revision: str | None = "0006"
+revision: str = "0006"
+down_revision: str | None = "0005"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,6 +1,6 @@
 """marketplace jobs
 
-Revision ID: 0006
+Revision ID: 0005
 Revises: 0004
 Create Date: 2026-11-29 19:21:49.567188
 """
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0006"
+revision: str = "0005"
 down_revision: str | None = "0004"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
