@@ -533,25 +533,43 @@ class Registry:
         *,
         actor: str,
         message: str = "",
+        expected_head: ExpectedHead = ANY,
         on_entry: EntryCallback | None = None,
     ) -> ImportResult:
         """Import an archive (`.zip`, `.tar.gz`, `.tar`: bytes or a file) or a folder.
 
         The archive is read safely in memory (`ArchiveRejected` for links, devices,
         escaping names, bombs, ...), then published as the listing's next version through
-        the normal write path. `on_entry` is called with each file's path as it is read.
+        the normal write path, with `expected_head` as its compare-and-swap. `on_entry` is
+        called with each file's path as it is read.
         """
         if isinstance(source, bytes):
             return await catalog.import_archive(
-                self.ctx, listing, source, actor=actor, message=message, on_entry=on_entry
+                self.ctx,
+                listing,
+                source,
+                actor=actor,
+                message=message,
+                expected_head=expected_head,
+                on_entry=on_entry,
             )
         return await catalog.import_path(
-            self.ctx, listing, source, actor=actor, message=message, on_entry=on_entry
+            self.ctx,
+            listing,
+            source,
+            actor=actor,
+            message=message,
+            expected_head=expected_head,
+            on_entry=on_entry,
         )
 
     async def listing(self, listing: str, version: int | None = None) -> ListingVersion:
         """A listing's version (its newest if `version` is None) and manifest."""
         return await catalog.listing_version(self.ctx, listing, version)
+
+    async def read_listing(self, listing: str, version: int | None = None) -> Package:
+        """Every file of a listing's version (its newest if `version` is None), verified."""
+        return await catalog.read_listing(self.ctx, listing, version)
 
     async def list_listings(self, *, limit: int = 50, after: str | None = None) -> SkillPage:
         """The catalog's listings, by id, a page at a time."""

@@ -47,17 +47,26 @@ class _Server(uvicorn.Server):
     show_default=True,
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
 )
+@click.option(
+    "--jobs/--no-jobs",
+    default=True,
+    show_default=True,
+    help="Run a job worker (marketplace installs and updates) in this process.",
+)
 @json_option
 @run_async
-async def serve(state: CliState, out: Output, *, host: str, port: int, log_level: str) -> None:
+async def serve(
+    state: CliState, out: Output, *, host: str, port: int, log_level: str, jobs: bool
+) -> None:
     """Serve the HTTP API until interrupted (SIGINT or SIGTERM end it gracefully).
 
     The database must be initialised (`skillreg init`); create access tokens with
-    `skillreg token create`.
+    `skillreg token create`. Queued jobs run in this process unless `--no-jobs`; more
+    workers run with `skillreg jobs run`.
     """
     async with state.open() as reg:
         config = uvicorn.Config(
-            create_app(reg),
+            create_app(reg, jobs=jobs),
             host=host,
             port=port,
             log_level=log_level,

@@ -2,11 +2,15 @@
 
 The app has no logic of its own beyond HTTP: every endpoint calls one `Registry` method.
 It does not own the registry it is given (`skillreg serve` opens and closes it); its
-lifespan only checks, at startup, that the database schema is current.
+lifespan checks, at startup, that the database schema is current and, with `jobs=True`,
+runs a job worker (marketplace installs and updates) beside the requests until shutdown.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Final
@@ -21,7 +25,7 @@ from registry.http import problems
 from registry.http.limits import BodyLimit
 from registry.http.metrics import Metrics, RequestMetrics
 from registry.http.problems import PROBLEM_JSON
-from registry.http.routes import blobs, history, operations, proposals, skills
+from registry.http.routes import blobs, history, marketplace, operations, proposals, skills
 from registry.http.schemas import ManifestBody, PackageMeta, Problem
 
 TITLE: Final = "skill-registry"
@@ -32,15 +36,43 @@ DESCRIPTION: Final = (
 )
 # Schemas the routes reference by hand (bodies they parse themselves, problems).
 _EXTRA_SCHEMAS: Final = (ManifestBody, PackageMeta, Problem)
+# Seconds a shutting-down worker may take to finish its job before it is interrupted
+# (an interrupted worker hands the job back at once; docs/marketplace.md).
+JOB_STOP_GRACE: Final = 10.0
+
+_log = logging.getLogger("registry.http")
 
 
-def create_app(registry: Registry, *, metrics: Metrics | None = None) -> FastAPI:
-    """The ASGI app serving `registry`."""
+async def run_job_worker(registry: Registry, stop: asyncio.Event) -> None:
+    """Run due jobs until `stop` is set; a failed poll (the database away) is retried."""
+    while not stop.is_set():
+        try:
+            await registry.run_jobs(stop=stop)
+        except Exception:  # noqa: BLE001 - the worker outlives an outage; the log says why
+            _log.warning("the job worker failed; it polls again", exc_info=True)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), registry.settings.job_poll_interval)
+
+
+def create_app(
+    registry: Registry, *, metrics: Metrics | None = None, jobs: bool = False
+) -> FastAPI:
+    """The ASGI app serving `registry`; `jobs`: run a job worker while it serves."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await registry.check_schema()
-        yield
+        if not jobs:
+            yield
+            return
+        stop = asyncio.Event()
+        worker = asyncio.create_task(run_job_worker(registry, stop), name="job-worker")
+        try:
+            yield
+        finally:
+            stop.set()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(worker, JOB_STOP_GRACE)
 
     app = FastAPI(
         title=TITLE,
@@ -56,8 +88,15 @@ def create_app(registry: Registry, *, metrics: Metrics | None = None) -> FastAPI
     app.state.registry = registry
     app.state.metrics = metrics or Metrics()
     problems.install(app)
-    for module in (operations, skills, history, proposals, blobs):
-        app.include_router(module.router)
+    for router in (
+        operations.router,
+        skills.router,
+        history.router,
+        proposals.router,
+        blobs.router,
+        *marketplace.routers,
+    ):
+        app.include_router(router)
     # Starlette runs the middleware added last first: metrics see every response,
     # the body limit's early 413s included.
     app.add_middleware(BodyLimit, settings=registry.settings, metrics=app.state.metrics)

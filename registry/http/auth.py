@@ -9,7 +9,10 @@ Order of the checks, and why:
 2. a path naming another workspace than the token's: 404 `not_found`, whatever the role
    and whether or not the resource exists, so a token learns nothing about other
    workspaces (never 403, which would say "it is there, but not for you");
-3. a role below the endpoint's: 403 `forbidden`.
+3. a role below the endpoint's: 403 `forbidden`;
+4. publishing to the catalog (`CATALOG_PUBLISH`) with a token of another workspace than
+   the catalog's: 403 `forbidden` (the catalog is readable by every token, so saying so
+   leaks nothing).
 """
 
 from __future__ import annotations
@@ -56,7 +59,20 @@ ROLES: Final[dict[str, Role | None]] = {
     "head_blob": Role.READ,
     "get_blob": Role.READ,
     "put_blob": Role.WRITE,
+    # the catalog (shared by every workspace; publishing: the catalog workspace's tokens)
+    "list_listings": Role.READ,
+    "get_listing": Role.READ,
+    "get_listing_archive": Role.READ,
+    "put_listing": Role.WRITE,
+    # install and update jobs
+    "install_listing": Role.WRITE,
+    "update_skill": Role.WRITE,
+    "list_jobs": Role.READ,
+    "get_job": Role.READ,
 }
+
+# Routes that write the catalog: only tokens of the catalog workspace may call them.
+CATALOG_PUBLISH: Final = frozenset({"put_listing"})
 
 _bearer = HTTPBearer(auto_error=False, description="`skr_...` token from `skillreg token create`")
 
@@ -84,16 +100,26 @@ async def authorize(
     credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),  # noqa: B008 - FastAPI's idiom
 ) -> Caller:
     """Authenticate the bearer token and check it against the route's workspace and role."""
-    needed = ROLES[request.scope["route"].name]
+    route = request.scope["route"].name
+    needed = ROLES[route]
     if needed is None:
-        msg = f"route {request.scope['route'].name!r} needs no token and must not authorize"
+        msg = f"route {route!r} needs no token and must not authorize"
         raise AssertionError(msg)
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise Unauthenticated
-    token = await registry_of(request).authenticate(credentials.credentials)
+    registry = registry_of(request)
+    token = await registry.authenticate(credentials.credentials)
     workspace = request.path_params.get("workspace")
     if workspace is not None and workspace != token.workspace:
         raise HttpProblem("not_found", "not found")
     if not token.role.allows(needed):
         raise Forbidden(needed.value, token.role.value)
+    catalog = registry.settings.catalog_workspace
+    if route in CATALOG_PUBLISH and token.workspace != catalog:
+        raise HttpProblem(
+            "forbidden",
+            f"publishing listings needs a token of the catalog workspace {catalog!r}",
+            status=403,
+            extra={"details": {"needed_workspace": catalog}},
+        )
     return Caller(token)

@@ -41,6 +41,8 @@ def body_limit(route: str | None, content_type: str, settings: Settings) -> int:
     """The most body bytes a request to `route` may send."""
     if route == "put_blob":
         return settings.max_file_bytes
+    if route == "put_listing":  # an archive: the reader refuses a larger file anyway
+        return 2 * settings.archive_max_bytes
     if route == "decide_proposal":  # an alternative's manifest
         return body_limit("put_skill", "application/json", settings)
     if route == "put_skill":
@@ -59,6 +61,7 @@ def largest_limit(settings: Settings) -> int:
         body_limit("put_skill", "multipart/form-data", settings),
         body_limit("put_skill", "application/json", settings),
         body_limit("put_blob", "", settings),
+        body_limit("put_listing", "", settings),
     )
 
 

@@ -9,9 +9,9 @@
 - `skillreg_conflicts_total{code}` (409 and 412) and `skillreg_refusals_total{code}`
   (400, 413, 415, 422 and other refused input).
 - `skillreg_upload_bytes_total{kind}`: bytes of accepted upload bodies (`blob`,
-  `package`), and `skillreg_request_body_bytes_total`: every body byte read, refused ones
-  included (the body limit's test reads it to prove how little of an oversized body
-  the server read).
+  `package`, `archive`), and `skillreg_request_body_bytes_total`: every body byte read,
+  refused ones included (the body limit's test reads it to prove how little of an
+  oversized body the server read).
 """
 
 from __future__ import annotations

@@ -6,13 +6,16 @@ Names follow the registry's own values; timestamps are RFC 3339 UTC.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from registry.domain.manifest import Manifest
 from registry.domain.model import Publication, Scope
 from registry.http.preconditions import entity_tag
+from registry.services.catalog import ListingVersion
 from registry.services.gc_figures import GcFigures
+from registry.services.jobs import JobPage, JobRow
 from registry.services.operations import JobFigures, MaterializationFigures
 from registry.services.read import PackageInfo, SkillPage
 from registry.services.uploads import ManifestFile
@@ -37,6 +40,14 @@ class FileEntry(_Model):
     digest: str = Field(pattern=DIGEST_PATTERN, description="lower-case hex BLAKE3 of the bytes")
     size: int = Field(ge=0)
     executable: bool = False
+
+    @classmethod
+    def list_of(cls, manifest: Manifest) -> list[FileEntry]:
+        """The entries of `manifest`, in its order."""
+        return [
+            cls(path=e.path, digest=e.digest, size=e.size, executable=e.executable)
+            for e in manifest.entries
+        ]
 
 
 # Text the database stores as given: no NUL (PostgreSQL text cannot hold it).
@@ -123,10 +134,7 @@ class SkillVersion(_Model):
             created_at=info.created_at,
             file_count=info.manifest.file_count,
             total_size=info.manifest.total_size,
-            files=[
-                FileEntry(path=e.path, digest=e.digest, size=e.size, executable=e.executable)
-                for e in info.manifest.entries
-            ],
+            files=FileEntry.list_of(info.manifest),
         )
 
 
@@ -207,6 +215,168 @@ class SkillList(_Model):
             ],
             next_after=page.next_after,
         )
+
+
+class ListingItem(_Model):
+    """One listing of the catalog."""
+
+    listing: str
+    head: int = Field(description="the newest version")
+    etag: str = Field(description="what a publish's If-Match takes")
+    manifest_hash: str
+    file_count: int
+    total_size: int
+    updated_at: datetime
+
+
+class ListingList(_Model):
+    """A page of listings; pass `next_after` as `after` for the next page (null: the end)."""
+
+    items: list[ListingItem]
+    next_after: str | None
+
+    @classmethod
+    def of(cls, page: SkillPage) -> ListingList:
+        return cls(
+            items=[
+                ListingItem(
+                    listing=i.slug,
+                    head=i.head,
+                    etag=entity_tag(i.skill_id, i.head, i.manifest_hash),
+                    manifest_hash=i.manifest_hash,
+                    file_count=i.file_count,
+                    total_size=i.total_size,
+                    updated_at=i.updated_at,
+                )
+                for i in page.items
+            ],
+            next_after=page.next_after,
+        )
+
+
+class ListingBody(_Model):
+    """A listing version: its manifest (the identity an install records) and who made it."""
+
+    listing: str
+    version: int
+    head: int
+    manifest_hash: str
+    origin: str
+    actor: str
+    message: str
+    created_at: datetime
+    file_count: int
+    total_size: int
+    files: list[FileEntry]
+
+    @classmethod
+    def of(cls, listing: ListingVersion) -> ListingBody:
+        return cls(
+            listing=listing.listing,
+            version=listing.version,
+            head=listing.head,
+            manifest_hash=listing.manifest_hash,
+            origin=listing.origin,
+            actor=listing.actor,
+            message=listing.message,
+            created_at=listing.created_at,
+            file_count=listing.manifest.file_count,
+            total_size=listing.manifest.total_size,
+            files=FileEntry.list_of(listing.manifest),
+        )
+
+
+class ListingPublished(PublishResult):
+    """An archive published as a listing version: the write's result and what was read."""
+
+    format: str = Field(description="zip, tar.gz or tar")
+    files: int
+    stripped: str | None = Field(description="the common top-level folder removed, if any")
+
+
+class JobBody(_Model):
+    """A durable job (docs/marketplace.md): what it does, where it stands, what it left."""
+
+    id: int
+    kind: str
+    workspace: str
+    status: Literal["queued", "running", "succeeded", "failed"]
+    attempts: int
+    max_attempts: int
+    run_after: datetime = Field(description="not claimed before this time")
+    payload: dict[str, Any]
+    result: dict[str, Any] | None = Field(description="the outcome of a job that succeeded")
+    last_error: dict[str, Any] | None = Field(description="code, message, attempt, permanent")
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, job: JobRow) -> JobBody:
+        return cls(
+            id=job.id,
+            kind=job.kind,
+            workspace=job.workspace,
+            status=job.status,  # type: ignore[arg-type]  # the column's check constraint
+            attempts=job.attempts,
+            max_attempts=job.max_attempts,
+            run_after=job.run_after,
+            payload=job.payload,
+            result=job.result,
+            last_error=job.last_error,
+            created_at=job.created_at,
+            updated_at=job.updated_at,
+            finished_at=job.finished_at,
+        )
+
+
+class JobList(_Model):
+    """A page of jobs, newest first; pass `next_before` as `before` (null: the end)."""
+
+    items: list[JobBody]
+    next_before: int | None
+
+    @classmethod
+    def of(cls, page: JobPage) -> JobList:
+        return cls(items=[JobBody.of(j) for j in page.items], next_before=page.next_before)
+
+
+class JobQueued(_Model):
+    """The job an install or update request names; `created` is false for a repeated key."""
+
+    created: bool
+    job: JobBody
+
+
+class InstallRequest(ActorOptions):
+    """`POST .../installs`: install a catalog listing into the scope."""
+
+    listing: str = Field(pattern=SLUG_PATTERN, max_length=64)
+    version: int | None = Field(default=None, ge=1, le=2**31 - 1, description="default: newest")
+    key: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        pattern=_LINE,
+        description="idempotency key in the workspace: a repeated key answers its job",
+    )
+
+
+class UpdateRequest(ActorOptions):
+    """`POST .../skills/{slug}/update`: move an installed copy to a listing version."""
+
+    version: int | None = Field(default=None, ge=1, le=2**31 - 1, description="default: newest")
+    policy: Literal["merge", "propose"] | None = Field(
+        default=None,
+        description="for an edited copy: merge cleanly or propose (default: the service's)",
+    )
+    key: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        pattern=_LINE,
+        description="idempotency key in the workspace: a repeated key answers its job",
+    )
 
 
 class BlobStored(_Model):

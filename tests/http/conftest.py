@@ -1,7 +1,7 @@
 """The HTTP service under test: uvicorn on an ephemeral loopback port, in the test's loop.
 
-`serve(registry=None, **make_registry_kwargs)` starts `create_app(registry)` on a real
-socket (127.0.0.1, port 0) and returns a `Served` with the base URL, an httpx client,
+`serve(registry=None, jobs=False, **make_registry_kwargs)` starts `create_app(registry)`
+on a real socket (127.0.0.1, port 0) and returns a `Served` with the base URL, an httpx client,
 and tokens for every role in the workspace `acme` (and one `read` token of `other`).
 Everything runs in the test's event loop, so the app uses the very registry (and
 engine) the test built with `make_registry`, on SQLite and on PostgreSQL.
@@ -68,9 +68,11 @@ async def _start(app: Any) -> tuple[uvicorn.Server, asyncio.Task[None], str]:
 async def serve(make_registry) -> AsyncIterator[Serve]:
     running: list[tuple[uvicorn.Server, asyncio.Task[None], httpx.AsyncClient]] = []
 
-    async def start(registry: Registry | None = None, **kwargs: Any) -> Served:
+    async def start(
+        registry: Registry | None = None, *, jobs: bool = False, **kwargs: Any
+    ) -> Served:
         reg = registry or await make_registry(**kwargs)
-        server, task, url = await _start(create_app(reg))
+        server, task, url = await _start(create_app(reg, jobs=jobs))
         client = httpx.AsyncClient(base_url=url, timeout=60)
         running.append((server, task, client))
         served = Served(url, reg, client)

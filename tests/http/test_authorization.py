@@ -16,8 +16,9 @@ from typing import Any
 from registry.domain.access import Role
 from registry.domain.model import Origin, Scope
 from registry.http.app import create_app
-from registry.http.auth import ROLES
-from tests.http.helpers import digest, form, publish
+from registry.http.auth import CATALOG_PUBLISH, ROLES
+from tests.corpus.archives import LISTING, good_zip, tar_of
+from tests.http.helpers import digest, form, publish, raw
 from tests.support.packages import package
 
 Request = Callable[[Any, str, str], Awaitable[tuple[str, str, dict[str, Any]]]]
@@ -124,6 +125,26 @@ async def _get_proposal(served, w: str, n: str):
     return "GET", f"/v1/workspaces/{w}/proposals/{proposal}", {}
 
 
+async def _put_listing(_served, _w: str, n: str):
+    slug = f"listing-{n}"
+    data = tar_of([(path, raw(value)) for path, value in package(slug).items()])
+    headers = {"Content-Type": "application/gzip", "If-None-Match": "*"}
+    return "PUT", f"/v1/catalog/listings/{slug}", {"content": data, "headers": headers}
+
+
+async def _install(_served, w: str, n: str):
+    return "POST", f"/v1/workspaces/{w}/installs", {"json": {"listing": LISTING, "key": n}}
+
+
+async def _update(_served, w: str, n: str):
+    return "POST", f"/v1/workspaces/{w}/skills/{LISTING}/update", {"json": {"key": n}}
+
+
+async def _get_job(served, w: str, n: str):
+    queued = await served.registry.enqueue_install(ACME, LISTING, key=f"matrix-{n}")
+    return "GET", f"/v1/workspaces/{w}/jobs/{queued.job.id}", {}
+
+
 ACME = Scope("acme")
 DEMO = package("demo")
 DEMO_BLOB = digest(DEMO["SKILL.md"])
@@ -150,7 +171,17 @@ MATRIX: dict[str, Request] = {
     "head_blob": fixed("HEAD", f"/v1/workspaces/{{w}}/blobs/{DEMO_BLOB}"),
     "get_blob": fixed("GET", f"/v1/workspaces/{{w}}/blobs/{DEMO_BLOB}"),
     "put_blob": _put_blob,
+    "list_listings": fixed("GET", "/v1/catalog/listings"),
+    "get_listing": fixed("GET", f"/v1/catalog/listings/{LISTING}"),
+    "get_listing_archive": fixed("GET", f"/v1/catalog/listings/{LISTING}/archive"),
+    "put_listing": _put_listing,
+    "install_listing": _install,
+    "update_skill": _update,
+    "list_jobs": fixed("GET", "/v1/workspaces/{w}/jobs"),
+    "get_job": _get_job,
 }
+# Endpoints outside any workspace: every workspace's token is "own" there.
+UNSCOPED = {"service_status", "list_listings", "get_listing", "get_listing_archive", "put_listing"}
 
 
 @dataclass
@@ -186,10 +217,17 @@ def _code(response) -> str | None:
     return None
 
 
-async def test_the_matrix(served):
+async def _setup(served) -> None:
+    """demo in both workspaces; a catalog listing, installed in acme."""
     for workspace in ("acme", "globex"):
         r = await publish(served, "demo", DEMO, workspace=workspace)
         assert r.status_code == 201, r.text
+    await served.registry.import_listing(LISTING, good_zip(), actor="publisher")
+    assert (await served.registry.install(ACME, LISTING)).succeeded
+
+
+async def test_the_matrix(served):
+    await _setup(served)
     wrong: list[Outcome] = []
     counter = itertools.count()
     for (endpoint, request), role in itertools.product(MATRIX.items(), Role):
@@ -200,8 +238,9 @@ async def test_the_matrix(served):
             # The token of the other workspace asks for acme's resources.
             response = await _call(served, request, "acme", str(next(counter)), token)
             status, code = response.status_code, _code(response)
-            workspace_scoped = endpoint != "service_status"
-            if where == "other" and workspace_scoped:
+            if endpoint in CATALOG_PUBLISH:  # acme's and globex's tokens alike
+                ok = status == 403 and code == "forbidden"
+            elif where == "other" and endpoint not in UNSCOPED:
                 ok = status == 404 and (code == "not_found" or endpoint.startswith("head_"))
             elif role.allows(needed):
                 ok = status < 400
@@ -212,7 +251,22 @@ async def test_the_matrix(served):
     assert wrong == []
 
 
+async def test_only_the_catalog_workspace_publishes_listings_with_its_write_roles(served):
+    counter = itertools.count()
+    wrong = []
+    for role in Role:
+        issued = await served.registry.create_token("catalog", role.value, actor="test")
+        headers = {"Authorization": f"Bearer {issued.token}"}
+        response = await _call(served, _put_listing, "catalog", f"c{next(counter)}", headers)
+        allowed = role.allows(ROLES["put_listing"])
+        expected = 201 if allowed else 403
+        if response.status_code != expected:
+            wrong.append((role.value, response.status_code, _code(response)))
+    assert wrong == []
+
+
 async def test_no_token_or_a_bad_token_is_401_everywhere(served):
+    await _setup(served)
     revoked = await served.registry.create_token("acme", "admin", actor="test")
     await served.registry.revoke_token(revoked.info.id, actor="test")
     good = served.tokens["admin"]

@@ -106,13 +106,18 @@ async def test_the_curl_examples_run(environment, tmp_path):
     skillreg = str(BIN / "skillreg")
     await run([skillreg, "init"], environment, work)
 
-    async def token(role: str) -> str:
+    async def token(role: str, workspace: str = "acme") -> str:
         out = await run(
-            [skillreg, "token", "create", "-w", "acme", "-r", role, "--json"], environment, work
+            [skillreg, "token", "create", "-w", workspace, "-r", role, "--json"], environment, work
         )
         return json.loads(out)["token"]
 
-    env = {**environment, "TOKEN": await token("owner"), "ADMIN_TOKEN": await token("admin")}
+    env = {
+        **environment,
+        "TOKEN": await token("owner"),
+        "ADMIN_TOKEN": await token("admin"),
+        "CATALOG_TOKEN": await token("write", "catalog"),
+    }
     access_log = (tmp_path / "access.log").open("wb")
     server = await asyncio.create_subprocess_exec(
         *(skillreg, "serve", "--port", "0"),
