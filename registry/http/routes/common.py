@@ -50,6 +50,26 @@ def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
     }
 
 
+def precondition_headers(*, update: str, create: str) -> list[dict[str, Any]]:
+    """OpenAPI `parameters` for a conditional write's If-Match and If-None-Match."""
+    return [
+        {
+            "name": "If-Match",
+            "in": "header",
+            "required": False,
+            "schema": {"type": "string"},
+            "description": update,
+        },
+        {
+            "name": "If-None-Match",
+            "in": "header",
+            "required": False,
+            "schema": {"type": "string", "enum": ["*"]},
+            "description": create,
+        },
+    ]
+
+
 def make_scope(workspace: str, agent: str) -> Scope:
     """The scope of a request (`InvalidName`, 400, for a bad agent)."""
     return Scope(workspace, agent)

@@ -37,6 +37,7 @@ from registry.http.routes.common import (
     Workspace,
     make_scope,
     media_type,
+    precondition_headers,
     problems,
     read_body,
 )
@@ -163,22 +164,10 @@ _PUT_LISTING: dict[str, Any] = {
             for kind in sorted(ARCHIVE_TYPES)
         },
     },
-    "parameters": [
-        {
-            "name": "If-Match",
-            "in": "header",
-            "required": False,
-            "schema": {"type": "string"},
-            "description": "a new version: the listing's current ETag",
-        },
-        {
-            "name": "If-None-Match",
-            "in": "header",
-            "required": False,
-            "schema": {"type": "string", "enum": ["*"]},
-            "description": "a new listing: it must not exist",
-        },
-    ],
+    "parameters": precondition_headers(
+        update="a new version: the listing's current ETag",
+        create="a new listing: it must not exist",
+    ),
 }
 
 

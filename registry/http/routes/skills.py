@@ -38,6 +38,7 @@ from registry.http.routes.common import (
     body_chunks,
     make_scope,
     media_type,
+    precondition_headers,
     problems,
     read_body,
 )
@@ -211,22 +212,10 @@ _PUT_BODY: dict[str, Any] = {
             },
         },
     },
-    "parameters": [
-        {
-            "name": "If-Match",
-            "in": "header",
-            "required": False,
-            "schema": {"type": "string"},
-            "description": "update: the ETag of the head this write replaces",
-        },
-        {
-            "name": "If-None-Match",
-            "in": "header",
-            "required": False,
-            "schema": {"type": "string", "enum": ["*"]},
-            "description": "create: the skill must not exist",
-        },
-    ],
+    "parameters": precondition_headers(
+        update="update: the ETag of the head this write replaces",
+        create="create: the skill must not exist",
+    ),
 }
 
 
