@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help install run test test-fast lint format typecheck db-check bench bench-quick docs clean
+.PHONY: help install run test test-fast lint format typecheck db-check openapi bench bench-quick docs clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | \
@@ -50,6 +50,9 @@ bench: install ## every benchmark scenario (< 15 min); regenerates docs/benchmar
 
 bench-quick: install ## smoke run of every benchmark scenario, tiny repetitions (CI); JSON only
 	$(BIN)/python -m bench.run --quick --out bench/results/quick.json
+
+openapi: install ## regenerate docs/openapi.json from the HTTP app (a test compares them)
+	$(BIN)/python -m registry.http.openapi docs/openapi.json
 
 clean: ## remove the virtualenv, caches and the embedded default's data
 	rm -rf $(VENV) .skillreg .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -53,6 +53,7 @@ from registry.services import (
     jobs,
     lockfile,
     marketplace,
+    operations,
     proposals,
     publish,
     read,
@@ -60,6 +61,8 @@ from registry.services import (
     restore,
     retention,
     status,
+    tokens,
+    uploads,
 )
 from registry.services import fsck as fsck_service
 from registry.services import gc as gc_service
@@ -77,11 +80,14 @@ from registry.services.history import HistoryPage
 from registry.services.jobs import Enqueued, JobOutcome, JobPage, Wait, Worker
 from registry.services.lockfile import LockFile
 from registry.services.marketplace import Policy
+from registry.services.operations import Readiness, ServiceStatus
 from registry.services.proposals import DecisionResult, ProposalDetail, ProposalPage
 from registry.services.read import Package, PackageInfo, SkillPage
 from registry.services.reconcile import ReconcileReport
 from registry.services.retention import RetentionReport
 from registry.services.status import Status
+from registry.services.tokens import IssuedToken, TokenInfo
+from registry.services.uploads import ManifestFile, UploadedBlob
 from registry.settings import Settings
 
 
@@ -441,9 +447,34 @@ class Registry:
         action = Action.AUTO_IMPROVE_ON if enabled else Action.AUTO_IMPROVE_OFF
         return await controls.act(self.ctx, scope, slug, action, actor=actor)
 
-    async def delete(self, scope: Scope, slug: str, *, actor: str) -> SkillStatus:
-        """Delete the skill: its versions are kept (listed as archived), the slug is free."""
-        return await controls.act(self.ctx, scope, slug, Action.DELETE, actor=actor)
+    async def delete(
+        self, scope: Scope, slug: str, *, actor: str, expected_head: int | None = None
+    ) -> SkillStatus:
+        """Delete the skill: its versions are kept (listed as archived), the slug is free.
+
+        With `expected_head`, only if the head is still that version (`HeadConflict`).
+        """
+        return await controls.act(
+            self.ctx, scope, slug, Action.DELETE, actor=actor, expected_head=expected_head
+        )
+
+    async def control(
+        self,
+        scope: Scope,
+        slug: str,
+        action: Action,
+        *,
+        actor: str,
+        reason: str = "",
+        expected_head: int | None = None,
+    ) -> SkillStatus:
+        """Apply any owner control `action` (pause, resume, stop_using, ..., delete).
+
+        With `expected_head`, a compare-and-swap on the head (`HeadConflict`).
+        """
+        return await controls.act(
+            self.ctx, scope, slug, action, actor=actor, reason=reason, expected_head=expected_head
+        )
 
     # ------------------------------------------------------------ exceptions and exclusions
 
@@ -502,25 +533,43 @@ class Registry:
         *,
         actor: str,
         message: str = "",
+        expected_head: ExpectedHead = ANY,
         on_entry: EntryCallback | None = None,
     ) -> ImportResult:
         """Import an archive (`.zip`, `.tar.gz`, `.tar`: bytes or a file) or a folder.
 
         The archive is read safely in memory (`ArchiveRejected` for links, devices,
         escaping names, bombs, ...), then published as the listing's next version through
-        the normal write path. `on_entry` is called with each file's path as it is read.
+        the normal write path, with `expected_head` as its compare-and-swap. `on_entry` is
+        called with each file's path as it is read.
         """
         if isinstance(source, bytes):
             return await catalog.import_archive(
-                self.ctx, listing, source, actor=actor, message=message, on_entry=on_entry
+                self.ctx,
+                listing,
+                source,
+                actor=actor,
+                message=message,
+                expected_head=expected_head,
+                on_entry=on_entry,
             )
         return await catalog.import_path(
-            self.ctx, listing, source, actor=actor, message=message, on_entry=on_entry
+            self.ctx,
+            listing,
+            source,
+            actor=actor,
+            message=message,
+            expected_head=expected_head,
+            on_entry=on_entry,
         )
 
     async def listing(self, listing: str, version: int | None = None) -> ListingVersion:
         """A listing's version (its newest if `version` is None) and manifest."""
         return await catalog.listing_version(self.ctx, listing, version)
+
+    async def read_listing(self, listing: str, version: int | None = None) -> Package:
+        """Every file of a listing's version (its newest if `version` is None), verified."""
+        return await catalog.read_listing(self.ctx, listing, version)
 
     async def list_listings(self, *, limit: int = 50, after: str | None = None) -> SkillPage:
         """The catalog's listings, by id, a page at a time."""
@@ -733,3 +782,91 @@ class Registry:
     async def status(self, workspace: str | None = None, agent: str | None = None) -> Status:
         """Targets and pending materialisations, of one workspace (and agent) or of all."""
         return await status.status(self.ctx, workspace, agent)
+
+    # ------------------------------------------------------------ two-phase upload
+
+    async def upload_blob(self, workspace: str, digest: str, data: bytes) -> UploadedBlob:
+        """Store one file's bytes under its digest, ahead of the manifest that names it.
+
+        The bytes are verified against `digest` before anything is stored
+        (`BlobDigestMismatch`); the blob is kept for `workspace` for `claim_ttl` seconds,
+        and for good once a version references it.
+        """
+        return await uploads.upload_blob(self.ctx, workspace, digest, data)
+
+    async def blob_size(self, workspace: str, digest: str) -> int:
+        """The size of a blob the workspace uploaded or references (`BlobUnknown` otherwise)."""
+        return await uploads.blob_size(self.ctx, workspace, digest)
+
+    async def read_blob(self, workspace: str, digest: str) -> bytes:
+        """The verified bytes of a blob the workspace uploaded or references."""
+        return await uploads.read_blob(self.ctx, workspace, digest)
+
+    async def publish_uploaded(
+        self,
+        scope: Scope,
+        slug: str,
+        files: Sequence[ManifestFile],
+        *,
+        expected_head: ExpectedHead,
+        origin: Origin = Origin.EDIT,
+        actor: str,
+        sources: Sequence[str] = (),
+        message: str = "",
+    ) -> Publication:
+        """Publish a manifest whose blobs were uploaded with `upload_blob` beforehand.
+
+        The package is validated and content-checked on the stored bytes, exactly like
+        `write_package`; `BlobsMissing` names the digests the workspace has not uploaded.
+        """
+        request = publish.WriteRequest(
+            scope=scope,
+            slug=slug,
+            expected_head=expected_head,
+            origin=origin,
+            actor=actor,
+            message=message,
+            sources=tuple(sources),
+        )
+        return await uploads.publish_uploaded(self.ctx, request, files)
+
+    async def uploaded_files(
+        self, workspace: str, files: Sequence[ManifestFile]
+    ) -> dict[str, PackageFile]:
+        """The files a manifest of uploaded blobs names, fetched and verified.
+
+        For writes that take files, such as a proposal's edited alternative.
+        """
+        return await uploads.uploaded_files(self.ctx, workspace, files)
+
+    # ------------------------------------------------------------ access tokens
+
+    async def create_token(
+        self, workspace: str, role: str, *, name: str = "", actor: str
+    ) -> IssuedToken:
+        """Create an HTTP access token; `IssuedToken.token` is shown once and never stored."""
+        return await tokens.create_token(self.ctx, workspace, role, name=name, actor=actor)
+
+    async def revoke_token(self, token_id: str, *, actor: str) -> TokenInfo:
+        """Revoke a token (idempotent; `TokenNotFound` if there is none)."""
+        return await tokens.revoke_token(self.ctx, token_id, actor=actor)
+
+    async def list_tokens(
+        self, workspace: str, *, include_revoked: bool = False
+    ) -> list[TokenInfo]:
+        """The tokens of a workspace (never their secrets)."""
+        return await tokens.list_tokens(self.ctx, workspace, include_revoked=include_revoked)
+
+    async def authenticate(self, bearer: str) -> TokenInfo:
+        """The live token a bearer string names, or `Unauthenticated`."""
+        return await tokens.authenticate(self.ctx, bearer)
+
+    # ------------------------------------------------------------ operations
+
+    async def readiness(self) -> Readiness:
+        """Whether the database and the blob store answer (never raises for their failures)."""
+        return await operations.readiness(self.ctx)
+
+    async def service_status(self) -> ServiceStatus:
+        """Service-wide figures for operators: aggregates only, no workspace names."""
+        return await operations.service_status(self.ctx)

@@ -228,6 +228,55 @@ class LockFileInvalid(RefusedInput):
         return {"rule": self.rule, "detail": self.detail}
 
 
+class BlobDigestMismatch(RefusedInput):
+    """Uploaded bytes do not hash to the digest they were sent under; nothing was stored."""
+
+    code = "digest_mismatch"
+
+    def __init__(self, expected: str, actual: str) -> None:
+        self.expected = expected
+        self.actual = actual
+        super().__init__(f"digest mismatch: the bytes sent as {expected} hash to {actual}")
+
+    def details(self) -> dict[str, object]:
+        return {"expected": self.expected, "actual": self.actual}
+
+
+class ManifestInvalid(RefusedInput):
+    """A manifest sent by a client is malformed or contradicts the blobs it names."""
+
+    code = "manifest_invalid"
+
+    def __init__(self, rule: str, detail: str, path: str | None = None) -> None:
+        self.rule = rule
+        self.detail = detail
+        self.path = path
+        where = f" at {path!r}" if path else ""
+        super().__init__(f"manifest rejected{where}: {rule} ({detail})")
+
+    def details(self) -> dict[str, object]:
+        return {"rule": self.rule, "detail": self.detail, "path": self.path}
+
+
+class BlobsMissing(RefusedInput):
+    """A manifest names blobs this workspace has not uploaded (or may not see).
+
+    Content addressing is global, so a digest alone is no proof of having the bytes: a
+    manifest may only name blobs the workspace uploaded or already references.
+    """
+
+    code = "blobs_missing"
+
+    def __init__(self, digests: list[str]) -> None:
+        self.digests = sorted(digests)
+        super().__init__(
+            f"{len(self.digests)} blobs named by the manifest were not uploaded to this workspace"
+        )
+
+    def details(self) -> dict[str, object]:
+        return {"digests": self.digests}
+
+
 # ---------------------------------------------------------------- conflicts (exit 4)
 
 
@@ -535,6 +584,62 @@ class ProposalNotFound(NotFound):
 
     def details(self) -> dict[str, object]:
         return {"proposal": self.proposal}
+
+
+class BlobUnknown(NotFound):
+    """No blob with this digest is visible to the workspace (stored or not, it looks the same)."""
+
+    code = "blob_not_found"
+
+    def __init__(self, digest: str) -> None:
+        self.digest = digest
+        super().__init__(f"blob {digest} not found in this workspace")
+
+    def details(self) -> dict[str, object]:
+        return {"digest": self.digest}
+
+
+class TokenNotFound(NotFound):
+    code = "token_not_found"
+
+    def __init__(self, token_id: str) -> None:
+        self.token_id = token_id
+        super().__init__(f"access token {token_id!r} not found")
+
+    def details(self) -> dict[str, object]:
+        return {"token_id": self.token_id}
+
+
+# ---------------------------------------------------------------- access (HTTP 401/403; exit 1)
+
+
+class AccessDenied(RegistryError):
+    """The caller may not make this request. Only entry points that authenticate raise it."""
+
+    code = "access_denied"
+
+
+class Unauthenticated(AccessDenied):
+    """No access token, or one that is malformed, unknown or revoked (never says which)."""
+
+    code = "unauthenticated"
+
+    def __init__(self) -> None:
+        super().__init__("a valid access token is required")
+
+
+class Forbidden(AccessDenied):
+    """The token belongs to the workspace but its role is below the one the request needs."""
+
+    code = "forbidden"
+
+    def __init__(self, needed: str, held: str) -> None:
+        self.needed = needed
+        self.held = held
+        super().__init__(f"this request needs the {needed!r} role; the token has {held!r}")
+
+    def details(self) -> dict[str, object]:
+        return {"needed": self.needed, "held": self.held}
 
 
 # ---------------------------------------------------------------- infrastructure (exit 1)

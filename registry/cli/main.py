@@ -17,7 +17,9 @@ from registry.cli import (
     packages,
     proposals,
     reconcile,
+    serve,
     status,
+    tokens,
 )
 from registry.cli.common import CliState, json_option, redact, run_async, settings_with
 from registry.cli.output import Output
@@ -76,6 +78,10 @@ for command in gc.COMMANDS:
 for command in reconcile.COMMANDS:
     cli.add_command(command)
 for command in status.COMMANDS:
+    cli.add_command(command)
+for command in serve.COMMANDS:
+    cli.add_command(command)
+for command in tokens.COMMANDS:
     cli.add_command(command)
 
 

@@ -592,3 +592,34 @@ class Materialization(Base):
         ),
         sa.CheckConstraint("version IS NULL OR version >= 1", name="version_positive"),
     )
+
+
+# ---------------------------------------------------------------- HTTP API access tokens (issue 8)
+
+TOKEN_ROLES = ("read", "write", "owner", "admin")
+
+
+class ApiToken(Base):
+    """A bearer token for the HTTP API: one workspace, one role, the secret stored hashed.
+
+    `id` is the public half of the token (`skr_<id>_<secret>`); `secret_hash` is the BLAKE3
+    of the secret, compared in constant time. A revoked token keeps its row for audits.
+    `last_used_at` is refreshed at most once a minute, so reads do not become writes.
+    """
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[str] = mapped_column(sa.String(16), primary_key=True)
+    workspace: Mapped[str] = mapped_column(sa.String(128))
+    role: Mapped[str] = mapped_column(sa.String(16))
+    name: Mapped[str] = mapped_column(sa.String(200), default="")
+    secret_hash: Mapped[str] = mapped_column(sa.String(64))
+    created_at: Mapped[datetime]
+    revoked_at: Mapped[datetime | None]
+    last_used_at: Mapped[datetime | None]
+
+    __table_args__ = (
+        sa.Index("ix_api_tokens_workspace", "workspace"),
+        sa.CheckConstraint(_in_check("role", TOKEN_ROLES), name="role"),
+        sa.CheckConstraint(_hex64_check("secret_hash"), name="secret_hash_hex"),
+    )

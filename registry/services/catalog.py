@@ -113,16 +113,26 @@ async def import_archive(
     *,
     actor: str,
     message: str = "",
+    expected_head: ExpectedHead = ANY,
     on_entry: EntryCallback | None = None,
 ) -> ImportResult:
-    """Read the archive `data` safely and publish it as the next version of `listing`."""
+    """Read the archive `data` safely and publish it as the next version of `listing`.
+
+    `expected_head` is the compare-and-swap of any write (`ANY`: whatever the head is).
+    """
     limits = archive_limits(ctx)
     if len(data) > _THREAD_THRESHOLD:
         contents = await asyncio.to_thread(read_archive, data, limits, on_entry=on_entry)
     else:
         contents = read_archive(data, limits, on_entry=on_entry)
     publication = await publish_listing(
-        ctx, listing, contents.files, actor=actor, message=message, origin=Origin.IMPORT
+        ctx,
+        listing,
+        contents.files,
+        actor=actor,
+        message=message,
+        origin=Origin.IMPORT,
+        expected_head=expected_head,
     )
     return ImportResult(
         listing, publication, contents.format, len(contents.files), contents.stripped
@@ -141,6 +151,7 @@ async def import_path(
     *,
     actor: str,
     message: str = "",
+    expected_head: ExpectedHead = ANY,
     on_entry: EntryCallback | None = None,
 ) -> ImportResult:
     """Import a `.zip`, `.tar.gz` or `.tar` file, or a plain skill folder, as `listing`."""
@@ -150,11 +161,25 @@ async def import_path(
             for name in files:
                 on_entry(name)
         publication = await publish_listing(
-            ctx, listing, files, actor=actor, message=message, origin=Origin.IMPORT
+            ctx,
+            listing,
+            files,
+            actor=actor,
+            message=message,
+            origin=Origin.IMPORT,
+            expected_head=expected_head,
         )
         return ImportResult(listing, publication, "folder", len(files), None)
     data = await asyncio.to_thread(_read_bounded, path, max_archive_file(ctx))
-    return await import_archive(ctx, listing, data, actor=actor, message=message, on_entry=on_entry)
+    return await import_archive(
+        ctx,
+        listing,
+        data,
+        actor=actor,
+        message=message,
+        expected_head=expected_head,
+        on_entry=on_entry,
+    )
 
 
 def _read_bounded(path: Path, limit: int) -> bytes:
@@ -183,6 +208,16 @@ async def listing_version(ctx: Context, listing: str, version: int | None = None
         message=info.message,
         created_at=info.created_at,
     )
+
+
+async def read_listing(ctx: Context, listing: str, version: int | None = None) -> read.Package:
+    """Every file of a listing's version (its newest if `version` is None), verified."""
+    try:
+        return await read.read_package(ctx, catalog_scope(ctx), listing, version)
+    except SkillNotFound:
+        raise ListingNotFound(listing) from None
+    except VersionNotFound:
+        raise ListingNotFound(listing, version) from None
 
 
 async def listing_approvals(ctx: Context, listing: str, version: int) -> tuple[Approval, ...]:

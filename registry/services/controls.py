@@ -235,8 +235,14 @@ async def act(
     *,
     actor: str,
     reason: str = "",
+    expected_head: int | None = None,
 ) -> SkillStatus:
-    """Apply an owner control `action` to the live skill `slug` (see the module docstring)."""
+    """Apply an owner control `action` to the live skill `slug` (see the module docstring).
+
+    With `expected_head`, the action is a compare-and-swap on the head: under the lock,
+    a head other than `expected_head` raises `HeadConflict` and changes nothing (the
+    HTTP API's `If-Match`).
+    """
     check_slug(slug)
     moved = None
     for _ in range(_HEAD_RACE_ATTEMPTS):
@@ -256,6 +262,7 @@ async def act(
                 actor=actor,
                 reason=reason,
                 checked=checked,
+                expected_head=expected_head,
             )
             return await locked(ctx, scope.workspace, work)
         except _HeadMoved as exc:
@@ -274,9 +281,12 @@ async def _act(
     actor: str,
     reason: str,
     checked: HeadCheck | None,
+    expected_head: int | None = None,
 ) -> SkillStatus:
     now = ctx.clock.now()
     skill = await live_skill(conn, scope, slug)
+    if expected_head is not None and skill.head != expected_head:
+        raise HeadConflict(expected_head, skill.head)
     if checked is not None and checked.head != skill.head:
         raise _HeadMoved(checked.head, skill.head)
     found, _ = await conditions(

@@ -37,7 +37,7 @@ from typing import Any, Final
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import jobs as db_jobs
-from registry.db.jobs import JobRow
+from registry.db.jobs import JobRow as JobRow  # noqa: PLC0414 - re-exported: the API returns it
 from registry.errors import (
     Conflict,
     HeadConflict,

@@ -42,6 +42,9 @@ class PackageInfo:
     actor: str
     message: str
     created_at: datetime
+    # The skill row's id: a deleted and re-created skill of the same slug gets a new one,
+    # so entity tags built from it (registry/http) cannot confuse the two.
+    skill_id: int
 
     @property
     def manifest_hash(self) -> str:
@@ -70,6 +73,7 @@ class SkillSummary:
     learning_paused: bool
     use_paused: bool
     updated_at: datetime
+    skill_id: int
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,7 @@ async def package_info(
             actor=row.actor,
             message=row.message,
             created_at=row.created_at,
+            skill_id=skill.id,
         )
 
     return await ctx.read(work)
@@ -171,6 +176,7 @@ async def list_skills(
                 Skill.learning_paused,
                 Skill.use_paused,
                 Skill.updated_at,
+                Skill.id.label("skill_id"),
             )
             .join(Version, sa.and_(Version.skill_id == Skill.id, Version.number == Skill.head))
             .where(db.in_scope(scope), Skill.state != "deleted")
@@ -180,7 +186,7 @@ async def list_skills(
         if after is not None:
             query = query.where(Skill.slug > after)
         rows = (await conn.execute(query)).all()
-        items = [SkillSummary(*row) for row in rows[:limit]]
+        items = [SkillSummary(**row._asdict()) for row in rows[:limit]]
         next_after = items[-1].slug if len(rows) > limit else None
         return SkillPage(items, next_after)
 

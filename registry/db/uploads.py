@@ -1,0 +1,80 @@
+"""Blobs uploaded ahead of a manifest: which digests a workspace may name, and confirming one.
+
+Content addressing is global, so "is digest X stored?" must not be answered for another
+tenant's bytes. A workspace *sees* a digest when the blob is `live` (stored and verified)
+and the workspace either references it (a manifest of the workspace lists it: versions
+and proposals both point at manifests) or holds an unexpired claim on it (it uploaded the
+bytes itself, `registry/services/uploads.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from registry.db.tables import Blob, BlobClaim, Manifest, ManifestEntry
+
+
+async def visible(
+    conn: AsyncConnection, workspace: str, digests: Collection[str], now: datetime
+) -> dict[str, int]:
+    """The digests of `digests` that `workspace` sees, with their sizes."""
+    wanted = sorted(set(digests))
+    if not wanted:
+        return {}
+    referenced = (
+        sa.select(ManifestEntry.digest)
+        .join(Manifest, Manifest.id == ManifestEntry.manifest_id)
+        .where(Manifest.workspace == workspace, ManifestEntry.digest == Blob.digest)
+        .exists()
+    )
+    claimed = (
+        sa.select(BlobClaim.id)
+        .where(
+            BlobClaim.workspace == workspace,
+            BlobClaim.digest == Blob.digest,
+            BlobClaim.expires_at > now,
+        )
+        .exists()
+    )
+    rows = await conn.execute(
+        sa.select(Blob.digest, Blob.size).where(
+            Blob.digest.in_(wanted), Blob.status == "live", sa.or_(referenced, claimed)
+        )
+    )
+    return {row.digest: int(row.size) for row in rows}
+
+
+async def confirm_upload(
+    conn: AsyncConnection, *, write_id: str, digest: str, now: datetime
+) -> bool:
+    """Mark an uploaded blob `live` after its put returned; False if that is not safe.
+
+    Only while this upload's claim is unexpired: a claim that lapsed may have let GC
+    delete the object and another write claim the digest afresh, and that `pending` row
+    is not ours to confirm (the same rule as `registry.db.blobs.confirm`). On PostgreSQL
+    the row is locked first, so GC's delete (which locks it too) sees a consistent state.
+    """
+    lock = sa.select(Blob.status).where(Blob.digest == digest)
+    if conn.dialect.name == "postgresql":
+        lock = lock.with_for_update()
+    status = await conn.scalar(lock)
+    held = await conn.scalar(
+        sa.select(sa.func.count())
+        .select_from(BlobClaim)
+        .where(
+            BlobClaim.write_id == write_id,
+            BlobClaim.digest == digest,
+            BlobClaim.expires_at > now,
+        )
+    )
+    if not held or status not in ("pending", "live"):
+        return False
+    if status == "pending":
+        await conn.execute(
+            sa.update(Blob).where(Blob.digest == digest).values(status="live", touched_at=now)
+        )
+    return True

@@ -1,0 +1,125 @@
+"""Bearer tokens and the one table of the role every endpoint needs.
+
+`authorize` is the dependency of every endpoint that needs a token. It looks the route
+up in `ROLES` by its name (the OpenAPI operation id), so an endpoint cannot be added
+without deciding its role: an unlisted route fails closed (and a test lists them all).
+
+Order of the checks, and why:
+1. no token, or one that does not authenticate: 401 (`WWW-Authenticate: Bearer`);
+2. a path naming another workspace than the token's: 404 `not_found`, whatever the role
+   and whether or not the resource exists, so a token learns nothing about other
+   workspaces (never 403, which would say "it is there, but not for you");
+3. a role below the endpoint's: 403 `forbidden`;
+4. publishing to the catalog (`CATALOG_PUBLISH`) with a token of another workspace than
+   the catalog's: 403 `forbidden` (the catalog is readable by every token, so saying so
+   leaks nothing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from registry.api import Registry
+from registry.domain.access import Role
+from registry.errors import Forbidden, Unauthenticated
+from registry.http.problems import HttpProblem
+from registry.services.tokens import TokenInfo
+
+# Route name (operation id) -> the role it needs; None: no token at all.
+ROLES: Final[dict[str, Role | None]] = {
+    # operators
+    "healthz": None,
+    "readyz": None,
+    "metrics": None,
+    "openapi": None,
+    "service_status": Role.ADMIN,
+    # skills and packages
+    "list_skills": Role.READ,
+    "get_skill": Role.READ,
+    "head_skill": Role.READ,
+    "get_version": Role.READ,
+    "get_archive": Role.READ,
+    "put_skill": Role.WRITE,
+    # history, state and owner decisions
+    "get_history": Role.READ,
+    "get_diff": Role.READ,
+    "get_state": Role.READ,
+    "restore_skill": Role.OWNER,
+    "change_state": Role.OWNER,
+    "delete_skill": Role.OWNER,
+    # proposals
+    "list_proposals": Role.READ,
+    "get_proposal": Role.READ,
+    "decide_proposal": Role.OWNER,
+    # blobs
+    "head_blob": Role.READ,
+    "get_blob": Role.READ,
+    "put_blob": Role.WRITE,
+    # the catalog (shared by every workspace; publishing: the catalog workspace's tokens)
+    "list_listings": Role.READ,
+    "get_listing": Role.READ,
+    "get_listing_archive": Role.READ,
+    "put_listing": Role.WRITE,
+    # install and update jobs
+    "install_listing": Role.WRITE,
+    "update_skill": Role.WRITE,
+    "list_jobs": Role.READ,
+    "get_job": Role.READ,
+}
+
+# Routes that write the catalog: only tokens of the catalog workspace may call them.
+CATALOG_PUBLISH: Final = frozenset({"put_listing"})
+
+_bearer = HTTPBearer(auto_error=False, description="`skr_...` token from `skillreg token create`")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: the authenticated token."""
+
+    token: TokenInfo
+
+    @property
+    def actor(self) -> str:
+        """The actor recorded for the caller's writes when the request names none."""
+        return f"token:{self.token.id}"
+
+
+def registry_of(request: Request) -> Registry:
+    """The registry the app serves."""
+    registry: Registry = request.app.state.registry
+    return registry
+
+
+async def authorize(
+    request: Request,
+    credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),  # noqa: B008 - FastAPI's idiom
+) -> Caller:
+    """Authenticate the bearer token and check it against the route's workspace and role."""
+    route = request.scope["route"].name
+    needed = ROLES[route]
+    if needed is None:
+        msg = f"route {route!r} needs no token and must not authorize"
+        raise AssertionError(msg)
+    if credentials is None or credentials.scheme.lower() != "bearer":
+        raise Unauthenticated
+    registry = registry_of(request)
+    token = await registry.authenticate(credentials.credentials)
+    workspace = request.path_params.get("workspace")
+    if workspace is not None and workspace != token.workspace:
+        raise HttpProblem("not_found", "not found")
+    if not token.role.allows(needed):
+        raise Forbidden(needed.value, token.role.value)
+    catalog = registry.settings.catalog_workspace
+    if route in CATALOG_PUBLISH and token.workspace != catalog:
+        raise HttpProblem(
+            "forbidden",
+            f"publishing listings needs a token of the catalog workspace {catalog!r}",
+            status=403,
+            extra={"details": {"needed_workspace": catalog}},
+        )
+    return Caller(token)

@@ -1,0 +1,179 @@
+"""Request bodies are limited while they stream in, never after they were buffered.
+
+`BodyLimit` is an ASGI middleware around the app:
+- before the app runs, a `Content-Length` above the largest limit of any endpoint is
+  refused at once (413, nothing read);
+- the app gets a `receive` that, on its first call (routing is done by then, so the
+  endpoint is known), refuses a `Content-Length` above that endpoint's limit
+  (`body_limit`) before reading a byte (a client that sent `Expect: 100-continue` is
+  not even asked for the body; the endpoint has authenticated the caller first), and
+  then counts the bytes as they arrive and raises `body_too_large` (413) as soon as the
+  count passes the limit, so an endless chunked body is cut off after at most one chunk
+  beyond it;
+- a response sent before the body was read to its end (a 401, 403, 404 or 412 decided
+  before the upload was needed) first drains a short remainder, so the connection can
+  be reused; a refused or long body is not read: the response gets `Connection: close`
+  and the server drops the connection instead.
+
+The multipart parser (`registry/http/multipart.py`) adds the per-file limit on top.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from registry.http.metrics import Metrics
+from registry.http.problems import HttpProblem, problem
+from registry.settings import Settings
+
+KiB: Final = 1024
+# Bodies of endpoints that take small JSON documents (restore, decisions, controls).
+DEFAULT_LIMIT: Final = 64 * KiB
+# Room for part headers and boundaries in a multipart package upload, per file.
+_PART_OVERHEAD: Final = 2 * KiB
+# A response sent before the body was read drains at most this much of it (see `_drain`).
+_DRAIN_LIMIT: Final = 256 * KiB
+
+
+def body_limit(route: str | None, content_type: str, settings: Settings) -> int:
+    """The most body bytes a request to `route` may send."""
+    if route == "put_blob":
+        return settings.max_file_bytes
+    if route == "put_listing":  # an archive: the reader refuses a larger file anyway
+        return 2 * settings.archive_max_bytes
+    if route == "decide_proposal":  # an alternative's manifest
+        return body_limit("put_skill", "application/json", settings)
+    if route == "put_skill":
+        if content_type.startswith("multipart/"):
+            return settings.max_package_bytes + settings.max_files * _PART_OVERHEAD + DEFAULT_LIMIT
+        # A manifest: per file a path (at most depth x segment bytes, up to three times
+        # that once JSON escapes it), a digest, a size and the keys.
+        per_file = 3 * settings.max_depth * (settings.max_segment_bytes + 1) + 256
+        return settings.max_files * per_file + DEFAULT_LIMIT
+    return DEFAULT_LIMIT
+
+
+def largest_limit(settings: Settings) -> int:
+    """The largest body any endpoint takes: the cap applied before routing."""
+    return max(
+        body_limit("put_skill", "multipart/form-data", settings),
+        body_limit("put_skill", "application/json", settings),
+        body_limit("put_blob", "", settings),
+        body_limit("put_listing", "", settings),
+    )
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def too_large(limit: int) -> HttpProblem:
+    return HttpProblem(
+        "body_too_large",
+        f"the request body is larger than this endpoint's limit of {limit} bytes",
+        extra={"limit": limit},
+        headers={"Connection": "close"},
+    )
+
+
+class _Body:
+    """One request's body on its way in: its limit, what was read, whether it ended."""
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send, *, limiter: BodyLimit) -> None:
+        self.scope = scope
+        self.inner_receive = receive
+        self.inner_send = send
+        self.limiter = limiter
+        raw_length = (_header(scope, b"content-length") or "").strip()
+        self.declared = int(raw_length) if raw_length.isdigit() else None
+        # HTTP/1.1: a request has a body only if it declares a length or a transfer coding.
+        chunked = _header(scope, b"transfer-encoding") is not None
+        self.complete = not chunked and not self.declared
+        self.limit: int | None = None
+        self.received = 0
+        self.refused = False
+
+    def _route_limit(self) -> int:
+        # Called on the first receive: routing has happened, the scope names the endpoint.
+        route = getattr(self.scope.get("route"), "name", None)
+        content_type = (_header(self.scope, b"content-type") or "").lower()
+        return body_limit(route, content_type, self.limiter.settings)
+
+    async def receive(self) -> Message:
+        if self.limit is None:
+            self.limit = self._route_limit()
+            if self.declared is not None and self.declared > self.limit:
+                self.refused = True
+                raise too_large(self.limit)
+        message = await self.inner_receive()
+        if message["type"] == "http.request":
+            size = len(message.get("body", b""))
+            self.received += size
+            self.limiter.metrics.body_bytes.inc(size)
+            if self.received > self.limit:
+                self.refused = True
+                raise too_large(self.limit)
+            if not message.get("more_body", False):
+                self.complete = True
+        return message
+
+    async def _drain(self) -> None:
+        """Read and drop what is left of a small body, so the connection stays usable.
+
+        Closing a socket with unread bytes in it makes the kernel answer with a reset,
+        which can reach the client before the response does; a short remainder is
+        cheaper to read than to lose the response over. A body over its limit, or a
+        long remainder, is not read: the connection is closed instead.
+        """
+        if self.refused:
+            return
+        while not self.complete and self.received < _DRAIN_LIMIT:
+            message = await self.inner_receive()
+            if message["type"] != "http.request":
+                return
+            self.received += len(message.get("body", b""))
+            self.complete = not message.get("more_body", False)
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start" and not self.complete:
+            await self._drain()
+        if message["type"] == "http.response.start" and not self.complete:
+            headers = list(message.get("headers", []))
+            if not any(k.lower() == b"connection" for k, _ in headers):
+                headers.append((b"connection", b"close"))
+            message = {**message, "headers": headers}
+        await self.inner_send(message)
+
+
+class BodyLimit:
+    """The ASGI middleware (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp, *, settings: Settings, metrics: Metrics) -> None:
+        self.app = app
+        self.settings = settings
+        self.metrics = metrics
+        self.cap = largest_limit(settings)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        body = _Body(scope, receive, send, limiter=self)
+        if body.declared is not None and body.declared > self.cap:
+            error = too_large(self.cap)
+            self.metrics.count_problem(error.status_code, error.code)
+            response = problem(
+                error.status_code,
+                error.code,
+                str(error.detail),
+                extra=error.extra,
+                headers=error.headers,
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, body.receive, body.send)

@@ -1,0 +1,133 @@
+"""Compare-and-swap in HTTP terms: entity tags, `If-Match` and `If-None-Match`.
+
+A skill's entity tag names its head: `"<version>.<16 hex>"`, the hex being a BLAKE3 of
+the skill row's id, the version number and the manifest hash. It changes whenever the
+head changes, and a skill that was deleted and created again under the same slug has a
+new row id, so its tags never equal the old skill's even at the same version and content.
+A pinned version's representation carries the tag of that version, which equals the
+skill's tag exactly while that version is the head.
+
+Writes are conditional, always:
+- `If-Match: "<tag>"` (or a list): the head must still be the one tagged; the write then
+  runs as a compare-and-swap on that head number, so a writer that slips in between the
+  check and the write still makes it fail. `If-Match: *`: the skill must exist.
+- `If-None-Match: *`: create; the skill must not exist.
+- neither: 428 Precondition Required. Both: `If-Match` decides (RFC 9110, 13.2.2).
+A failed precondition answers 412 with the current tag (header and body).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from blake3 import blake3
+from fastapi import Request
+
+from registry.api import Registry
+from registry.domain.model import Scope
+from registry.errors import HeadConflict, SkillNotFound
+from registry.http.problems import HttpProblem
+
+_TAG: Final = re.compile(r'\s*(W/)?"([^"]*)"\s*')
+
+
+def entity_tag(skill_id: int, version: int, manifest_hash: str) -> str:
+    """The strong entity tag of a skill whose head is `version` (quotes included)."""
+    token = blake3(f"{skill_id}:{version}:{manifest_hash}".encode()).hexdigest()[:16]
+    return f'"{version}.{token}"'
+
+
+def tag_version(tag: str) -> int | None:
+    """The version number a tag names, if it is shaped like one of ours."""
+    head, sep, _ = tag.strip('"').partition(".")
+    return int(head) if sep and head.isdigit() else None
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A parsed precondition header: `*`, or the strong tags it lists."""
+
+    any: bool
+    tags: tuple[str, ...]
+
+    def matches(self, tag: str) -> bool:
+        return self.any or tag in self.tags
+
+
+def parse_condition(value: str) -> Condition:
+    """Parse `*` or a comma-separated list of entity tags; weak tags never match."""
+    if value.strip() == "*":
+        return Condition(any=True, tags=())
+    tags: list[str] = []
+    for part in value.split(","):
+        match = _TAG.fullmatch(part)
+        if match is None:
+            raise HttpProblem("precondition_invalid", f"not an entity tag: {part.strip()[:80]!r}")
+        if match[1] is None:  # a weak tag cannot satisfy a strong comparison
+            tags.append(f'"{match[2]}"')
+    return Condition(any=False, tags=tuple(tags))
+
+
+@dataclass(frozen=True)
+class Head:
+    """A skill's current head as the HTTP layer tags it."""
+
+    version: int
+    etag: str
+
+
+async def current_head(registry: Registry, scope: Scope, slug: str) -> Head | None:
+    """The head of `slug`, or None if there is no such skill."""
+    try:
+        info = await registry.package_info(scope, slug)
+    except SkillNotFound:
+        return None
+    return Head(info.version, entity_tag(info.skill_id, info.version, info.manifest_hash))
+
+
+def precondition_failed(
+    conflict: HeadConflict, head: Head | None, detail: str | None = None
+) -> HttpProblem:
+    """The 412 for a lost compare-and-swap, carrying the current tag and head."""
+    extra = {
+        "details": conflict.details(),
+        "current_etag": None if head is None else head.etag,
+        "current_head": None if head is None else head.version,
+    }
+    headers = {} if head is None else {"ETag": head.etag}
+    return HttpProblem(
+        conflict.code, detail or str(conflict), status=412, extra=extra, headers=headers
+    )
+
+
+async def expected_head(
+    request: Request, registry: Registry, scope: Scope, slug: str, *, allow_create: bool
+) -> int | None:
+    """The head version a conditional write expects (None: a create), or a 412/428."""
+    if_match = request.headers.get("if-match")
+    if_none_match = request.headers.get("if-none-match")
+    if if_match is not None:
+        condition = parse_condition(if_match)
+        head = await current_head(registry, scope, slug)
+        if head is None:
+            raise HttpProblem(
+                "precondition_failed",
+                f"If-Match: the skill {slug!r} does not exist",
+                extra={"current_etag": None, "current_head": None},
+            )
+        if not condition.matches(head.etag):
+            wanted = next((tag_version(t) for t in condition.tags), None)
+            detail = (
+                f"If-Match {if_match.strip()[:100]} does not match the current ETag {head.etag} "
+                f"(head version {head.version})"
+            )
+            raise precondition_failed(HeadConflict(wanted, head.version), head, detail)
+        return head.version
+    if if_none_match is not None and allow_create:
+        if if_none_match.strip() != "*":
+            raise HttpProblem("precondition_invalid", "a create takes If-None-Match: * only")
+        return None
+    needed = "If-Match or If-None-Match: *" if allow_create else "If-Match"
+    raise HttpProblem("precondition_required", f"this write needs {needed}")

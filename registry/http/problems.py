@@ -1,0 +1,200 @@
+"""Errors as `application/problem+json` (RFC 9457), from ONE table of status codes.
+
+Every registry exception becomes a problem whose `code` is the exception's stable
+`RegistryError.code` and whose `details` are its `details()`; the status comes from
+`STATUS_BY_ERROR` (first matching class wins, so subclasses come before their bases).
+Problems that only HTTP knows about (no token, a missing precondition, a body too large,
+an unsupported media type, a malformed request) are `HttpProblem`s with codes of their own,
+listed in `HTTP_CODES`. docs/http.md documents both tables; a test checks it is complete.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from http import HTTPStatus
+from typing import Any, Final
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException
+
+from blobstore import BlobStoreError
+from registry import errors
+from registry.http.metrics import Metrics
+
+PROBLEM_JSON: Final = "application/problem+json"
+PROBLEM_TYPE_PREFIX: Final = "urn:skillreg:problem:"
+
+# Seconds a client should wait before retrying a request refused for load or outage.
+RETRY_AFTER: Final = "1"
+
+# The one mapping from registry exceptions to HTTP status codes. Checked in order.
+STATUS_BY_ERROR: Final[tuple[tuple[type[BaseException], int], ...]] = (
+    (errors.Unauthenticated, 401),
+    (errors.Forbidden, 403),
+    (errors.AccessDenied, 403),
+    # A stale proposal conflicts with the skill's state; the request's own precondition
+    # may well have held, so this is not a 412.
+    (errors.ProposalStale, 409),
+    (errors.HeadConflict, 412),  # compare-and-swap lost: every write here is conditional
+    (errors.Conflict, 409),
+    (errors.LimitExceeded, 413),
+    (errors.InvalidName, 400),
+    (errors.RefusedInput, 422),
+    (errors.NotFound, 404),
+    (errors.WorkspaceBusy, 429),
+    (errors.StorageUnavailable, 503),
+    (errors.RegistryError, 500),
+    (BlobStoreError, 503),
+)
+
+# Problems raised by the HTTP layer itself: code -> (status, what it means).
+HTTP_CODES: Final[dict[str, tuple[int, str]]] = {
+    "bad_request": (400, "the request is malformed (a header, a body that does not parse)"),
+    "precondition_invalid": (400, "If-Match / If-None-Match has a form this endpoint refuses"),
+    "unauthenticated": (401, "no bearer token, or one that is malformed, unknown or revoked"),
+    "not_found": (404, "no such resource in the token's workspace, or another workspace"),
+    "route_not_found": (404, "no endpoint at this path"),
+    "method_not_allowed": (405, "the endpoint does not take this method"),
+    "not_acceptable": (406, "the endpoint cannot produce the media type asked for"),
+    "precondition_failed": (412, "If-Match / If-None-Match does not hold; the body has the head"),
+    "body_too_large": (413, "the body passed the endpoint's limit (read no further)"),
+    "unsupported_media_type": (415, "the endpoint does not take this Content-Type"),
+    "request_invalid": (422, "parameters or JSON body fail the schema; `errors` says where"),
+    "precondition_required": (428, "a write needs If-Match (update) or If-None-Match: * (create)"),
+    "internal_error": (500, "an unexpected error; the server log has the details"),
+}
+
+_GENERIC_CODES: Final = {
+    400: "bad_request",
+    401: "unauthenticated",
+    404: "route_not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    413: "body_too_large",
+    415: "unsupported_media_type",
+    422: "request_invalid",
+}
+
+_log = logging.getLogger("registry.http")
+
+
+class HttpProblem(HTTPException):
+    """A problem raised by the HTTP layer.
+
+    One of `HTTP_CODES`, or a registry code with extra members (a 412 carries the current
+    ETag). Subclasses `HTTPException` so that FastAPI lets it through while it reads a body.
+    """
+
+    def __init__(
+        self,
+        code: str,
+        detail: str,
+        *,
+        status: int | None = None,
+        extra: Mapping[str, object] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(status or HTTP_CODES[code][0], detail, headers=dict(headers or {}))
+        self.code = code
+        self.extra = dict(extra or {})
+
+
+def status_for(exc: BaseException) -> int:
+    """The HTTP status of a registry (or blob store) exception."""
+    for cls, status in STATUS_BY_ERROR:
+        if isinstance(exc, cls):
+            return status
+    return 500
+
+
+def problem(
+    status: int,
+    code: str,
+    detail: str,
+    *,
+    extra: Mapping[str, object] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    """A problem response."""
+    body: dict[str, Any] = {
+        "type": f"{PROBLEM_TYPE_PREFIX}{code}",
+        "title": HTTPStatus(status).phrase,
+        "status": status,
+        "detail": detail,
+        "code": code,
+    }
+    body.update(extra or {})
+    all_headers = dict(headers or {})
+    if status == HTTPStatus.UNAUTHORIZED:
+        all_headers.setdefault("WWW-Authenticate", 'Bearer realm="skillreg"')
+    if status in (HTTPStatus.TOO_MANY_REQUESTS, HTTPStatus.SERVICE_UNAVAILABLE):
+        all_headers.setdefault("Retry-After", RETRY_AFTER)
+    return JSONResponse(body, status_code=status, headers=all_headers, media_type=PROBLEM_JSON)
+
+
+def registry_problem(exc: BaseException) -> JSONResponse:
+    """The problem response for a registry (or blob store) exception."""
+    status = status_for(exc)
+    if isinstance(exc, errors.RegistryError):
+        code, details = exc.code, exc.details()
+    else:
+        code, details = "storage_unavailable", {"what": "blob store", "detail": str(exc)}
+    detail = str(exc)
+    if status >= 500:  # noqa: PLR2004 - the server-error class
+        _log.warning("request failed with %s: %s", code, exc)
+    return problem(status, code, detail, extra={"details": details})
+
+
+def _metrics(request: Request) -> Metrics | None:
+    return getattr(request.app.state, "metrics", None)
+
+
+async def _on_registry_error(request: Request, exc: Exception) -> Response:
+    response = registry_problem(exc)
+    metrics = _metrics(request)
+    if metrics is not None:
+        metrics.count_problem(response.status_code, getattr(exc, "code", "storage_unavailable"))
+    return response
+
+
+async def _on_http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if isinstance(exc, HttpProblem):
+        code, extra = exc.code, exc.extra
+    else:
+        code, extra = _GENERIC_CODES.get(exc.status_code, "bad_request"), {}
+    metrics = _metrics(request)
+    if metrics is not None:
+        metrics.count_problem(exc.status_code, code)
+    return problem(exc.status_code, code, str(exc.detail), extra=extra, headers=exc.headers)
+
+
+async def _on_validation_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    where = [
+        {"loc": [str(p) for p in e.get("loc", ())], "msg": e.get("msg", ""), "type": e.get("type")}
+        for e in exc.errors()
+    ]
+    metrics = _metrics(request)
+    if metrics is not None:
+        metrics.count_problem(422, "request_invalid")
+    return problem(
+        422, "request_invalid", "the request does not match the schema", extra={"errors": where}
+    )
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> Response:
+    _log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
+    return problem(500, "internal_error", "an unexpected error occurred")
+
+
+def install(app: FastAPI) -> None:
+    """Register the problem handlers on `app`."""
+    app.add_exception_handler(errors.RegistryError, _on_registry_error)
+    app.add_exception_handler(BlobStoreError, _on_registry_error)
+    app.add_exception_handler(HTTPException, _on_http_exception)
+    app.add_exception_handler(RequestValidationError, _on_validation_error)
+    app.add_exception_handler(Exception, _on_unexpected)

@@ -1,0 +1,334 @@
+"""Skills: the listing, a package at the head or a pinned version, its archive, and writes.
+
+`PUT .../skills/{slug}` publishes a new head, conditionally (registry/http/preconditions.py):
+- `application/json`: a manifest (`ManifestBody`) whose blobs were uploaded first with
+  `PUT .../blobs/{digest}`;
+- `multipart/form-data`: the whole package in one request (registry/http/multipart.py).
+Either way the package goes through the registry's one write path.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import ValidationError
+
+from registry.api import Registry
+from registry.domain.model import ExpectedHead, Origin, Publication, Scope
+from registry.errors import HeadConflict
+from registry.http.archive import tar_gz
+from registry.http.auth import Caller, authorize, registry_of
+from registry.http.metrics import Metrics
+from registry.http.multipart import read_upload
+from registry.http.preconditions import (
+    current_head,
+    entity_tag,
+    expected_head,
+    parse_condition,
+    precondition_failed,
+)
+from registry.http.problems import HttpProblem
+from registry.http.routes.common import (
+    DEFAULT,
+    Agent,
+    Slug,
+    Workspace,
+    body_chunks,
+    make_scope,
+    media_type,
+    precondition_headers,
+    problems,
+    read_body,
+)
+from registry.http.schemas import (
+    ManifestBody,
+    PackageMeta,
+    PublishResult,
+    SkillList,
+    SkillVersion,
+    WriteOptions,
+)
+from registry.services.read import PackageInfo
+
+router = APIRouter(prefix="/v1/workspaces/{workspace}", tags=["skills"])
+
+Authorized = Annotated[Caller, Depends(authorize)]
+Version = Annotated[
+    int | None, Query(ge=1, le=2**31 - 1, description="a pinned version (default: the head)")
+]
+
+
+def _metrics(request: Request) -> Metrics:
+    metrics: Metrics = request.app.state.metrics
+    return metrics
+
+
+def _tag(info: PackageInfo) -> str:
+    return entity_tag(info.skill_id, info.version, info.manifest_hash)
+
+
+def _not_modified(request: Request, tag: str) -> bool:
+    header = request.headers.get("if-none-match")
+    return header is not None and parse_condition(header).matches(tag)
+
+
+@router.get(
+    "/skills",
+    name="list_skills",
+    summary="List the skills of a scope",
+    response_model=SkillList,
+    responses=problems(400, 403, 404),
+)
+async def list_skills(
+    request: Request,
+    *,
+    workspace: Workspace,
+    caller: Authorized,
+    agent: Agent = DEFAULT,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    after: Annotated[
+        str | None,
+        Query(pattern=r"^[a-z0-9-]{1,64}$", description="`next_after` of the previous page"),
+    ] = None,
+) -> SkillList:
+    """The live skills of the scope, by slug, a page at a time."""
+    del caller
+    page = await registry_of(request).list_skills(
+        make_scope(workspace, agent), limit=limit, after=after
+    )
+    return SkillList.of(page)
+
+
+async def _version_response(request: Request, info: PackageInfo) -> Response:
+    tag = _tag(info)
+    headers = {"ETag": tag, "Cache-Control": "no-cache"}
+    if _not_modified(request, tag):
+        return Response(status_code=304, headers=headers)
+    body = SkillVersion.of(info, tag).model_dump(mode="json")
+    return JSONResponse(body, headers=headers)
+
+
+@router.get(
+    "/skills/{slug}",
+    name="get_skill",
+    summary="A skill's head: manifest and metadata, with its ETag",
+    response_model=SkillVersion,
+    responses={304: {"description": "If-None-Match matched"}, **problems(400, 403, 404)},
+)
+async def get_skill(
+    request: Request, workspace: Workspace, slug: Slug, caller: Authorized, agent: Agent = DEFAULT
+) -> Response:
+    """The head version's manifest. Its `ETag` is what `If-Match` takes on a write."""
+    del caller
+    info = await registry_of(request).package_info(make_scope(workspace, agent), slug)
+    return await _version_response(request, info)
+
+
+@router.head(
+    "/skills/{slug}",
+    name="head_skill",
+    summary="A skill's head ETag, without the manifest",
+    responses={304: {"description": "If-None-Match matched"}, **problems(400, 403, 404)},
+)
+async def head_skill(
+    request: Request, workspace: Workspace, slug: Slug, caller: Authorized, agent: Agent = DEFAULT
+) -> Response:
+    """The `ETag` a write's `If-Match` takes, as cheaply as asking for it."""
+    del caller
+    info = await registry_of(request).package_info(make_scope(workspace, agent), slug)
+    return await _version_response(request, info)
+
+
+@router.get(
+    "/skills/{slug}/versions/{version}",
+    name="get_version",
+    summary="A pinned version: manifest and metadata",
+    response_model=SkillVersion,
+    responses={304: {"description": "If-None-Match matched"}, **problems(400, 403, 404)},
+)
+async def get_version(
+    request: Request,
+    *,
+    workspace: Workspace,
+    slug: Slug,
+    version: Annotated[int, Path(ge=1, le=2**31 - 1)],
+    caller: Authorized,
+    agent: Agent = DEFAULT,
+) -> Response:
+    """A version's manifest; its ETag equals the skill's while it is the head."""
+    del caller
+    info = await registry_of(request).package_info(make_scope(workspace, agent), slug, version)
+    return await _version_response(request, info)
+
+
+@router.get(
+    "/skills/{slug}/archive",
+    name="get_archive",
+    summary="The package as a .tar.gz",
+    response_class=StreamingResponse,
+    responses={
+        200: {"content": {"application/gzip": {"schema": {"type": "string", "format": "binary"}}}},
+        **problems(400, 403, 404),
+    },
+)
+async def get_archive(
+    request: Request,
+    *,
+    workspace: Workspace,
+    slug: Slug,
+    caller: Authorized,
+    agent: Agent = DEFAULT,
+    version: Version = None,
+) -> Response:
+    """Every file of the head (or `version`) under `<slug>/`, verified, reproducible."""
+    del caller
+    package = await registry_of(request).read_package(make_scope(workspace, agent), slug, version)
+    tag = _tag(package)
+    headers = {
+        "ETag": f'"{tag.strip(chr(34))}.tgz"',
+        "Content-Disposition": f'attachment; filename="{slug}-{package.version}.tar.gz"',
+    }
+    chunks = tar_gz(slug, package.files, int(package.created_at.timestamp()))
+    return StreamingResponse(chunks, media_type="application/gzip", headers=headers)
+
+
+_PUT_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": {"$ref": "#/components/schemas/ManifestBody"}},
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "description": (
+                        "One part per file, named by its path in the package; an optional "
+                        "part `meta` holds a JSON PackageMeta."
+                    ),
+                    "properties": {"meta": {"$ref": "#/components/schemas/PackageMeta"}},
+                    "additionalProperties": {"type": "string", "format": "binary"},
+                }
+            },
+        },
+    },
+    "parameters": precondition_headers(
+        update="update: the ETag of the head this write replaces",
+        create="create: the skill must not exist",
+    ),
+}
+
+
+@router.put(
+    "/skills/{slug}",
+    name="put_skill",
+    summary="Publish a new head (a manifest of uploaded blobs, or a multipart package)",
+    status_code=200,
+    response_model=PublishResult,
+    responses={
+        201: {"model": PublishResult, "description": "The skill was created"},
+        **problems(400, 403, 404, 409, 412, 413, 415, 422, 428, 429),
+    },
+    openapi_extra=_PUT_BODY,
+)
+async def put_skill(
+    request: Request, workspace: Workspace, slug: Slug, caller: Authorized, agent: Agent = DEFAULT
+) -> Response:
+    """Publish a package as the new head in one atomic change, if the precondition holds."""
+    kind = media_type(request)
+    if kind not in ("application/json", "multipart/form-data"):
+        raise HttpProblem(
+            "unsupported_media_type",
+            "send application/json (a manifest) or multipart/form-data (the files)",
+        )
+    registry = registry_of(request)
+    scope = make_scope(workspace, agent)
+    expected = await expected_head(request, registry, scope, slug, allow_create=True)
+    publish = _publish_manifest if kind == "application/json" else _publish_multipart
+    metrics = _metrics(request)
+    try:
+        with metrics.write("publish"):
+            pub, received = await publish(
+                request, registry, scope=scope, slug=slug, expected=expected, caller=caller
+            )
+    except HeadConflict as conflict:
+        raise precondition_failed(conflict, await current_head(registry, scope, slug)) from None
+    metrics.upload_bytes.labels("package").inc(received)
+    return await published(request, registry, scope, slug, pub)
+
+
+async def _publish_manifest(
+    request: Request,
+    registry: Registry,
+    *,
+    scope: Scope,
+    slug: str,
+    expected: ExpectedHead,
+    caller: Caller,
+) -> tuple[Publication, int]:
+    raw = await read_body(request)
+    try:
+        body = ManifestBody.model_validate_json(raw)
+    except ValidationError as exc:
+        raise _invalid(exc) from None
+    pub = await registry.publish_uploaded(
+        scope, slug, body.manifest_files(), expected_head=expected, **_options(body, caller)
+    )
+    return pub, len(raw)
+
+
+async def _publish_multipart(
+    request: Request,
+    registry: Registry,
+    *,
+    scope: Scope,
+    slug: str,
+    expected: ExpectedHead,
+    caller: Caller,
+) -> tuple[Publication, int]:
+    upload = await read_upload(
+        body_chunks(request), request.headers["content-type"], registry.settings
+    )
+    meta: PackageMeta = upload.meta
+    pub = await registry.write_package(
+        scope, slug, upload.files, expected_head=expected, **_options(meta, caller)
+    )
+    return pub, sum(len(f.data) for f in upload.files.values())
+
+
+def _options(body: WriteOptions, caller: Caller) -> dict[str, Any]:
+    return {
+        "origin": Origin(body.origin),
+        "actor": body.actor or caller.actor,
+        "sources": body.sources,
+        "message": body.message,
+    }
+
+
+def _invalid(exc: ValidationError) -> HttpProblem:
+    if any(e["type"] == "json_invalid" for e in exc.errors()):
+        return HttpProblem("bad_request", "the body is not valid JSON")
+    errors = [
+        {"loc": ["body", *map(str, e["loc"])], "msg": e["msg"], "type": e["type"]}
+        for e in exc.errors()
+    ]
+    return HttpProblem(
+        "request_invalid", "the body does not match the schema", extra={"errors": errors}
+    )
+
+
+async def published(
+    request: Request, registry: Registry, scope: Scope, slug: str, pub: Publication
+) -> Response:
+    """The response to a write that made (or found) version `pub.version`."""
+    # The tag of exactly the version this write made (or found): a pinned read, so a
+    # later writer's head is never handed out as this write's.
+    info = await registry.package_info(scope, slug, pub.version)
+    tag = _tag(info)
+    result = PublishResult.of(scope, slug, pub, tag)
+    status = 201 if pub.created and pub.retired is None else 200
+    location = str(request.url_for("get_skill", workspace=scope.workspace, slug=slug))
+    if scope.agent != DEFAULT:
+        location += f"?agent={scope.agent}"
+    headers = {"ETag": tag, "Location": location}
+    return JSONResponse(result.model_dump(mode="json"), status_code=status, headers=headers)

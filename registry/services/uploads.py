@@ -1,0 +1,248 @@
+"""Two-phase upload: blobs first, by digest, then a manifest that names them.
+
+    PUT blob ──► verify digest ──► claim (upload session) ──► put ──► confirm live
+    PUT manifest ──► check sizes and visibility ──► fetch the named blobs ──► write_package
+
+A blob upload verifies that the bytes hash to the digest before anything is stored, then
+claims the digest for an upload session of its own (a claim with a fresh write id and the
+usual TTL, `claim_ttl`), stores it, and marks it `live` while the claim is still held. The
+claim keeps GC away from the blob until the manifest that names it is published or the
+claim expires (then GC reclaims the bytes after its grace period, invariant I4).
+
+Publishing a manifest does not trust it: the package goes through the same write as any
+other (`publish.write_package`), with its bytes fetched back from the store. So paths,
+limits, `SKILL.md` frontmatter and the content check all run on the real bytes, and digests
+the content check found clean before are not scanned again. A manifest may only name blobs
+its workspace sees (`registry/db/uploads.py`): a digest is no proof of having the bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Final
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from blobstore import BlobCorrupted, BlobNotFound, BlobStoreError
+from blobstore.digest import is_digest
+from registry.db import blobs as db_blobs
+from registry.db import uploads as db
+from registry.domain.manifest import file_digest
+from registry.domain.model import PackageFile, Publication, check_scope_name
+from registry.errors import (
+    BlobDigestMismatch,
+    BlobsMissing,
+    BlobUnknown,
+    IntegrityError,
+    InvalidName,
+    LimitExceeded,
+    ManifestInvalid,
+    RegistryError,
+    StorageUnavailable,
+)
+from registry.services import publish
+from registry.services.context import Context, shielded
+
+# Above this size the digest is computed in a worker thread (BLAKE3 releases the GIL).
+_THREAD_THRESHOLD: Final = 256 * 1024
+_FETCH_CONCURRENCY: Final = 16
+# An upload whose claim lapsed before it could be confirmed (the process stalled for
+# `claim_ttl`) claims and stores again; this bounds how often.
+_ATTEMPTS: Final = 3
+
+
+@dataclass(frozen=True)
+class UploadedBlob:
+    """The result of a blob upload."""
+
+    digest: str
+    size: int
+    stored: bool  # False when the store already held the object
+
+
+@dataclass(frozen=True)
+class ManifestFile:
+    """One file of a manifest as a client declares it."""
+
+    path: str
+    digest: str
+    size: int
+    executable: bool = False
+
+
+def _check_digest(digest: str) -> str:
+    if not is_digest(digest):
+        raise InvalidName("digest", digest[:80], "64 lower-case hex characters (BLAKE3)")
+    return digest
+
+
+async def _hash(data: bytes) -> str:
+    if len(data) > _THREAD_THRESHOLD:
+        return await asyncio.to_thread(file_digest, data)
+    return file_digest(data)
+
+
+async def upload_blob(ctx: Context, workspace: str, digest: str, data: bytes) -> UploadedBlob:
+    """Store `data` under `digest` for `workspace`'s next manifest; verified before storing."""
+    check_scope_name("workspace", workspace)
+    _check_digest(digest)
+    limit = ctx.limits.max_file_bytes
+    if len(data) > limit:
+        raise LimitExceeded("max_file_bytes", limit, len(data))
+    actual = await _hash(data)
+    if actual != digest:
+        raise BlobDigestMismatch(digest, actual)
+    for _ in range(_ATTEMPTS):
+        result = await _claim_store_confirm(ctx, workspace, digest, data)
+        if result is not None:
+            return result
+    raise StorageUnavailable("blob store", "the upload's claim kept lapsing before it was stored")
+
+
+async def _claim_store_confirm(
+    ctx: Context, workspace: str, digest: str, data: bytes
+) -> UploadedBlob | None:
+    write_id = str(uuid.uuid4())
+    now = ctx.clock.now()
+    expires = now + timedelta(seconds=ctx.settings.claim_ttl)
+
+    async def claim(conn: AsyncConnection) -> dict[str, str]:
+        return await db_blobs.claim(
+            conn,
+            write_id=write_id,
+            workspace=workspace,
+            sizes={digest: len(data)},
+            now=now,
+            expires_at=expires,
+        )
+
+    async def confirm(conn: AsyncConnection) -> bool:
+        return await db.confirm_upload(conn, write_id=write_id, digest=digest, now=ctx.clock.now())
+
+    statuses = await ctx.write(claim, workspace=workspace)
+    try:
+        stored = False
+        if statuses.get(digest) != "live":
+            try:
+                stored = await ctx.blobs.put(digest, data)
+            except BlobStoreError as exc:
+                raise StorageUnavailable("blob store", str(exc)) from exc
+        confirmed = await ctx.write(confirm, workspace=workspace)
+    except BaseException:
+        # Cancellation included: nothing references the blob yet, so the claim goes and
+        # GC reclaims the object after its grace period.
+        await shielded(_release(ctx, workspace, write_id))
+        raise
+    if not confirmed:
+        await shielded(_release(ctx, workspace, write_id))
+        return None
+    return UploadedBlob(digest, len(data), stored)
+
+
+async def _release(ctx: Context, workspace: str, write_id: str) -> None:
+    async def work(conn: AsyncConnection) -> int:
+        return await db_blobs.release(conn, write_id)
+
+    # If the database is unreachable the claim expires after `claim_ttl` instead.
+    with contextlib.suppress(RegistryError):
+        await ctx.write(work, workspace=workspace)
+
+
+async def blob_size(ctx: Context, workspace: str, digest: str) -> int:
+    """The size of a blob `workspace` sees (`BlobUnknown` otherwise)."""
+    check_scope_name("workspace", workspace)
+    _check_digest(digest)
+    now = ctx.clock.now()
+
+    async def work(conn: AsyncConnection) -> dict[str, int]:
+        return await db.visible(conn, workspace, [digest], now)
+
+    sizes = await ctx.read(work)
+    if digest not in sizes:
+        raise BlobUnknown(digest)
+    return sizes[digest]
+
+
+async def read_blob(ctx: Context, workspace: str, digest: str) -> bytes:
+    """The verified bytes of a blob `workspace` sees (`BlobUnknown` otherwise)."""
+    await blob_size(ctx, workspace, digest)
+    return (await _fetch(ctx, [digest]))[digest]
+
+
+async def _fetch(ctx: Context, digests: Sequence[str]) -> dict[str, bytes]:
+    gate = asyncio.Semaphore(_FETCH_CONCURRENCY)
+
+    async def one(digest: str) -> tuple[str, bytes]:
+        async with gate:
+            return digest, await ctx.blobs.get(digest)
+
+    try:
+        return dict(await asyncio.gather(*(one(d) for d in sorted(set(digests)))))
+    except (BlobNotFound, BlobCorrupted) as exc:
+        raise IntegrityError(f"a referenced blob is unreadable: {exc}") from exc
+    except BlobStoreError as exc:
+        raise StorageUnavailable("blob store", str(exc)) from exc
+
+
+def _check_declared(files: Sequence[ManifestFile], ctx: Context) -> None:
+    """Refuse a manifest by what it declares, before anything is fetched."""
+    limits = ctx.limits
+    if len(files) > limits.max_files:
+        raise LimitExceeded("max_files", limits.max_files, len(files))
+    seen: set[str] = set()
+    for f in files:
+        if f.path in seen:
+            raise ManifestInvalid("duplicate_path", "a path is listed twice", f.path)
+        seen.add(f.path)
+        if not is_digest(f.digest):
+            raise ManifestInvalid("digest", "64 lower-case hex characters (BLAKE3)", f.path)
+        if f.size < 0:
+            raise ManifestInvalid("size", "a size is a non-negative integer", f.path)
+        if f.size > limits.max_file_bytes:
+            raise LimitExceeded("max_file_bytes", limits.max_file_bytes, f.size, path=f.path)
+    total = sum(f.size for f in files)
+    if total > limits.max_package_bytes:
+        raise LimitExceeded("max_package_bytes", limits.max_package_bytes, total)
+
+
+async def uploaded_files(
+    ctx: Context, workspace: str, files: Sequence[ManifestFile]
+) -> dict[str, PackageFile]:
+    """The files a client's manifest names, fetched back from the store and verified.
+
+    The declared sizes must match the blobs; every blob must be visible to the workspace
+    (`BlobsMissing` lists the ones that are not: upload them and send the manifest again).
+    """
+    _check_declared(files, ctx)
+    now = ctx.clock.now()
+
+    async def work(conn: AsyncConnection) -> dict[str, int]:
+        return await db.visible(conn, workspace, [f.digest for f in files], now)
+
+    sizes = await ctx.read(work)
+    missing = sorted({f.digest for f in files} - sizes.keys())
+    if missing:
+        raise BlobsMissing(missing)
+    for f in files:
+        if sizes[f.digest] != f.size:
+            raise ManifestInvalid(
+                "size_mismatch", f"declared {f.size} bytes, the blob has {sizes[f.digest]}", f.path
+            )
+    data = await _fetch(ctx, [f.digest for f in files])
+    return {f.path: PackageFile(data[f.digest], f.executable) for f in files}
+
+
+async def publish_uploaded(
+    ctx: Context, request: publish.WriteRequest, files: Sequence[ManifestFile]
+) -> Publication:
+    """Publish a package whose blobs were uploaded beforehand (or are already referenced).
+
+    The package is then written like any other, validated and content-checked.
+    """
+    package = await uploaded_files(ctx, request.scope.workspace, files)
+    return await publish.write_package(ctx, request, package)

@@ -1,0 +1,299 @@
+"""The authorisation matrix: every endpoint x every role x own and other workspace.
+
+Expected: the token's own workspace answers per the role table (`registry.http.auth.ROLES`):
+success when the role suffices, 403 `forbidden` when it does not; another workspace's
+path answers 404 `not_found` for every role, whether or not the resource exists there;
+no token, a malformed, unknown, revoked or wrong-secret token: 401.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from registry.domain.access import Role
+from registry.domain.model import Origin, Scope
+from registry.http.app import create_app
+from registry.http.auth import CATALOG_PUBLISH, ROLES
+from tests.corpus.archives import LISTING, good_zip, tar_of
+from tests.http.helpers import digest, form, publish, raw
+from tests.support.packages import package
+
+Request = Callable[[Any, str, str], Awaitable[tuple[str, str, dict[str, Any]]]]
+"""(served, workspace, unique suffix) -> (method, path, httpx keyword arguments).
+
+Requests always target `acme`; the setup they need (a fresh skill, a proposal) is made
+in `acme` with the registry, so an allowed request can succeed and a refused one could
+have. A token of the other workspace asks for acme's resources."""
+
+
+def fixed(method: str, path: str, **kwargs: Any) -> Request:
+    async def build(_served, w: str, _n: str):
+        return method, path.format(w=w), kwargs
+
+    return build
+
+
+async def _put_skill(_served, w: str, n: str):
+    slug = f"made-{n}"
+    files, data = form(package(slug))
+    return (
+        "PUT",
+        f"/v1/workspaces/{w}/skills/{slug}",
+        {
+            "files": files,
+            "data": data,
+            "headers": {"If-None-Match": "*"},
+        },
+    )
+
+
+async def _put_blob(_served, w: str, n: str):
+    data = f"blob {n}\n".encode()
+    return "PUT", f"/v1/workspaces/{w}/blobs/{digest(data)}", {"content": data}
+
+
+async def _fresh_skill(served, n: str) -> str:
+    slug = f"fresh-{n}"
+    await served.registry.write_package(ACME, slug, package(slug), expected_head=None, actor="t")
+    return slug
+
+
+async def _change_state(served, w: str, n: str):
+    slug = await _fresh_skill(served, n)
+    return (
+        "POST",
+        f"/v1/workspaces/{w}/skills/{slug}/state",
+        {
+            "json": {"action": "pause"},
+            "headers": {"If-Match": "*"},
+        },
+    )
+
+
+async def _restore(served, w: str, n: str):
+    slug = await _fresh_skill(served, n)
+    await served.registry.write_package(
+        ACME, slug, package(slug, tag="2"), expected_head=1, actor="t"
+    )
+    return (
+        "POST",
+        f"/v1/workspaces/{w}/skills/{slug}/restore",
+        {
+            "json": {"version": 1},
+            "headers": {"If-Match": "*"},
+        },
+    )
+
+
+async def _delete(served, w: str, n: str):
+    slug = await _fresh_skill(served, n)
+    return "DELETE", f"/v1/workspaces/{w}/skills/{slug}", {"headers": {"If-Match": "*"}}
+
+
+async def _proposal(served, n: str) -> tuple[str, int]:
+    slug = await _fresh_skill(served, n)
+    await served.registry.pause_learning(ACME, slug, actor="t")
+    pub = await served.registry.write_package(
+        ACME,
+        slug,
+        package(slug, tag="learned"),
+        expected_head=1,
+        actor="job",
+        origin=Origin.LEARNING,
+    )
+    assert pub.proposal is not None
+    return slug, pub.proposal
+
+
+async def _decide(served, w: str, n: str):
+    _, proposal = await _proposal(served, n)
+    return (
+        "POST",
+        f"/v1/workspaces/{w}/proposals/{proposal}/decision",
+        {
+            "json": {"decision": "keep_current"},
+            "headers": {"If-Match": "*"},
+        },
+    )
+
+
+async def _get_proposal(served, w: str, n: str):
+    _, proposal = await _proposal(served, n)
+    return "GET", f"/v1/workspaces/{w}/proposals/{proposal}", {}
+
+
+async def _put_listing(_served, _w: str, n: str):
+    slug = f"listing-{n}"
+    data = tar_of([(path, raw(value)) for path, value in package(slug).items()])
+    headers = {"Content-Type": "application/gzip", "If-None-Match": "*"}
+    return "PUT", f"/v1/catalog/listings/{slug}", {"content": data, "headers": headers}
+
+
+async def _install(_served, w: str, n: str):
+    return "POST", f"/v1/workspaces/{w}/installs", {"json": {"listing": LISTING, "key": n}}
+
+
+async def _update(_served, w: str, n: str):
+    return "POST", f"/v1/workspaces/{w}/skills/{LISTING}/update", {"json": {"key": n}}
+
+
+async def _get_job(served, w: str, n: str):
+    queued = await served.registry.enqueue_install(ACME, LISTING, key=f"matrix-{n}")
+    return "GET", f"/v1/workspaces/{w}/jobs/{queued.job.id}", {}
+
+
+ACME = Scope("acme")
+DEMO = package("demo")
+DEMO_BLOB = digest(DEMO["SKILL.md"])
+SKILL = "/v1/workspaces/{w}/skills/demo"
+
+# One request per endpoint that needs a token.
+MATRIX: dict[str, Request] = {
+    "service_status": fixed("GET", "/v1/status"),
+    "list_skills": fixed("GET", "/v1/workspaces/{w}/skills"),
+    "get_skill": fixed("GET", SKILL),
+    "head_skill": fixed("HEAD", SKILL),
+    "get_version": fixed("GET", SKILL + "/versions/1"),
+    "get_archive": fixed("GET", SKILL + "/archive"),
+    "put_skill": _put_skill,
+    "get_history": fixed("GET", SKILL + "/history"),
+    "get_diff": fixed("GET", SKILL + "/diff", params={"from": "1", "to": "1"}),
+    "get_state": fixed("GET", SKILL + "/state"),
+    "restore_skill": _restore,
+    "change_state": _change_state,
+    "delete_skill": _delete,
+    "list_proposals": fixed("GET", "/v1/workspaces/{w}/proposals"),
+    "get_proposal": _get_proposal,
+    "decide_proposal": _decide,
+    "head_blob": fixed("HEAD", f"/v1/workspaces/{{w}}/blobs/{DEMO_BLOB}"),
+    "get_blob": fixed("GET", f"/v1/workspaces/{{w}}/blobs/{DEMO_BLOB}"),
+    "put_blob": _put_blob,
+    "list_listings": fixed("GET", "/v1/catalog/listings"),
+    "get_listing": fixed("GET", f"/v1/catalog/listings/{LISTING}"),
+    "get_listing_archive": fixed("GET", f"/v1/catalog/listings/{LISTING}/archive"),
+    "put_listing": _put_listing,
+    "install_listing": _install,
+    "update_skill": _update,
+    "list_jobs": fixed("GET", "/v1/workspaces/{w}/jobs"),
+    "get_job": _get_job,
+}
+# Endpoints outside any workspace: every workspace's token is "own" there.
+UNSCOPED = {"service_status", "list_listings", "get_listing", "get_listing_archive", "put_listing"}
+
+
+@dataclass
+class Outcome:
+    endpoint: str
+    role: str
+    where: str
+    status: int
+    code: str | None
+
+
+async def test_every_route_has_a_role_and_every_role_entry_a_route(registry):
+    document = create_app(registry).openapi()
+    operations = [op for item in document["paths"].values() for op in item.values()]
+    names = {op["operationId"] for op in operations} | {"openapi"}
+    assert names == set(ROLES)
+    assert set(MATRIX) == {name for name, role in ROLES.items() if role is not None}
+
+
+async def _call(served, request: Request, workspace: str, n: str, headers: dict[str, str]):
+    method, path, kwargs = await request(served, workspace, n)
+    kwargs = dict(kwargs)
+    kwargs["headers"] = {**kwargs.get("headers", {}), **headers}
+    return await served.client.request(method, path, **kwargs)
+
+
+def _code(response) -> str | None:
+    if (
+        response.request.method != "HEAD"
+        and response.headers.get("content-type") == "application/problem+json"
+    ):
+        return response.json()["code"]
+    return None
+
+
+async def _setup(served) -> None:
+    """demo in both workspaces; a catalog listing, installed in acme."""
+    for workspace in ("acme", "globex"):
+        r = await publish(served, "demo", DEMO, workspace=workspace)
+        assert r.status_code == 201, r.text
+    await served.registry.import_listing(LISTING, good_zip(), actor="publisher")
+    assert (await served.registry.install(ACME, LISTING)).succeeded
+
+
+async def test_the_matrix(served):
+    await _setup(served)
+    wrong: list[Outcome] = []
+    counter = itertools.count()
+    for (endpoint, request), role in itertools.product(MATRIX.items(), Role):
+        needed = ROLES[endpoint]
+        assert needed is not None
+        for where in ("own", "other"):
+            token = served.auth(role.value, other=where == "other")
+            # The token of the other workspace asks for acme's resources.
+            response = await _call(served, request, "acme", str(next(counter)), token)
+            status, code = response.status_code, _code(response)
+            if endpoint in CATALOG_PUBLISH:  # acme's and globex's tokens alike
+                ok = status == 403 and code == "forbidden"
+            elif where == "other" and endpoint not in UNSCOPED:
+                ok = status == 404 and (code == "not_found" or endpoint.startswith("head_"))
+            elif role.allows(needed):
+                ok = status < 400
+            else:
+                ok = status == 403 and (code == "forbidden" or endpoint.startswith("head_"))
+            if not ok:
+                wrong.append(Outcome(endpoint, role.value, where, status, code))
+    assert wrong == []
+
+
+async def test_only_the_catalog_workspace_publishes_listings_with_its_write_roles(served):
+    counter = itertools.count()
+    wrong = []
+    for role in Role:
+        issued = await served.registry.create_token("catalog", role.value, actor="test")
+        headers = {"Authorization": f"Bearer {issued.token}"}
+        response = await _call(served, _put_listing, "catalog", f"c{next(counter)}", headers)
+        allowed = role.allows(ROLES["put_listing"])
+        expected = 201 if allowed else 403
+        if response.status_code != expected:
+            wrong.append((role.value, response.status_code, _code(response)))
+    assert wrong == []
+
+
+async def test_no_token_or_a_bad_token_is_401_everywhere(served):
+    await _setup(served)
+    revoked = await served.registry.create_token("acme", "admin", actor="test")
+    await served.registry.revoke_token(revoked.info.id, actor="test")
+    good = served.tokens["admin"]
+    wrong_secret = good[:-4] + ("AAAA" if not good.endswith("AAAA") else "BBBB")
+    unknown = "skr_" + "0" * 16 + "_" + "A" * 43
+    candidates = {
+        "none": {},
+        "malformed": {"Authorization": "Bearer not-a-token"},
+        "basic": {"Authorization": "Basic dXNlcjpwYXNz"},
+        "revoked": {"Authorization": f"Bearer {revoked.token}"},
+        "wrong secret": {"Authorization": f"Bearer {wrong_secret}"},
+        "unknown": {"Authorization": f"Bearer {unknown}"},
+    }
+    wrong = []
+    counter = itertools.count()
+    for (endpoint, request), (label, headers) in itertools.product(
+        MATRIX.items(), candidates.items()
+    ):
+        response = await _call(served, request, "acme", f"x{next(counter)}", headers)
+        if response.status_code != 401:
+            wrong.append((endpoint, label, response.status_code))
+        elif response.request.method != "HEAD":
+            assert response.json()["code"] == "unauthenticated"
+            assert response.headers["www-authenticate"].startswith("Bearer")
+    assert wrong == []
+
+
+async def test_public_endpoints_need_no_token(served):
+    for path in ("/healthz", "/readyz", "/metrics", "/openapi.json"):
+        assert (await served.client.get(path)).status_code == 200, path

@@ -1,0 +1,245 @@
+"""Oversized and malformed bodies are refused without being read whole (both databases).
+
+The oversized cases talk raw HTTP/1.1 over a socket, the way a misbehaving client would:
+they keep sending until the server answers or drops the connection, and the test then
+checks, from the server's own count of body bytes read (`/metrics`), that the server
+stopped reading right after the limit, and that the client could not send the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterator
+
+from registry.settings import Settings
+from tests.http.helpers import BLOBS, SKILLS, digest
+from tests.support.packages import skill_md
+from tests.support.state import blob_rows, db_state, live_claims, store_digests
+
+KiB = 1024
+MiB = 1024 * KiB
+SMALL = Settings(max_file_bytes=64 * KiB, max_package_bytes=256 * KiB)
+CHUNK = 64 * KiB
+PLANNED = 1024 * MiB  # what the client would send if nobody stopped it
+
+
+async def body_bytes_read(served) -> float:
+    text = (await served.client.get("/metrics")).text
+    match = re.search(r"^skillreg_request_body_bytes_total (\S+)$", text, re.MULTILINE)
+    return float(match.group(1)) if match else 0.0
+
+
+async def raw_request(served, head: str, chunks: Iterator[bytes]) -> tuple[int, int]:
+    """Send `head` and then `chunks` until the server answers; (status, bytes sent)."""
+    host, port = served.url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    sent = 0
+    async with asyncio.timeout(120):  # a hang guard, not a timing assertion
+        response = asyncio.create_task(reader.readuntil(b"\r\n\r\n"))
+        writer.write(head.encode("latin-1"))
+        try:
+            for chunk in chunks:
+                if response.done():
+                    break
+                writer.write(chunk)
+                await writer.drain()
+                sent += len(chunk)
+        except (ConnectionError, OSError):
+            pass  # the server hung up on the rest of the body: expected
+        status_line = (await response).split(b"\r\n", 1)[0]
+    writer.close()
+    return int(status_line.split()[1]), sent
+
+
+def chunked(total: int, size: int = CHUNK) -> Iterator[bytes]:
+    block = b"x" * size
+    for _ in range(total // size):
+        yield b"%x\r\n%s\r\n" % (size, block)
+    yield b"0\r\n\r\n"
+
+
+def head(method: str, path: str, token: str, extra: str) -> str:
+    return f"{method} {path} HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer {token}\r\n{extra}\r\n"
+
+
+async def nothing_stored(served, before):
+    assert await db_state(served.registry) == before["db"]
+    assert await store_digests(served.registry.blobs) == before["store"]
+    assert await blob_rows(served.registry) == before["rows"]
+    assert await live_claims(served.registry) == 0
+
+
+async def snapshot(served):
+    return {
+        "db": await db_state(served.registry),
+        "store": await store_digests(served.registry.blobs),
+        "rows": await blob_rows(served.registry),
+    }
+
+
+async def test_a_declared_length_over_the_limit_is_refused_before_reading(serve):
+    served = await serve(settings=SMALL)
+    before = await snapshot(served)
+    read_before = await body_bytes_read(served)
+    token = served.tokens["write"]
+    path = f"{BLOBS}/{'a' * 64}"
+    # Over this endpoint's limit (64 KiB), under the app-wide cap: refused after auth.
+    status, _ = await raw_request(
+        served, head("PUT", path, token, f"Content-Length: {MiB}\r\n"), iter([b"x" * CHUNK] * 16)
+    )
+    assert status == 413
+    # Over every endpoint's limit: refused before routing.
+    status, _ = await raw_request(
+        served, head("PUT", path, token, f"Content-Length: {100 * 1024 * MiB}\r\n"), iter(())
+    )
+    assert status == 413
+    assert await body_bytes_read(served) == read_before
+    await nothing_stored(served, before)
+
+
+async def test_an_endless_chunked_blob_is_cut_off_right_after_the_limit(serve):
+    served = await serve(settings=SMALL)
+    before = await snapshot(served)
+    read_before = await body_bytes_read(served)
+    extra = "Transfer-Encoding: chunked\r\nContent-Type: application/octet-stream\r\n"
+    status, sent = await raw_request(
+        served, head("PUT", f"{BLOBS}/{'b' * 64}", served.tokens["write"], extra), chunked(PLANNED)
+    )
+    assert status == 413
+    read = await body_bytes_read(served) - read_before
+    # The server read the limit and at most what one socket read delivers beyond it.
+    assert SMALL.max_file_bytes < read <= SMALL.max_file_bytes + MiB
+    # The client was stopped long before it could send what it planned.
+    assert sent < PLANNED // 8
+    await nothing_stored(served, before)
+
+
+async def test_a_multipart_file_over_the_file_limit_is_cut_off_while_streaming(serve):
+    served = await serve(settings=SMALL)
+    before = await snapshot(served)
+    read_before = await body_bytes_read(served)
+    boundary = "xyzzy"
+
+    def body() -> Iterator[bytes]:
+        def chunk(data: bytes) -> bytes:
+            return b"%x\r\n%s\r\n" % (len(data), data)
+
+        yield chunk(
+            f'--{boundary}\r\nContent-Disposition: form-data; name="SKILL.md"; filename="SKILL.md"'
+            f"\r\n\r\n".encode()
+            + skill_md("big")
+            + f'\r\n--{boundary}\r\nContent-Disposition: form-data; name="big.bin"; '
+            f'filename="big.bin"\r\n\r\n'.encode()
+        )
+        block = b"y" * CHUNK
+        for _ in range(PLANNED // CHUNK):
+            yield chunk(block)
+
+    extra = (
+        f"Transfer-Encoding: chunked\r\nIf-None-Match: *\r\n"
+        f"Content-Type: multipart/form-data; boundary={boundary}\r\n"
+    )
+    status, sent = await raw_request(
+        served, head("PUT", f"{SKILLS}/big", served.tokens["write"], extra), body()
+    )
+    assert status == 413
+    read = await body_bytes_read(served) - read_before
+    assert read <= SMALL.max_file_bytes + MiB
+    assert sent < PLANNED // 8
+    await nothing_stored(served, before)
+
+
+async def test_the_limit_error_names_the_rule(serve):
+    served = await serve(settings=SMALL)
+    files = [
+        ("SKILL.md", ("SKILL.md", skill_md("fat"))),
+        ("fat.bin", ("fat.bin", b"z" * (SMALL.max_file_bytes + 1))),
+    ]
+    r = await served.client.put(
+        f"{SKILLS}/fat", files=files, headers={"If-None-Match": "*", **served.auth("write")}
+    )
+    assert r.status_code == 413
+    assert r.json()["code"] == "limit_exceeded"
+    assert r.json()["details"]["rule"] == "max_file_bytes"
+    assert r.json()["details"]["path"] == "fat.bin"
+
+
+async def test_too_many_files_are_refused_while_streaming(serve):
+    served = await serve(settings=Settings(max_files=3))
+    files = [("SKILL.md", ("SKILL.md", skill_md("many")))]
+    files += [(f"f{i}.txt", (f"f{i}.txt", b"%d" % i)) for i in range(5)]
+    r = await served.client.put(
+        f"{SKILLS}/many", files=files, headers={"If-None-Match": "*", **served.auth("write")}
+    )
+    assert r.status_code == 413
+    assert r.json()["details"]["rule"] == "max_files"
+
+
+async def test_malformed_bodies_are_refused_and_store_nothing(served):
+    before = await snapshot(served)
+    write = {"If-None-Match": "*", **served.auth("write")}
+    meta = (
+        b'--x\r\nContent-Disposition: form-data; name="meta"\r\n\r\n{"executable": 3}\r\n--x--\r\n'
+    )
+    cases = [  # headers, body, status, code
+        ({"Content-Type": "application/json"}, b"{not json", 400, "bad_request"),
+        ({"Content-Type": "application/json"}, b'{"files": "nope"}', 422, "request_invalid"),
+        (
+            {"Content-Type": "application/json"},
+            b'{"files": [], "extra": 1}',
+            422,
+            "request_invalid",
+        ),
+        ({"Content-Type": "application/json"}, b"", 400, "bad_request"),
+        ({"Content-Type": "text/plain"}, b"SKILL.md", 415, "unsupported_media_type"),
+        ({}, b"", 415, "unsupported_media_type"),
+        ({"Content-Type": "multipart/form-data"}, b"--x\r\n", 400, "bad_request"),
+        (
+            {"Content-Type": "multipart/form-data; boundary=x"},
+            b'--x\r\nContent-Disposition: form-data; name="SKILL.md"\r\n\r\nunterminated',
+            400,
+            "bad_request",
+        ),
+        (
+            {"Content-Type": "multipart/form-data; boundary=x"},
+            meta,
+            422,
+            "request_invalid",
+        ),
+    ]
+    wrong = []
+    for headers, body, status, code in cases:
+        r = await served.client.put(
+            f"{SKILLS}/malformed", content=body, headers={**write, **headers}
+        )
+        if r.status_code != status or r.json().get("code") != code:
+            wrong.append((headers, body[:40], r.status_code, r.text[:200]))
+    assert wrong == []
+    r = await served.client.put(f"{BLOBS}/{'c' * 63}", content=b"x", headers=served.auth("write"))
+    assert r.status_code == 422  # not a digest: the path parameter fails its pattern
+    r = await served.client.put(
+        f"{BLOBS}/{digest(b'x')}", content=b"y", headers=served.auth("write")
+    )
+    assert r.status_code == 422
+    await nothing_stored(served, before)
+
+
+async def test_text_the_database_cannot_hold_is_refused_as_invalid(served):
+    before = await snapshot(served)
+    write = {"If-None-Match": "*", **served.auth("write")}
+    files = [("SKILL.md", ("SKILL.md", skill_md("texty")))]
+    for meta in (
+        '{"message": "nul \\u0000 inside"}',
+        '{"actor": "two\\nlines"}',
+        '{"sources": ["' + "s" * 501 + '"]}',
+        '{"sources": [""]}',
+        '{"origin": "restore"}',
+    ):
+        r = await served.client.put(
+            f"{SKILLS}/texty", files=files, data={"meta": meta}, headers=write
+        )
+        assert (r.status_code, r.json()["code"]) == (422, "request_invalid"), meta
+    r = await served.client.get(SKILLS, params={"after": "a\x00b"}, headers=served.auth("read"))
+    assert r.status_code == 422
+    await nothing_stored(served, before)
