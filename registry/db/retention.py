@@ -21,7 +21,15 @@ from typing import Final
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from registry.db.tables import Blob, Manifest, ManifestEntry, Skill, Version
+from registry.db.tables import (
+    PENDING_PROPOSAL_STATUSES,
+    Blob,
+    Manifest,
+    ManifestEntry,
+    Proposal,
+    Skill,
+    Version,
+)
 
 # A table that names versions by number (not by foreign key) declares it in its `info`,
 # for example `{"pins_versions": {"skill": "skill_id", "version": "base_version",
@@ -111,13 +119,26 @@ async def protected_numbers(
 
     Installed copies live in other workspaces than the catalog listing they follow, so a
     listing's versions are also kept when they are the baseline of a copy of that listing
-    in any workspace (docs/marketplace.md): the next update merges against it. Only the
-    baseline hashes are read across workspaces, to decide what to keep.
+    in any workspace (docs/marketplace.md): the next update merges against it. So are
+    the listing versions pending update proposals bring: deciding one moves the copy's
+    baseline there. Only the baseline hashes are read across workspaces, to decide what
+    to keep.
     """
     mine = sa.and_(Version.workspace == ref.workspace, Version.skill_id == ref.id)
-    baselines = sa.select(Skill.baseline_manifest_hash).where(
-        sa.or_(Skill.workspace == ref.workspace, Skill.baseline_listing == ref.slug),
-        Skill.baseline_manifest_hash.is_not(None),
+    proposed = Proposal.baseline["manifest_hash"].as_string()
+    baselines = sa.union(
+        sa.select(Skill.baseline_manifest_hash).where(
+            sa.or_(Skill.workspace == ref.workspace, Skill.baseline_listing == ref.slug),
+            Skill.baseline_manifest_hash.is_not(None),
+        ),
+        sa.select(proposed).where(
+            Proposal.status.in_(PENDING_PROPOSAL_STATUSES),
+            sa.or_(
+                Proposal.workspace == ref.workspace,
+                Proposal.baseline["listing"].as_string() == ref.slug,
+            ),
+            proposed.is_not(None),
+        ),
     )
     numbers = set(
         (
