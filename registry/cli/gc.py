@@ -96,8 +96,8 @@ def _render_report(console: Console, report: GcReport) -> None:
         r = report.retention
         pruned = "would prune" if report.dry_run else "pruned"
         console.print(
-            f"  retention {pruned} {r.versions_pruned} versions of {r.skills_pruned} skills "
-            f"({r.manifests_deleted} manifests)"
+            f"  retention {pruned} {r.versions_pruned} versions and {r.proposals_pruned} "
+            f"closed proposals of {r.skills_pruned} skills ({r.manifests_deleted} manifests)"
         )
 
 

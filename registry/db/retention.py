@@ -13,7 +13,7 @@ knowing it:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
@@ -49,6 +49,13 @@ class SkillRef:
     agent: str
     slug: str
     head: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProposalRef:
+    id: int
+    closed_at: datetime
+    manifest_id: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +113,35 @@ async def versions_of(conn: AsyncConnection, ref: SkillRef) -> list[VersionRef]:
         .order_by(Version.number)
     )
     return [VersionRef(*row) for row in rows]
+
+
+async def closed_proposals_of(conn: AsyncConnection, ref: SkillRef) -> list[ProposalRef]:
+    """The decided, superseded, stale-closed and withdrawn proposals of one skill, by id."""
+    rows = await conn.execute(
+        sa.select(Proposal.id, Proposal.updated_at, Proposal.manifest_id)
+        .where(
+            Proposal.workspace == ref.workspace,
+            Proposal.skill_id == ref.id,
+            Proposal.status.not_in(PENDING_PROPOSAL_STATUSES),
+        )
+        .order_by(Proposal.id)
+    )
+    return [ProposalRef(*row) for row in rows]
+
+
+async def delete_proposals(conn: AsyncConnection, ref: SkillRef, ids: Sequence[int]) -> int:
+    """Delete closed proposals of `ref` (never a pending one)."""
+    if not ids:
+        return 0
+    result = await conn.execute(
+        sa.delete(Proposal).where(
+            Proposal.workspace == ref.workspace,
+            Proposal.skill_id == ref.id,
+            Proposal.id.in_(list(ids)),
+            Proposal.status.not_in(PENDING_PROPOSAL_STATUSES),
+        )
+    )
+    return int(result.rowcount)
 
 
 async def protected_numbers(
@@ -182,12 +218,12 @@ async def unreferenced_manifests(
     manifest_ids: Sequence[int],
     metadata: sa.MetaData,
     *,
-    ignoring_versions: Sequence[int] = (),
+    ignoring: Mapping[str, Sequence[int]] | None = None,
 ) -> list[int]:
     """Those of `manifest_ids` that no row of any table (own entries aside) names.
 
-    Rows of `versions` whose ids are in `ignoring_versions` do not count (a dry run asks
-    what pruning them would free).
+    Rows whose ids are in `ignoring[table name]` do not count (a dry run asks what
+    pruning those versions and proposals would free).
     """
     if not manifest_ids:
         return []
@@ -196,8 +232,9 @@ async def unreferenced_manifests(
     )
     for column in holders(metadata, "manifests.id", _OWN_MANIFEST_ROWS):
         named = sa.exists().where(column == Manifest.id)
-        if ignoring_versions and column.table.name == Version.__tablename__:
-            named = named.where(column.table.c.id.not_in(list(ignoring_versions)))
+        ignored = (ignoring or {}).get(column.table.name)
+        if ignored:
+            named = named.where(column.table.c.id.not_in(list(ignored)))
         query = query.where(~named)
     return sorted((await conn.execute(query)).scalars())
 

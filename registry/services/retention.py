@@ -1,10 +1,15 @@
-"""Retention: prune old versions of every skill by policy, so that GC can reclaim their blobs.
+"""Retention: prune old versions and closed proposals by policy, so GC can reclaim blobs.
 
 Off by default (`retention_keep_versions`, `retention_keep_days`). Each skill is pruned in
 one transaction under its workspace's lock (the lock every publish takes), so a version
 is never pruned while a write of the same workspace reuses its manifest; the transaction
 writes one `versions_pruned` event. Pruned versions are gone: they can no longer be read,
 diffed or restored (docs/gc.md, "Retention").
+
+The same policy applies to a skill's closed proposals (applied, rejected, superseded,
+withdrawn), ordered by id and aged from their closing: each names a whole package, so a
+learning job that proposes every night would otherwise keep every candidate's blobs for
+ever. Pending proposals are never pruned.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ class PrunedSkill:
     slug: str
     versions: tuple[int, ...]
     manifests_deleted: int
+    proposals: tuple[int, ...] = ()
 
 
 @dataclass
@@ -46,12 +52,14 @@ class RetentionReport:
     dry_run: bool
     skills_pruned: int = 0
     versions_pruned: int = 0
+    proposals_pruned: int = 0
     manifests_deleted: int = 0
     skills: list[PrunedSkill] = field(default_factory=list)
 
     def add(self, pruned: PrunedSkill) -> None:
         self.skills_pruned += 1
         self.versions_pruned += len(pruned.versions)
+        self.proposals_pruned += len(pruned.proposals)
         self.manifests_deleted += pruned.manifests_deleted
         if len(self.skills) < _LISTED:
             self.skills.append(pruned)
@@ -91,13 +99,37 @@ async def prune(
         after = skills[-1].id
 
 
+@dataclass(frozen=True)
+class _Doomed:
+    """What the policy prunes from one skill."""
+
+    versions: list[db.VersionRef]
+    proposals: list[db.ProposalRef]
+
+    def __bool__(self) -> bool:
+        return bool(self.versions or self.proposals)
+
+    @property
+    def manifest_ids(self) -> list[int]:
+        return [v.manifest_id for v in self.versions] + [p.manifest_id for p in self.proposals]
+
+    @property
+    def numbers(self) -> tuple[int, ...]:
+        return tuple(v.number for v in self.versions)
+
+    @property
+    def proposal_ids(self) -> tuple[int, ...]:
+        return tuple(p.id for p in self.proposals)
+
+
 async def _doomed(
     ctx: Context,
     conn: AsyncConnection,
     ref: db.SkillRef,
     policy: RetentionPolicy,
     metadata: sa.MetaData,
-) -> list[db.VersionRef]:
+) -> _Doomed:
+    now = ctx.clock.now()
     versions = await db.versions_of(conn, ref)
     protected = await db.protected_numbers(conn, ref, metadata)
     numbers = set(
@@ -106,10 +138,21 @@ async def _doomed(
             head=ref.head,
             protected=protected,
             policy=policy,
-            now=ctx.clock.now(),
+            now=now,
         )
     )
-    return [v for v in versions if v.number in numbers]
+    closed = await db.closed_proposals_of(conn, ref)
+    # Proposals have no head: id 0 names none of them.
+    ids = set(
+        prunable(
+            (VersionAge(p.id, p.closed_at) for p in closed),
+            head=0,
+            protected=(),
+            policy=policy,
+            now=now,
+        )
+    )
+    return _Doomed([v for v in versions if v.number in numbers], [p for p in closed if p.id in ids])
 
 
 async def _prune_skill(
@@ -130,12 +173,16 @@ async def _prune_skill(
         freed = await db.unreferenced_manifests(
             conn,
             ref.workspace,
-            [v.manifest_id for v in doomed],
+            doomed.manifest_ids,
             metadata,
-            ignoring_versions=[v.id for v in doomed],
+            ignoring={
+                "versions": [v.id for v in doomed.versions],
+                "proposals": list(doomed.proposal_ids),
+            },
         )
-        numbers = tuple(v.number for v in doomed)
-        return PrunedSkill(ref.workspace, ref.agent, ref.slug, numbers, len(freed))
+        return PrunedSkill(
+            ref.workspace, ref.agent, ref.slug, doomed.numbers, len(freed), doomed.proposal_ids
+        )
 
     # A read first, so that a skill with nothing to prune costs no workspace lock.
     planned = await ctx.read(plan)
@@ -153,10 +200,11 @@ async def _prune_skill(
         doomed = await _doomed(ctx, conn, ref, policy, metadata)
         if not doomed:
             return None
-        now, numbers = ctx.clock.now(), tuple(v.number for v in doomed)
+        now, numbers = ctx.clock.now(), doomed.numbers
         await db.delete_versions(conn, ref, numbers)
+        await db.delete_proposals(conn, ref, doomed.proposal_ids)
         orphaned = await db.unreferenced_manifests(
-            conn, ref.workspace, [v.manifest_id for v in doomed], metadata
+            conn, ref.workspace, doomed.manifest_ids, metadata
         )
         await db.touch_blobs(conn, await db.digests_of(conn, orphaned), now)
         deleted = await db.delete_manifests(conn, orphaned)
@@ -170,12 +218,15 @@ async def _prune_skill(
             manifest_hash=None,
             payload={
                 "versions": list(numbers),
+                "proposals": list(doomed.proposal_ids),
                 "manifests_deleted": deleted,
                 "policy": policy.describe(),
             },
             now=now,
         )
         await ctx.hit("retention.before_commit")
-        return PrunedSkill(ref.workspace, ref.agent, ref.slug, numbers, deleted)
+        return PrunedSkill(
+            ref.workspace, ref.agent, ref.slug, numbers, deleted, doomed.proposal_ids
+        )
 
     return await ctx.write(work, workspace=planned.workspace)

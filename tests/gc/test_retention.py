@@ -11,8 +11,9 @@ import pytest
 import sqlalchemy as sa
 
 from registry.db.tables import Base, Event, Skill
+from registry.domain.model import Origin
 from registry.domain.retention import RetentionPolicy
-from registry.errors import VersionNotFound
+from registry.errors import ProposalNotFound, VersionNotFound
 from registry.services import retention
 from tests.gc.helpers import ACME, HOUR, ManualClock, gc_settings, publish, referenced_digests
 from tests.support.faults import ScriptedFailpoints
@@ -248,3 +249,63 @@ async def test_shared_blobs_of_a_pruned_version_stay(reg, clock, local_store):
     await reg.gc()
     assert await store_digests(local_store) == await referenced_digests(reg)
     await reg.read_package(ACME, "pdf-report", 3)
+
+
+async def test_closed_proposals_go_by_the_same_policy_and_gc_frees_their_blobs(
+    reg, clock, local_store
+):
+    """A learning job proposing every night must not keep every candidate for ever."""
+    await publish(reg, tag="v1")
+    await reg.pause_learning(ACME, "pdf-report", actor="owner")
+    made = []
+    for night in range(1, 6):
+        pub = await reg.write_package(
+            ACME,
+            "pdf-report",
+            package("pdf-report", tag=f"learned-{night}"),
+            expected_head=1,
+            actor="nightly",
+            origin=Origin.LEARNING,
+        )
+        assert pub.proposal is not None
+        made.append(pub.proposal)
+        clock.advance(DAY)
+    before = await referenced_digests(reg)
+
+    report = await reg.prune_versions(keep_versions=2)
+    # Four were superseded; the newest two closed ones stay, the pending one always does.
+    assert (report.proposals_pruned, report.versions_pruned) == (2, 0)
+    assert [s.proposals for s in report.skills] == [tuple(made[:2])]
+    for gone in made[:2]:
+        with pytest.raises(ProposalNotFound):
+            await reg.proposal(ACME, gone)
+    for kept in made[2:]:
+        assert (await reg.proposal(ACME, kept)).summary.id == kept
+    events = await pruned_events(reg)
+    assert [e[2]["proposals"] for e in events] == [made[:2]]
+
+    clock.advance(2 * HOUR)
+    await reg.gc()
+    after = await referenced_digests(reg)
+    assert after < before  # the pruned candidates' own files are unreferenced now
+    assert await store_digests(local_store) == after
+    assert (await reg.fsck(verify_content=True)).clean
+
+
+async def test_a_dry_run_counts_the_manifests_closed_proposals_would_free(reg, clock):
+    await publish(reg, tag="v1")
+    await reg.pause_learning(ACME, "pdf-report", actor="owner")
+    for night in range(1, 4):
+        await reg.write_package(
+            ACME,
+            "pdf-report",
+            package("pdf-report", tag=f"learned-{night}"),
+            expected_head=1,
+            actor="nightly",
+            origin=Origin.LEARNING,
+        )
+        clock.advance(DAY)
+    planned = await reg.prune_versions(keep_days=1.5, dry_run=True)
+    assert (planned.proposals_pruned, planned.manifests_deleted) == (1, 1)
+    done = await reg.prune_versions(keep_days=1.5)
+    assert (done.proposals_pruned, done.manifests_deleted) == (1, 1)
