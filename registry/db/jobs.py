@@ -107,6 +107,12 @@ def _postgres(conn: AsyncConnection) -> bool:
     return conn.dialect.name == "postgresql"
 
 
+async def any_due(conn: AsyncConnection, *, kinds: list[str], now: datetime) -> bool:
+    """Whether a job of one of `kinds` is due: a read, so an idle poll takes no write lock."""
+    query = sa.select(Job.id).where(_due(now), Job.kind.in_(kinds)).limit(1)
+    return (await conn.execute(query)).first() is not None
+
+
 async def claim_next(
     conn: AsyncConnection, *, owner: str, kinds: list[str], now: datetime, lease_until: datetime
 ) -> JobRow | None:

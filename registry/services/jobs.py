@@ -228,11 +228,18 @@ class Worker:
         now, until = self._lease()
         kinds = sorted(self.handlers)
 
+        async def due(conn: AsyncConnection) -> bool:
+            return await db_jobs.any_due(conn, kinds=kinds, now=now)
+
         async def work(conn: AsyncConnection) -> JobRow | None:
             return await db_jobs.claim_next(
                 conn, owner=self.worker_id, kinds=kinds, now=now, lease_until=until
             )
 
+        # An idle queue is the common case: a read decides it, without a write transaction
+        # (on SQLite that would take the database's one write lock on every poll).
+        if not await self.ctx.read(due):
+            return None
         job = await self.ctx.write(work)
         if job is None:
             return None

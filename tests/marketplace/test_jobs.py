@@ -88,6 +88,36 @@ async def test_a_job_runs_once_and_records_its_result(ctx):
     assert script.calls == [1]
 
 
+async def test_an_idle_poll_takes_no_write_transaction(ctx, clock):
+    """Polling an empty or not-yet-due queue is a read: no write lock on every poll."""
+    from sqlalchemy import event  # noqa: PLC0415
+
+    from registry.db.engine import WRITE_TX  # noqa: PLC0415
+
+    writes = []
+
+    def on_begin(conn):
+        if conn.get_execution_options().get(WRITE_TX):
+            writes.append(1)
+
+    event.listen(ctx.engine.sync_engine, "begin", on_begin)
+    w = worker(ctx, Script(StorageUnavailable("blob store", "down")))
+    assert await w.run_once() is None
+    assert writes == []
+    queued = await enqueue(ctx)
+    failed = await w.run_once()  # the first attempt fails; the retry waits for its backoff
+    assert failed is not None
+    assert failed.job.status == "queued"
+    writes.clear()
+    assert await w.run_once() is None
+    assert writes == []
+    clock.advance(SETTINGS.job_backoff_max)
+    outcome = await w.run_once()
+    assert outcome is not None
+    assert (outcome.job.id, outcome.job.status) == (queued.job.id, "succeeded")
+    assert writes  # the claim and the outcome
+
+
 async def test_a_failure_retries_with_exponential_backoff_then_fails(ctx, clock):
     error = StorageUnavailable("blob store", "down")
     script = Script(error, error, error)
