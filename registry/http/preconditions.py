@@ -14,6 +14,12 @@ Writes are conditional, always:
 - `If-None-Match: *`: create; the skill must not exist.
 - neither: 428 Precondition Required. Both: `If-Match` decides (RFC 9110, 13.2.2).
 A failed precondition answers 412 with the current tag (header and body).
+
+A publish whose `If-Match` names an earlier head may be a retry whose reply was lost: RFC
+9110 (13.1.1) lets a server answer 2xx when the requested change was already made. Such a
+publish goes to the write path with `ALREADY_APPLIED` as its expected head, a number no
+head ever has: it succeeds only by finding its exact package at the head (nothing is
+written, `unchanged` is true), and otherwise gets the stale tag's 412.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from registry.errors import HeadConflict, SkillNotFound
 from registry.http.problems import HttpProblem
 
 _TAG: Final = re.compile(r'\s*(W/)?"([^"]*)"\s*')
+# An expected head no skill ever has (versions start at 1); see the module docstring.
+ALREADY_APPLIED: Final = 0
 
 
 def entity_tag(skill_id: int, version: int, manifest_hash: str) -> str:
@@ -102,10 +110,39 @@ def precondition_failed(
     )
 
 
+async def lost_precondition(
+    request: Request,
+    registry: Registry,
+    scope: Scope,
+    slug: str,
+    *,
+    conflict: HeadConflict,
+    expected: int | None,
+) -> HttpProblem:
+    """The 412 for a conditional write whose compare-and-swap lost.
+
+    A write sent with `ALREADY_APPLIED` that did not find its package at the head gets
+    the 412 its stale `If-Match` gets (raised here); any other, the current head's.
+    """
+    if expected == ALREADY_APPLIED:
+        await expected_head(request, registry, scope, slug, allow_create=True)
+    return precondition_failed(conflict, await current_head(registry, scope, slug))
+
+
 async def expected_head(
-    request: Request, registry: Registry, scope: Scope, slug: str, *, allow_create: bool
+    request: Request,
+    registry: Registry,
+    scope: Scope,
+    slug: str,
+    *,
+    allow_create: bool,
+    already_applied_ok: bool = False,
 ) -> int | None:
-    """The head version a conditional write expects (None: a create), or a 412/428."""
+    """The head version a conditional write expects (None: a create), or a 412/428.
+
+    `already_applied_ok`: a stale `If-Match` returns `ALREADY_APPLIED` instead of a 412
+    (a publish, whose retry finds its package at the head; see the module docstring).
+    """
     if_match = request.headers.get("if-match")
     if_none_match = request.headers.get("if-none-match")
     if if_match is not None:
@@ -118,6 +155,8 @@ async def expected_head(
                 extra={"current_etag": None, "current_head": None},
             )
         if not condition.matches(head.etag):
+            if already_applied_ok and condition.tags:
+                return ALREADY_APPLIED
             wanted = next((tag_version(t) for t in condition.tags), None)
             detail = (
                 f"If-Match {if_match.strip()[:100]} does not match the current ETag {head.etag} "

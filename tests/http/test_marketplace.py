@@ -196,6 +196,13 @@ async def test_publishing_needs_a_catalog_write_token_and_a_precondition(served)
     assert second.status_code == 200
     lost = await _publish(served, data, condition={"If-Match": first.headers["etag"]})
     assert (lost.status_code, lost.json()["current_etag"]) == (412, second.headers["etag"])
+    # The second upload again, as after a lost reply: already made, so 200 and unchanged.
+    retry = await _publish(served, _v2(), condition={"If-Match": first.headers["etag"]})
+    assert (retry.status_code, retry.json()["version"], retry.json()["unchanged"]) == (
+        200,
+        2,
+        True,
+    )
 
 
 async def test_every_hostile_archive_is_refused_over_http_and_stores_nothing(serve, local_store):

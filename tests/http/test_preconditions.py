@@ -43,6 +43,31 @@ async def test_an_update_needs_the_current_etag_and_a_stale_one_gets_412_with_th
     assert await db_state(served.registry) == before
 
 
+async def test_a_retried_update_whose_reply_was_lost_answers_200_with_its_version(served):
+    """RFC 9110 13.1.1: a change already made is a success, although If-Match now fails."""
+    assert (await publish(served, "retry", package("retry", tag="1"))).status_code == 201
+    first = await head_etag(served, "retry")
+    update = package("retry", tag="2")
+    made = await publish(served, "retry", update, headers={"If-Match": first})
+    assert made.status_code == 200
+    # The client never saw that reply and sends the same request again.
+    before = await db_state(served.registry)
+    again = await publish(served, "retry", update, headers={"If-Match": first})
+    assert again.status_code == 200, again.text
+    body = again.json()
+    assert (body["version"], body["created"], body["unchanged"]) == (2, False, True)
+    assert again.headers["etag"] == made.headers["etag"]
+    assert await db_state(served.registry) == before
+    # Other content from the same stale tag still fails, and a tag of the head's own
+    # number (another skill's, or another incarnation's) never passes for a retry.
+    other = await publish(served, "retry", package("retry", tag="3"), headers={"If-Match": first})
+    assert (other.status_code, other.json()["current_etag"]) == (412, made.headers["etag"])
+    forged = '"2.0000000000000000"'
+    r = await publish(served, "retry", package("retry", tag="4"), headers={"If-Match": forged})
+    assert r.status_code == 412
+    assert await db_state(served.registry) == before
+
+
 async def test_a_write_without_a_precondition_is_428_and_changes_nothing(served):
     before = await db_state(served.registry)
     parts, data = form(package("bare"))

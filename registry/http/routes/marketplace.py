@@ -27,7 +27,7 @@ from registry.http.preconditions import (
     current_head,
     entity_tag,
     expected_head,
-    precondition_failed,
+    lost_precondition,
 )
 from registry.http.problems import HttpProblem
 from registry.http.routes.common import (
@@ -201,7 +201,9 @@ async def put_listing(
         )
     registry = registry_of(request)
     scope = catalog_scope(registry)
-    expected = await expected_head(request, registry, scope, listing, allow_create=True)
+    expected = await expected_head(
+        request, registry, scope, listing, allow_create=True, already_applied_ok=True
+    )
     data = await read_body(request)
     try:
         with _metrics(request).write("import"):
@@ -209,7 +211,9 @@ async def put_listing(
                 listing, data, actor=caller.actor, message=message, expected_head=expected
             )
     except HeadConflict as conflict:
-        raise precondition_failed(conflict, await current_head(registry, scope, listing)) from None
+        raise await lost_precondition(
+            request, registry, scope, listing, conflict=conflict, expected=expected
+        ) from None
     _metrics(request).upload_bytes.labels("archive").inc(len(data))
     pub = result.publication
     info = await registry.package_info(scope, listing, pub.version)

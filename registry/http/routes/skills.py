@@ -23,11 +23,10 @@ from registry.http.auth import Caller, authorize, registry_of
 from registry.http.metrics import Metrics
 from registry.http.multipart import read_upload
 from registry.http.preconditions import (
-    current_head,
     entity_tag,
     expected_head,
+    lost_precondition,
     parse_condition,
-    precondition_failed,
 )
 from registry.http.problems import HttpProblem
 from registry.http.routes.common import (
@@ -243,7 +242,9 @@ async def put_skill(
         )
     registry = registry_of(request)
     scope = make_scope(workspace, agent)
-    expected = await expected_head(request, registry, scope, slug, allow_create=True)
+    expected = await expected_head(
+        request, registry, scope, slug, allow_create=True, already_applied_ok=True
+    )
     publish = _publish_manifest if kind == "application/json" else _publish_multipart
     metrics = _metrics(request)
     try:
@@ -252,7 +253,9 @@ async def put_skill(
                 request, registry, scope=scope, slug=slug, expected=expected, caller=caller
             )
     except HeadConflict as conflict:
-        raise precondition_failed(conflict, await current_head(registry, scope, slug)) from None
+        raise await lost_precondition(
+            request, registry, scope, slug, conflict=conflict, expected=expected
+        ) from None
     metrics.upload_bytes.labels("package").inc(received)
     return await published(request, registry, scope, slug, pub)
 
