@@ -15,9 +15,9 @@ Writes are conditional, always:
 - neither: 428 Precondition Required. Both: `If-Match` decides (RFC 9110, 13.2.2).
 A failed precondition answers 412 with the current tag (header and body).
 
-A publish whose `If-Match` names an earlier head may be a retry whose reply was lost: RFC
-9110 (13.1.1) lets a server answer 2xx when the requested change was already made. Such a
-publish goes to the write path with `ALREADY_APPLIED` as its expected head, a number no
+A publish or a restore whose `If-Match` names an earlier head may be a retry whose reply
+was lost: RFC 9110 (13.1.1) lets a server answer 2xx when the requested change was already
+made. Such a write goes to the write path with `ALREADY_APPLIED` as its expected head, a number no
 head ever has: it succeeds only by finding its exact package at the head (nothing is
 written, `unchanged` is true), and otherwise gets the stale tag's 412.
 """
@@ -141,7 +141,8 @@ async def expected_head(
     """The head version a conditional write expects (None: a create), or a 412/428.
 
     `already_applied_ok`: a stale `If-Match` returns `ALREADY_APPLIED` instead of a 412
-    (a publish, whose retry finds its package at the head; see the module docstring).
+    (a publish or restore, whose retry finds its package at the head; see the module
+    docstring).
     """
     if_match = request.headers.get("if-match")
     if_none_match = request.headers.get("if-none-match")

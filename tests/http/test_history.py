@@ -15,6 +15,7 @@ from registry.domain.model import Origin, Scope
 from registry.errors import HeadConflict
 from tests.http.helpers import BLOBS, SKILLS, digest, manifest, publish, raw
 from tests.support.packages import package
+from tests.support.state import db_state
 
 ACME = Scope("acme")
 
@@ -76,6 +77,29 @@ async def test_history_diff_and_restore_with_if_match(served):
     assert names(v4.content) == names(v1.content)
     history = (await served.client.get(f"{SKILLS}/storied/history", headers=owner)).json()
     assert history["items"][0]["restored_from"] == 1
+
+
+async def test_a_restore_retried_after_a_lost_reply_answers_200_unchanged(served):
+    await three_versions(served, "retried")
+    owner = served.auth("owner")
+    tag = await etag_of(served, "retried")
+    made = await served.client.post(
+        f"{SKILLS}/retried/restore", json={"version": 1}, headers={"If-Match": tag, **owner}
+    )
+    assert (made.status_code, made.json()["version"]) == (200, 4)
+    before = await db_state(served.registry)
+    again = await served.client.post(
+        f"{SKILLS}/retried/restore", json={"version": 1}, headers={"If-Match": tag, **owner}
+    )
+    assert again.status_code == 200, again.text
+    assert (again.json()["version"], again.json()["unchanged"]) == (4, True)
+    assert again.headers["etag"] == made.headers["etag"]
+    # A restore of another version from the same stale tag still fails, and nothing moved.
+    other = await served.client.post(
+        f"{SKILLS}/retried/restore", json={"version": 2}, headers={"If-Match": tag, **owner}
+    )
+    assert (other.status_code, other.json()["current_head"]) == (412, 4)
+    assert await db_state(served.registry) == before
 
 
 async def test_a_write_role_may_not_restore(served):

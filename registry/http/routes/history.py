@@ -17,7 +17,12 @@ from registry.domain.states import Action
 from registry.errors import HeadConflict
 from registry.http.auth import Caller, authorize, registry_of
 from registry.http.metrics import Metrics
-from registry.http.preconditions import current_head, expected_head, precondition_failed
+from registry.http.preconditions import (
+    current_head,
+    expected_head,
+    lost_precondition,
+    precondition_failed,
+)
 from registry.http.routes.common import (
     DEFAULT,
     Agent,
@@ -137,7 +142,9 @@ async def restore_skill(
     """A new version with origin `restore`; uploads nothing; automatic improvements off."""
     registry = registry_of(request)
     scope = make_scope(workspace, agent)
-    expected = await expected_head(request, registry, scope, slug, allow_create=False)
+    expected = await expected_head(
+        request, registry, scope, slug, allow_create=False, already_applied_ok=True
+    )
     try:
         with _metrics(request).write("restore"):
             pub = await registry.restore(
@@ -149,7 +156,9 @@ async def restore_skill(
                 message=body.message,
             )
     except HeadConflict as conflict:
-        raise precondition_failed(conflict, await current_head(registry, scope, slug)) from None
+        raise await lost_precondition(
+            request, registry, scope, slug, conflict=conflict, expected=expected
+        ) from None
     return await published(request, registry, scope, slug, pub)
 
 
