@@ -17,9 +17,9 @@ A failed precondition answers 412 with the current tag (header and body).
 
 A publish or a restore whose `If-Match` names an earlier head may be a retry whose reply
 was lost: RFC 9110 (13.1.1) lets a server answer 2xx when the requested change was already
-made. Such a write goes to the write path with `ALREADY_APPLIED` as its expected head, a number no
-head ever has: it succeeds only by finding its exact package at the head (nothing is
-written, `unchanged` is true), and otherwise gets the stale tag's 412.
+made. Such a write goes to the write path with `ALREADY_APPLIED` as its expected head, a
+number no head ever has: it succeeds only by finding its exact package at the head
+(nothing is written, `unchanged` is true), and otherwise gets the stale tag's 412.
 """
 
 from __future__ import annotations
