@@ -251,15 +251,13 @@ async def test_shared_blobs_of_a_pruned_version_stay(reg, clock, local_store):
     await reg.read_package(ACME, "pdf-report", 3)
 
 
-async def test_closed_proposals_go_by_the_same_policy_and_gc_frees_their_blobs(
-    reg, clock, local_store
-):
-    """A learning job proposing every night must not keep every candidate for ever."""
-    await publish(reg, tag="v1")
-    await reg.pause_learning(ACME, "pdf-report", actor="owner")
+async def nightly_proposals(registry, clock, *, nights: int) -> list[int]:
+    """Version 1 with learning paused, then one learning proposal a night (each supersedes)."""
+    await publish(registry, tag="v1")
+    await registry.pause_learning(ACME, "pdf-report", actor="owner")
     made = []
-    for night in range(1, 6):
-        pub = await reg.write_package(
+    for night in range(1, nights + 1):
+        pub = await registry.write_package(
             ACME,
             "pdf-report",
             package("pdf-report", tag=f"learned-{night}"),
@@ -270,6 +268,14 @@ async def test_closed_proposals_go_by_the_same_policy_and_gc_frees_their_blobs(
         assert pub.proposal is not None
         made.append(pub.proposal)
         clock.advance(DAY)
+    return made
+
+
+async def test_closed_proposals_go_by_the_same_policy_and_gc_frees_their_blobs(
+    reg, clock, local_store
+):
+    """A learning job proposing every night must not keep every candidate for ever."""
+    made = await nightly_proposals(reg, clock, nights=5)
     before = await referenced_digests(reg)
 
     report = await reg.prune_versions(keep_versions=2)
@@ -293,18 +299,7 @@ async def test_closed_proposals_go_by_the_same_policy_and_gc_frees_their_blobs(
 
 
 async def test_a_dry_run_counts_the_manifests_closed_proposals_would_free(reg, clock):
-    await publish(reg, tag="v1")
-    await reg.pause_learning(ACME, "pdf-report", actor="owner")
-    for night in range(1, 4):
-        await reg.write_package(
-            ACME,
-            "pdf-report",
-            package("pdf-report", tag=f"learned-{night}"),
-            expected_head=1,
-            actor="nightly",
-            origin=Origin.LEARNING,
-        )
-        clock.advance(DAY)
+    await nightly_proposals(reg, clock, nights=3)
     planned = await reg.prune_versions(keep_days=1.5, dry_run=True)
     assert (planned.proposals_pruned, planned.manifests_deleted) == (1, 1)
     done = await reg.prune_versions(keep_days=1.5)
