@@ -279,3 +279,25 @@ async def test_the_app_runs_jobs_when_asked(serve):
         await asyncio.sleep(0.05)
     assert job["status"] == "succeeded", job
     assert job["result"]["outcome"] == "installed"
+
+
+async def test_the_apps_worker_outlives_a_failed_poll(make_registry, caplog):
+    from registry.errors import StorageUnavailable  # noqa: PLC0415
+    from registry.http.app import run_job_worker  # noqa: PLC0415
+
+    registry = await make_registry(settings=Settings(job_poll_interval=0.01))
+    stop = asyncio.Event()
+    calls = []
+
+    async def run_jobs(*, stop: asyncio.Event) -> int:
+        calls.append(1)
+        if len(calls) == 1:
+            raise StorageUnavailable("database", "connection refused")
+        stop.set()  # the second poll ran: the worker survived the first
+        return 0
+
+    registry.run_jobs = run_jobs  # type: ignore[method-assign]
+    async with asyncio.timeout(30):  # a hang guard
+        await run_job_worker(registry, stop)
+    assert len(calls) == 2
+    assert "the job worker failed" in caplog.text
