@@ -16,6 +16,7 @@ from registry.settings import Settings
 from tests.corpus.archives import CASES, GOOD_FILES, LISTING, good_tar_gz, good_zip, tar_of
 from tests.http.conftest import WORKSPACE
 from tests.marketplace.support import corpus_settings
+from tests.support.faults import ScriptedFailpoints
 from tests.support.state import db_state, store_digests
 
 CATALOG = "/v1/catalog/listings"
@@ -267,16 +268,18 @@ async def test_jobs_and_keys_belong_to_their_workspace(served):
 
 
 async def test_the_app_runs_jobs_when_asked(serve):
-    served = await serve(settings=Settings(job_poll_interval=0.05), jobs=True)
+    failpoints = ScriptedFailpoints()
+    recorded = failpoints.park("job.recorded")  # hit once the outcome has committed
+    recorded.release.set()
+    served = await serve(
+        settings=Settings(job_poll_interval=0.05), failpoints=failpoints, jobs=True
+    )
     assert (await _publish(served, good_zip())).status_code == 201
     r = await served.client.post(INSTALLS, json={"listing": LISTING}, headers=served.auth("write"))
     assert r.status_code == 202
-    job = r.json()["job"]
-    for _ in range(400):  # bounded: at most 20 s
-        job = (await served.client.get(r.headers["location"], headers=served.auth("read"))).json()
-        if job["status"] in ("succeeded", "failed"):
-            break
-        await asyncio.sleep(0.05)
+    async with asyncio.timeout(30):  # a hang guard: the app's own worker runs the job
+        await recorded.reached.wait()
+    job = (await served.client.get(r.headers["location"], headers=served.auth("read"))).json()
     assert job["status"] == "succeeded", job
     assert job["result"]["outcome"] == "installed"
 
