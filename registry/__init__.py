@@ -20,11 +20,11 @@ from registry.domain.model import (
     Publication,
     Scope,
 )
-from registry.services.diff import ProposalRef
-from registry.services.lockfile import LockedSkill, LockFile
+from registry.services.history.diff import ProposalRef
+from registry.services.materialize.lockfile import LockedSkill, LockFile
+from registry.services.materialize.reconcile import ReconcileReport, SkillOutcome
+from registry.services.ops.status import Status
 from registry.services.read import Package, PackageInfo, SkillPage, SkillSummary
-from registry.services.reconcile import ReconcileReport, SkillOutcome
-from registry.services.status import Status
 from registry.settings import Settings
 
 __all__ = [

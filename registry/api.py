@@ -42,52 +42,41 @@ from registry.domain.scanner import DefaultScanner, Scanner
 from registry.domain.states import Action
 from registry.errors import RegistryError, StorageUnavailable
 from registry.failpoints import NO_FAILPOINTS, Failpoints
-from registry.services import (
-    approve,
-    catalog,
-    controls,
-    diff,
-    edit,
-    exclusions,
-    history,
-    jobs,
-    lockfile,
-    marketplace,
-    operations,
-    proposals,
-    publish,
-    read,
-    reconcile,
-    restore,
-    retention,
-    status,
-    tokens,
-    uploads,
-)
-from registry.services import fsck as fsck_service
-from registry.services import gc as gc_service
-from registry.services import gc_figures as figures_service
-from registry.services.approve import ApprovalResult
-from registry.services.catalog import ImportResult, ListingVersion
+from registry.services import read
 from registry.services.context import Context
-from registry.services.controls import SkillStatus
-from registry.services.diff import DiffTarget, PackageDiff
-from registry.services.exclusions import ExclusionReport
-from registry.services.fsck import FsckReport
-from registry.services.gc import GcReport
-from registry.services.gc_figures import GcFigures
-from registry.services.history import HistoryPage
-from registry.services.jobs import Enqueued, JobOutcome, JobPage, Wait, Worker
-from registry.services.lockfile import LockFile
-from registry.services.marketplace import Policy
-from registry.services.operations import Readiness, ServiceStatus
-from registry.services.proposals import DecisionResult, ProposalDetail, ProposalPage
+from registry.services.gc import collect as gc_service
+from registry.services.gc import figures as figures_service
+from registry.services.gc import fsck as fsck_service
+from registry.services.gc import retention
+from registry.services.gc.collect import GcReport
+from registry.services.gc.figures import GcFigures
+from registry.services.gc.fsck import FsckReport
+from registry.services.gc.retention import RetentionReport
+from registry.services.history import approvals as approve
+from registry.services.history import controls, diff, exclusions, proposals
+from registry.services.history import versions as history
+from registry.services.history.approvals import ApprovalResult
+from registry.services.history.controls import SkillStatus
+from registry.services.history.diff import DiffTarget, PackageDiff
+from registry.services.history.exclusions import ExclusionReport
+from registry.services.history.proposals import DecisionResult, ProposalDetail, ProposalPage
+from registry.services.history.versions import HistoryPage
+from registry.services.marketplace import catalog, jobs
+from registry.services.marketplace import install as marketplace
+from registry.services.marketplace.catalog import ImportResult, ListingVersion
+from registry.services.marketplace.install import Policy
+from registry.services.marketplace.jobs import Enqueued, JobOutcome, JobPage, Wait, Worker
+from registry.services.materialize import lockfile, reconcile
+from registry.services.materialize.lockfile import LockFile
+from registry.services.materialize.reconcile import ReconcileReport
+from registry.services.ops import health as operations
+from registry.services.ops import status, tokens
+from registry.services.ops.health import Readiness, ServiceStatus
+from registry.services.ops.status import Status
+from registry.services.ops.tokens import IssuedToken, TokenInfo
 from registry.services.read import Package, PackageInfo, SkillPage
-from registry.services.reconcile import ReconcileReport
-from registry.services.retention import RetentionReport
-from registry.services.status import Status
-from registry.services.tokens import IssuedToken, TokenInfo
-from registry.services.uploads import ManifestFile, UploadedBlob
+from registry.services.write import edit, publish, restore, uploads
+from registry.services.write.uploads import ManifestFile, UploadedBlob
 from registry.settings import Settings
 
 

@@ -12,8 +12,8 @@ from rich.markup import escape
 from registry.cli.common import CliState, agent_option, json_option, make_scope, run_async
 from registry.cli.history import actor_option, parse_skill
 from registry.cli.output import Output
-from registry.services.controls import SkillStatus
-from registry.services.exclusions import ExclusionReport
+from registry.services.history.controls import SkillStatus
+from registry.services.history.exclusions import ExclusionReport
 
 
 def render_status(status: SkillStatus, console: Console) -> None:

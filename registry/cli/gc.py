@@ -12,9 +12,9 @@ from registry.cli.common import CliState, json_option, run_async
 from registry.cli.exits import exit_code
 from registry.cli.output import Output, human_size, to_jsonable
 from registry.errors import IntegrityError
-from registry.services.fsck import FsckReport
-from registry.services.gc import GcReport
-from registry.services.gc_figures import GcFigures
+from registry.services.gc.collect import GcReport
+from registry.services.gc.figures import GcFigures
+from registry.services.gc.fsck import FsckReport
 
 _UNITS: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 _PART: Final = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")

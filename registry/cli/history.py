@@ -19,8 +19,8 @@ from registry.cli.common import (
 )
 from registry.cli.output import Output, human_size
 from registry.domain.model import Publication
-from registry.services.diff import DiffTarget, FileChange, PackageDiff, ProposalRef
-from registry.services.history import HistoryPage
+from registry.services.history.diff import DiffTarget, FileChange, PackageDiff, ProposalRef
+from registry.services.history.versions import HistoryPage
 
 actor_option = click.option("--actor", default="cli", show_default=True, help="Who acts.")
 

@@ -38,9 +38,9 @@ from registry.cli.output import Output, human_size, to_jsonable
 from registry.cli.packages import _pub, _publication_line, parse_expect
 from registry.db.jobs import JobRow
 from registry.errors import RegistryError
-from registry.services.folder import read_folder
-from registry.services.jobs import JobOutcome
-from registry.services.marketplace import DEFAULT_ACTOR, POLICIES, Policy
+from registry.services.marketplace.install import DEFAULT_ACTOR, POLICIES, Policy
+from registry.services.marketplace.jobs import JobOutcome
+from registry.services.materialize.folder import read_folder
 
 _STATUSES = ("queued", "running", "succeeded", "failed")
 

@@ -21,7 +21,7 @@ from registry.cli.common import (
 )
 from registry.cli.output import Output, human_size
 from registry.domain.model import ANY, ExpectedHead, Origin, Publication
-from registry.services.folder import read_folder, write_folder
+from registry.services.materialize.folder import read_folder, write_folder
 from registry.services.read import PackageInfo, SkillPage
 
 

@@ -14,14 +14,14 @@ from rich.table import Table
 from registry.cli.common import CliState, agent_option, json_option, make_scope, run_async
 from registry.cli.history import actor_option, publication_dict, render_changes
 from registry.cli.output import Output, human_size
-from registry.services.folder import read_folder
-from registry.services.proposals import (
+from registry.services.history.proposals import (
     Changes,
     Decision,
     DecisionResult,
     ProposalDetail,
     ProposalPage,
 )
+from registry.services.materialize.folder import read_folder
 
 
 @click.group()

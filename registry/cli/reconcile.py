@@ -19,8 +19,8 @@ from rich.console import Console
 from registry.cli.common import CliState, agent_option, json_option, make_scope, run_async
 from registry.cli.exits import UNEXPECTED, exit_code
 from registry.cli.output import Output
-from registry.services.lockfile import LockFile
-from registry.services.reconcile import ReconcileReport, SkillOutcome
+from registry.services.materialize.lockfile import LockFile
+from registry.services.materialize.reconcile import ReconcileReport, SkillOutcome
 
 _DRIFT_SHOWN = 20  # drift lines per skill in the human report (JSON has them all)
 _STYLE = {

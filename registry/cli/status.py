@@ -13,7 +13,7 @@ from rich.table import Table
 from registry.cli.common import CliState, json_option, make_scope, run_async
 from registry.cli.gc import render_figures
 from registry.cli.output import Output
-from registry.services.status import Status
+from registry.services.ops.status import Status
 
 
 @click.command()

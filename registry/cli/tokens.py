@@ -11,7 +11,7 @@ from rich.table import Table
 from registry.cli.common import CliState, json_option, run_async
 from registry.cli.output import Output
 from registry.domain.access import Role
-from registry.services.tokens import TokenInfo
+from registry.services.ops.tokens import TokenInfo
 
 
 def _info(info: TokenInfo) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The queries of garbage collection: candidates, the locked re-check, untracked objects, runs.
 
-The protocol they serve is in `registry/services/gc.py` and docs/gc.md. Two rules shape
+The protocol they serve is in `registry/services/gc/collect.py` and docs/gc.md. Two rules shape
 every query here:
 
 - On PostgreSQL a row lock is taken by one statement and the row is re-checked by the

@@ -4,7 +4,7 @@ Content addressing is global, so "is digest X stored?" must not be answered for 
 tenant's bytes. A workspace *sees* a digest when the blob is `live` (stored and verified)
 and the workspace either references it (a manifest of the workspace lists it: versions
 and proposals both point at manifests) or holds an unexpired claim on it (it uploaded the
-bytes itself, `registry/services/uploads.py`).
+bytes itself, `registry/services/write/uploads.py`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ bytes) proves possession. Only the BLAKE3 hash of the secret is stored; the whol
 shown once, when it is created. A secret with 256 bits of entropy needs no slow key
 derivation: nobody can guess it, and the hash cannot be inverted.
 
-Pure: generating the random parts is the service's job (`registry/services/tokens.py`).
+Pure: generating the random parts is the service's job (`registry/services/ops/tokens.py`).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from registry.api import Registry
 from registry.domain.access import Role
 from registry.errors import Forbidden, Unauthenticated
 from registry.http.problems import HttpProblem
-from registry.services.tokens import TokenInfo
+from registry.services.ops.tokens import TokenInfo
 
 # Route name (operation id) -> the role it needs; None: no token at all.
 ROLES: Final[dict[str, Role | None]] = {

@@ -13,12 +13,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from registry.domain.manifest import Manifest
 from registry.domain.model import Publication, Scope
 from registry.http.preconditions import entity_tag
-from registry.services.catalog import ListingVersion
-from registry.services.gc_figures import GcFigures
-from registry.services.jobs import JobPage, JobRow
-from registry.services.operations import JobFigures, MaterializationFigures
+from registry.services.gc.figures import GcFigures
+from registry.services.marketplace.catalog import ListingVersion
+from registry.services.marketplace.jobs import JobPage, JobRow
+from registry.services.ops.health import JobFigures, MaterializationFigures
 from registry.services.read import PackageInfo, SkillPage
-from registry.services.uploads import ManifestFile
+from registry.services.write.uploads import ManifestFile
 
 DIGEST_PATTERN: Final = r"^[0-9a-f]{64}$"
 SLUG_PATTERN: Final = r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$"

@@ -14,7 +14,7 @@ from registry.db.tables import Base, Event, Skill
 from registry.domain.model import Origin
 from registry.domain.retention import RetentionPolicy
 from registry.errors import ProposalNotFound, VersionNotFound
-from registry.services import retention
+from registry.services.gc import retention
 from tests.gc.helpers import ACME, HOUR, ManualClock, gc_settings, publish, referenced_digests
 from tests.support.faults import ScriptedFailpoints
 from tests.support.packages import package

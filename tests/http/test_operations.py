@@ -8,8 +8,8 @@ from pathlib import Path
 from blobstore import BlobStoreUnavailable
 from registry.db.engine import create_engine
 from registry.domain.model import Scope
-from registry.services import operations
 from registry.services.context import Context
+from registry.services.ops import health as operations
 from tests.http.helpers import BLOBS, SKILLS, digest, manifest, publish
 from tests.support.faults import InstrumentedStore
 from tests.support.packages import package

@@ -9,7 +9,7 @@ import pytest
 from blobstore import BlobStoreUnavailable
 from registry import PackageFile
 from registry.errors import HeadConflict, NotInstalled, SkillNotFound, StorageUnavailable
-from registry.services import marketplace
+from registry.services.marketplace import install as marketplace
 from registry.settings import Settings
 from tests.marketplace.support import (
     ACME,

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from registry.errors import LockFileInvalid, LockMismatch, NotInUse, VersionNotFound
-from registry.services.lockfile import LockedSkill, LockFile
+from registry.services.materialize.lockfile import LockedSkill, LockFile
 from tests.materialize.conftest import ACME, expected_files, publish
 from tests.support.targets import load_skill, set_skill, tree_snapshot
 

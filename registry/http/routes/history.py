@@ -33,9 +33,9 @@ from registry.http.routes.common import (
 )
 from registry.http.routes.skills import published
 from registry.http.schemas import ActorOptions, PublishResult
-from registry.services.controls import SkillStatus
-from registry.services.diff import DiffTarget, PackageDiff, ProposalRef
-from registry.services.history import HistoryPage
+from registry.services.history.controls import SkillStatus
+from registry.services.history.diff import DiffTarget, PackageDiff, ProposalRef
+from registry.services.history.versions import HistoryPage
 
 router = APIRouter(prefix="/v1/workspaces/{workspace}/skills/{slug}", tags=["history"])
 

@@ -52,7 +52,7 @@ from registry.http.schemas import (
     PublishResult,
     UpdateRequest,
 )
-from registry.services.jobs import Enqueued
+from registry.services.marketplace.jobs import Enqueued
 
 catalog_router = APIRouter(prefix="/v1/catalog", tags=["catalog"])
 jobs_router = APIRouter(prefix="/v1/workspaces/{workspace}", tags=["marketplace"])

@@ -21,8 +21,8 @@ from registry.http.preconditions import current_head, expected_head, preconditio
 from registry.http.problems import HttpProblem
 from registry.http.routes.common import DEFAULT, Agent, Workspace, make_scope, problems
 from registry.http.schemas import ActorOptions, FileEntry
-from registry.services.proposals import DecisionResult, ProposalDetail, ProposalPage
-from registry.services.uploads import ManifestFile
+from registry.services.history.proposals import DecisionResult, ProposalDetail, ProposalPage
+from registry.services.write.uploads import ManifestFile
 
 router = APIRouter(prefix="/v1/workspaces/{workspace}/proposals", tags=["proposals"])
 

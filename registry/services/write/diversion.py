@@ -31,7 +31,7 @@ from registry.services.context import Context
 
 if TYPE_CHECKING:
     # publish imports this module; the request type is only needed for annotations.
-    from registry.services.publish import WriteRequest
+    from registry.services.write.publish import WriteRequest
 
 
 @dataclass(frozen=True, slots=True)

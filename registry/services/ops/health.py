@@ -21,8 +21,8 @@ from blobstore import BlobStoreError
 from registry.db.tables import Blob, BlobClaim, Event, Job
 from registry.errors import RegistryError
 from registry.services.context import Context
-from registry.services.gc_figures import GcFigures, gc_figures
-from registry.services.status import materialization_status
+from registry.services.gc.figures import GcFigures, gc_figures
+from registry.services.ops.status import materialization_status
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ from registry.db.tables import Skill
 from registry.domain.model import Scope, check_slug
 from registry.domain.states import Action, Conditions, SkillState, check
 from registry.errors import ContentBlocked, HeadConflict, SkillNotFound, VersionUnavailable
-from registry.services import content
 from registry.services.context import Context
+from registry.services.write import content
 
 T = TypeVar("T")
 

@@ -29,14 +29,14 @@ from registry.db.tables import PENDING_PROPOSAL_STATUSES
 from registry.domain.manifest import Manifest, ManifestDiff
 from registry.domain.model import FileInput, Origin, PackageFile, Publication, Scope
 from registry.errors import ProposalNotFound
-from registry.services import content
 from registry.services.context import Context
-from registry.services.controls import locked
-from registry.services.diff import FileChange, diff_manifests
-from registry.services.diversion import ProposalDecision, check_decidable
-from registry.services.edit import edit
-from registry.services.publish import WriteRequest, publish_manifest
+from registry.services.history.controls import locked
+from registry.services.history.diff import FileChange, diff_manifests
 from registry.services.read import read_files
+from registry.services.write import content
+from registry.services.write.diversion import ProposalDecision, check_decidable
+from registry.services.write.edit import edit
+from registry.services.write.publish import WriteRequest, publish_manifest
 
 MAX_PAGE: Final = 200
 

@@ -33,8 +33,8 @@ from registry.db.tables import Skill, Version
 from registry.domain.model import Scope
 from registry.errors import ContentBlocked, HeadConflict, VersionUnavailable
 from registry.services.context import Context
-from registry.services.controls import locked
-from registry.services.restore import StoredVersion, republish, stored_version
+from registry.services.history.controls import locked
+from registry.services.write.restore import StoredVersion, republish, stored_version
 
 # A repair that loses its compare-and-swap to a concurrent write reads the skill again.
 _REPAIR_ATTEMPTS: Final = 3

@@ -20,10 +20,10 @@ from registry.db import skills as db
 from registry.domain.approvals import Approval, FindingRef
 from registry.domain.model import Scope, check_slug
 from registry.errors import VersionNotFound
-from registry.services import content
 from registry.services.context import Context
-from registry.services.controls import live_skill, locked
-from registry.services.restore import stored_version
+from registry.services.history.controls import live_skill, locked
+from registry.services.write import content
+from registry.services.write.restore import stored_version
 
 
 @dataclass(frozen=True)

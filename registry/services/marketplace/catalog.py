@@ -24,9 +24,10 @@ from registry.domain.archive import RULE_TOO_LARGE, ArchiveLimits, EntryCallback
 from registry.domain.manifest import Manifest
 from registry.domain.model import ANY, ExpectedHead, FileInput, Origin, Publication, Scope
 from registry.errors import ArchiveRejected, ListingNotFound, SkillNotFound, VersionNotFound
-from registry.services import content, publish, read
+from registry.services import read
 from registry.services.context import Context
-from registry.services.folder import read_folder
+from registry.services.materialize.folder import read_folder
+from registry.services.write import content, publish
 
 # Archives above this size are parsed in a worker thread (inflating and hashing hold the
 # event loop otherwise).

@@ -25,7 +25,7 @@ from registry.errors import (
 from registry.services.context import Context
 
 if TYPE_CHECKING:
-    from registry.services.publish import WriteRequest
+    from registry.services.write.publish import WriteRequest
 
 
 def early_checks(request: WriteRequest, head: db.SkillRow | None) -> None:

@@ -19,7 +19,7 @@ from registry.domain.model import Scope
 from registry.errors import IntegrityError, LockMismatch, NotInUse, RegistryError, SkillNotFound
 from registry.services import read
 from registry.services.context import Context
-from registry.services.lockfile import LockFile
+from registry.services.materialize.lockfile import LockFile
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,10 @@ stat cache says it wrote. For each skill the reconciler looks at the disk first:
                                              compare-and-swap on the applied version)
     not desired (deleted, paused, unpinned) -> remove it from the target
 
-Every change is written package-atomically (`registry.services.materialize`) and then
-recorded in one locked transaction with one outbox event (`registry.services.applied`). A
-skill that fails is reported with its reason and recorded as failed; the others go on.
-One reconciler works on a target at a time (`registry.services.target`). The desired state
-comes from `registry.services.desired`; drift is found by `registry.services.drift`.
+Every change is written package-atomically (`swap`) and then recorded in one locked
+transaction with one outbox event (`applied`). A skill that fails is reported with its
+reason and recorded as failed; the others go on. One reconciler works on a target at a time
+(`target`). The desired state comes from `desired`; drift is found by `drift`.
 """
 
 from __future__ import annotations
@@ -45,14 +44,16 @@ from registry.errors import (
     TargetBusy,
 )
 from registry.failpoints import NO_FAILPOINTS
-from registry.services import desired, drift, materialize, publish, read
-from registry.services.applied import Records
+from registry.services import read
 from registry.services.context import Context
-from registry.services.desired import Want
-from registry.services.drift import DIR, LINK, DriftItem, Observation
-from registry.services.durable import Step, no_step
-from registry.services.lockfile import LockFile
-from registry.services.target import SkillCache, Target, wait_until_free
+from registry.services.materialize import desired, drift, swap
+from registry.services.materialize.applied import Records
+from registry.services.materialize.desired import Want
+from registry.services.materialize.drift import DIR, LINK, DriftItem, Observation
+from registry.services.materialize.fsops import Step, no_step
+from registry.services.materialize.lockfile import LockFile
+from registry.services.materialize.target import SkillCache, Target, wait_until_free
+from registry.services.write import publish
 
 WRITTEN: Final = "written"
 UNCHANGED: Final = "unchanged"
@@ -434,7 +435,7 @@ class _Run:
         found: tuple[DriftItem, ...],
     ) -> SkillOutcome:
         manifest = await desired.manifest(self.ctx, self.scope, want)
-        how = materialize.plan(self.target.mode, manifest, seen)
+        how = swap.plan(self.target.mode, manifest, seen)
         wanted = Manifest(e for e in manifest if e.path in set(how.fetch))
         files = await read.read_files(self.ctx, wanted)
         # From here until the cache is saved again, this slug's disk state is our own
@@ -447,7 +448,7 @@ class _Run:
         await self.blocking(self.target.save_cache, intent)
         await self.ctx.hit("materialize.intent_saved")
         written = await self.blocking(
-            materialize.write,
+            swap.write,
             self.target,
             slug,
             manifest=manifest,
@@ -530,7 +531,7 @@ class _Run:
         owned = cache is not None or recorded or seen.reconciler_made
         if not owned or (seen.entry == drift.ABSENT and cache is None and not recorded):
             return None
-        await self.blocking(materialize.remove, self.target, slug, self.step)
+        await self.blocking(swap.remove, self.target, slug, self.step)
         await self.records.removed(slug, skill_id)
         await self.blocking(self.target.drop_cache, slug)
         await self.ctx.hit("reconcile.skill_done")

@@ -22,10 +22,10 @@ from registry.db import skills as db
 from registry.domain.approvals import Approval
 from registry.domain.manifest import Manifest
 from registry.domain.model import ExpectedHead, Origin, Publication, Scope, check_slug
-from registry.services import content
 from registry.services.context import Context
-from registry.services.publish import WriteRequest, publish_manifest
 from registry.services.read import locate
+from registry.services.write import content
+from registry.services.write.publish import WriteRequest, publish_manifest
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,8 @@ from typing import Any, Final
 from registry.domain.manifest import Manifest, ManifestEntry
 from registry.domain.model import Scope, check_slug
 from registry.errors import InvalidName, TargetBusy, TargetInvalid, TargetMismatch
-from registry.services import durable
-from registry.services.durable import FileStamp, Step, no_step
+from registry.services.materialize import fsops
+from registry.services.materialize.fsops import FileStamp, Step, no_step
 
 PRIVATE: Final = ".skillreg"
 IDENTITY: Final = "target.json"
@@ -53,7 +53,7 @@ _TREE_NAME: Final = re.compile(r"[0-9a-f]{16}-[0-9a-f]{8}")
 
 def tree_name(manifest_hash: str) -> str:
     """A fresh tree name: the manifest hash prefix (for people) and a random suffix."""
-    return f"{manifest_hash[:16]}-{durable.token()}"
+    return f"{manifest_hash[:16]}-{fsops.token()}"
 
 
 def link_text(slug: str, tree: str) -> str:
@@ -260,20 +260,20 @@ class Target:
     # ------------------------------------------------------------ the stat cache
 
     def load_cache(self, slug: str) -> SkillCache | None:
-        data = durable.read_small(f"{slug}.json", self._fds[CACHE])
+        data = fsops.read_small(f"{slug}.json", self._fds[CACHE])
         return None if data is None else SkillCache.loads(slug, data)
 
     def save_cache(self, cache: SkillCache) -> None:
-        durable.write_small(self.tmp_fd, self._fds[CACHE], f"{cache.slug}.json", cache.dumps())
+        fsops.write_small(self.tmp_fd, self._fds[CACHE], f"{cache.slug}.json", cache.dumps())
 
     def drop_cache(self, slug: str) -> None:
-        if durable.unlink_if_present(f"{slug}.json", self._fds[CACHE]):
-            durable.fsync_fd(self._fds[CACHE])
+        if fsops.unlink_if_present(f"{slug}.json", self._fds[CACHE]):
+            fsops.fsync_fd(self._fds[CACHE])
 
     def cached_slugs(self) -> set[str]:
         """Slugs this target has written (or started writing): the slugs it manages."""
         slugs = set()
-        for name in durable.names(self._fds[CACHE]):
+        for name in fsops.names(self._fds[CACHE]):
             slug, dot, ext = name.rpartition(".")
             if dot and ext == "json" and _is_slug(slug):
                 slugs.add(slug)
@@ -283,14 +283,14 @@ class Target:
 
     def linked_tree(self, slug: str) -> str | None:
         """The tree `<target>/<slug>` links to, if it is one of ours."""
-        text = durable.read_link_at(slug, self.root_fd)
+        text = fsops.read_link_at(slug, self.root_fd)
         return None if text is None else parse_link(slug, text)
 
     def open_tree(self, slug: str, tree: str) -> int:
         """A descriptor of the tree `tree` of `slug` (`OSError` if it is missing or not ours)."""
-        slug_fd = durable.open_dir(slug, dir_fd=self.trees_fd)
+        slug_fd = fsops.open_dir(slug, dir_fd=self.trees_fd)
         try:
-            return durable.open_dir(tree, dir_fd=slug_fd)
+            return fsops.open_dir(tree, dir_fd=slug_fd)
         finally:
             os.close(slug_fd)
 
@@ -303,27 +303,27 @@ class Target:
         removed = 0
         for name in (TMP, TRASH):
             fd = self._fds[name]
-            for entry in durable.names(fd):
-                removed += durable.remove_entry(entry, fd)
-        for slug in durable.names(self.trees_fd):
+            for entry in fsops.names(fd):
+                removed += fsops.remove_entry(entry, fd)
+        for slug in fsops.names(self.trees_fd):
             removed += self.remove_unlinked_trees(slug)
         return removed
 
     def remove_unlinked_trees(self, slug: str, *, step: Step = no_step) -> int:
         """Remove every tree of `slug` except the linked one; drop the slug's folder if empty."""
-        st = durable.lstat_at(slug, self.trees_fd)
+        st = fsops.lstat_at(slug, self.trees_fd)
         if st is None:
             return 0
         if not (_is_slug(slug) and stat.S_ISDIR(st.st_mode)):
-            return int(durable.remove_entry(slug, self.trees_fd))
+            return int(fsops.remove_entry(slug, self.trees_fd))
         keep = self.linked_tree(slug)
-        fd = durable.open_dir(slug, dir_fd=self.trees_fd)
+        fd = fsops.open_dir(slug, dir_fd=self.trees_fd)
         removed = 0
         try:
-            for tree in durable.names(fd):
+            for tree in fsops.names(fd):
                 if tree != keep:
-                    removed += durable.remove_entry(tree, fd, first="SKILL.md")
-            empty = not durable.names(fd)
+                    removed += fsops.remove_entry(tree, fd, first="SKILL.md")
+            empty = not fsops.names(fd)
         finally:
             os.close(fd)
         if empty:
@@ -358,13 +358,13 @@ def _prepare_root(path: Path) -> Path:
 
 def _private_dir(shown: str, name: str, parent_fd: int) -> int:
     try:
-        fd, created = durable.ensure_dir(name, dir_fd=parent_fd)
+        fd, created = fsops.ensure_dir(name, dir_fd=parent_fd)
     except OSError as exc:
         raise TargetInvalid(
             shown, "private_area_not_a_directory", f"{name}: {exc.strerror or exc}"
         ) from exc
     if created:
-        durable.fsync_fd(parent_fd)
+        fsops.fsync_fd(parent_fd)
     return fd
 
 
@@ -395,7 +395,7 @@ def wait_until_free(path: Path | str) -> None:
     """
     root_fd = os.open(Path(path).resolve(strict=True), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        private_fd = durable.open_dir(PRIVATE, dir_fd=root_fd)
+        private_fd = fsops.open_dir(PRIVATE, dir_fd=root_fd)
         try:
             fd = os.open(LOCK, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=private_fd)
         finally:
@@ -409,10 +409,10 @@ def wait_until_free(path: Path | str) -> None:
 
 
 def _identity(shown: str, fds: dict[str, int], scope: Scope, mode: str | None) -> Identity:
-    data = durable.read_small(IDENTITY, fds[PRIVATE], limit=64 * 1024)
+    data = fsops.read_small(IDENTITY, fds[PRIVATE], limit=64 * 1024)
     if data is None:
         identity = Identity(str(uuid.uuid4()), scope.workspace, scope.agent, mode or "link")
-        durable.write_small(fds[TMP], fds[PRIVATE], IDENTITY, identity.dumps())
+        fsops.write_small(fds[TMP], fds[PRIVATE], IDENTITY, identity.dumps())
         return identity
     identity = Identity.loads(shown, data)
     if (identity.workspace, identity.agent) != (scope.workspace, scope.agent):

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from registry.domain.manifest import Manifest, ManifestEntry
-from registry.services import durable
-from registry.services.durable import FileStamp
-from registry.services.target import SkillCache, Target
+from registry.services.materialize import fsops
+from registry.services.materialize.fsops import FileStamp
+from registry.services.materialize.target import SkillCache, Target
 
 MAX_ENTRIES: Final = 10_000
 MAX_DEPTH: Final = 32
@@ -114,11 +114,11 @@ def observe(target: Target, slug: str, cache: SkillCache | None, *, verify: bool
     stamps: Mapping[str, FileStamp] = {}
     if cache is not None and cache.writing is None and not verify:
         stamps = cache.files
-    st = durable.lstat_at(slug, target.root_fd)
+    st = fsops.lstat_at(slug, target.root_fd)
     if st is None:
         return Observation(ABSENT)
     if stat.S_ISLNK(st.st_mode):
-        text = durable.read_link_at(slug, target.root_fd) or ""
+        text = fsops.read_link_at(slug, target.root_fd) or ""
         tree = target.linked_tree(slug)
         if tree is None:
             return Observation(FOREIGN, detail=f"a link to {text!r}")
@@ -129,7 +129,7 @@ def observe(target: Target, slug: str, cache: SkillCache | None, *, verify: bool
         trusted = stamps if cache is not None and cache.tree == tree else {}
         return _walk_root(fd, LINK, tree, trusted, verify=verify)
     if stat.S_ISDIR(st.st_mode):
-        fd = durable.open_dir(slug, dir_fd=target.root_fd)
+        fd = fsops.open_dir(slug, dir_fd=target.root_fd)
         trusted = stamps if cache is not None and cache.tree is None else {}
         return _walk_root(fd, DIR, None, trusted, verify=verify)
     kind = "file" if stat.S_ISREG(st.st_mode) else "special file"
@@ -165,13 +165,13 @@ class _Walk:
         self.seen = 0
 
     def directory(self, fd: int, prefix: str, depth: int) -> None:
-        for name in durable.names(fd):
+        for name in fsops.names(fd):
             rel = f"{prefix}{name}"
             self.seen += 1
             if self.seen > MAX_ENTRIES:
                 self.anomalies.append(Anomaly(rel, "too_many"))
                 return
-            st = durable.lstat_at(name, fd)
+            st = fsops.lstat_at(name, fd)
             if st is None:
                 continue  # removed while we looked; the next look settles it
             if stat.S_ISLNK(st.st_mode):
@@ -189,7 +189,7 @@ class _Walk:
             self.anomalies.append(Anomaly(rel, "too_deep"))
             return
         try:
-            sub = durable.open_dir(name, dir_fd=fd)
+            sub = fsops.open_dir(name, dir_fd=fd)
         except OSError:
             self.anomalies.append(Anomaly(rel, "special"))  # replaced by a link meanwhile
             return
@@ -203,7 +203,7 @@ class _Walk:
         if stamp is not None and not self.verify and stamp.same_stat(st):
             self.files[rel] = stamp
             return
-        hashed = durable.hash_file(name, fd)
+        hashed = fsops.hash_file(name, fd)
         self.hashed += 1
         if hashed is None:
             self.anomalies.append(Anomaly(rel, "special"))
@@ -251,7 +251,7 @@ def read_observed(
     """
     root = target.open_tree(slug, seen.tree) if seen.entry == LINK and seen.tree else None
     if root is None:
-        root = durable.open_dir(slug, dir_fd=target.root_fd)
+        root = fsops.open_dir(slug, dir_fd=target.root_fd)
     out: dict[str, tuple[bytes, bool]] = {}
     try:
         for path, stamp in sorted(seen.files.items()):
@@ -260,18 +260,18 @@ def read_observed(
             opened: list[int] = []
             try:
                 for part in parts[:-1]:
-                    parent = durable.open_dir(part, dir_fd=parent)
+                    parent = fsops.open_dir(part, dir_fd=parent)
                     opened.append(parent)
-                found = durable.read_file(parts[-1], parent, limit)
+                found = fsops.read_file(parts[-1], parent, limit)
             finally:
                 for fd in opened:
                     os.close(fd)
             if found is None or len(found[0]) > limit:
                 raise ValueError(f"{path} is gone or larger than {limit} bytes")
             data, st = found
-            if durable.digest(data) != stamp.digest:
+            if fsops.digest(data) != stamp.digest:
                 raise ValueError(f"{path} changed while it was being adopted")
-            out[path] = (data, durable.is_executable(st))
+            out[path] = (data, fsops.is_executable(st))
     finally:
         os.close(root)
     return out

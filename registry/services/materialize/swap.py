@@ -35,10 +35,10 @@ from typing import Final
 from registry.domain.manifest import Manifest, ManifestEntry
 from registry.domain.model import PackageFile
 from registry.errors import IntegrityError
-from registry.services import durable
-from registry.services.drift import ABSENT, DIR, Observation
-from registry.services.durable import FileStamp, Step
-from registry.services.target import Target, link_text, tree_name
+from registry.services.materialize import fsops
+from registry.services.materialize.drift import ABSENT, DIR, Observation
+from registry.services.materialize.fsops import FileStamp, Step
+from registry.services.materialize.target import Target, link_text, tree_name
 
 SKILL_MD: Final = "SKILL.md"
 
@@ -177,23 +177,23 @@ def build_tree(
     step: Step,
 ) -> tuple[str, dict[str, FileStamp]]:
     """Write `manifest` into a fresh tree of `slug` that no reader can see yet."""
-    slug_fd, created = durable.ensure_dir(slug, dir_fd=target.trees_fd)
+    slug_fd, created = fsops.ensure_dir(slug, dir_fd=target.trees_fd)
     try:
         if created:
-            durable.fsync_fd(target.trees_fd)
+            fsops.fsync_fd(target.trees_fd)
         name = tree_name(manifest.hash)
-        os.mkdir(name, durable.DIR_MODE, dir_fd=slug_fd)
+        os.mkdir(name, fsops.DIR_MODE, dir_fd=slug_fd)
         try:
-            tree_fd = durable.open_dir(name, dir_fd=slug_fd)
+            tree_fd = fsops.open_dir(name, dir_fd=slug_fd)
             try:
                 step("materialize.tree_created")
                 stamps = place_all(target.tmp_fd, tree_fd, manifest.entries, files=files, step=step)
-                durable.fsync_fd(tree_fd)
+                fsops.fsync_fd(tree_fd)
             finally:
                 os.close(tree_fd)
-            durable.fsync_fd(slug_fd)
+            fsops.fsync_fd(slug_fd)
         except BaseException:
-            durable.remove_entry(name, slug_fd)
+            fsops.remove_entry(name, slug_fd)
             raise
     finally:
         os.close(slug_fd)
@@ -203,16 +203,16 @@ def build_tree(
 
 def swap_link(target: Target, slug: str, tree: str, step: Step) -> None:
     """Point `<target>/<slug>` at `tree` in one atomic rename, then make it durable."""
-    temp = f"{slug}.{durable.token()}.link"
+    temp = f"{slug}.{fsops.token()}.link"
     os.symlink(link_text(slug, tree), temp, dir_fd=target.tmp_fd)
     step("materialize.link_created")
     try:
         os.rename(temp, slug, src_dir_fd=target.tmp_fd, dst_dir_fd=target.root_fd)
     except BaseException:
-        durable.unlink_if_present(temp, target.tmp_fd)
+        fsops.unlink_if_present(temp, target.tmp_fd)
         raise
     step("materialize.swapped")
-    durable.fsync_fd(target.root_fd)
+    fsops.fsync_fd(target.root_fd)
 
 
 # ---------------------------------------------------------------- copy mode
@@ -227,14 +227,14 @@ def _write_new_folder(
     seen: Observation,
     step: Step,
 ) -> Written:
-    staged = f"{slug}.{durable.token()}.new"
-    os.mkdir(staged, durable.DIR_MODE, dir_fd=target.tmp_fd)
+    staged = f"{slug}.{fsops.token()}.new"
+    os.mkdir(staged, fsops.DIR_MODE, dir_fd=target.tmp_fd)
     try:
-        staged_fd = durable.open_dir(staged, dir_fd=target.tmp_fd)
+        staged_fd = fsops.open_dir(staged, dir_fd=target.tmp_fd)
         try:
             step("materialize.tree_created")
             stamps = place_all(target.tmp_fd, staged_fd, manifest.entries, files=files, step=step)
-            durable.fsync_fd(staged_fd)
+            fsops.fsync_fd(staged_fd)
         finally:
             os.close(staged_fd)
         step("materialize.tree_synced")
@@ -242,10 +242,10 @@ def _write_new_folder(
             _move_away(target, slug)
         os.rename(staged, slug, src_dir_fd=target.tmp_fd, dst_dir_fd=target.root_fd)
     except BaseException:
-        durable.remove_entry(staged, target.tmp_fd)
+        fsops.remove_entry(staged, target.tmp_fd)
         raise
     step("materialize.swapped")
-    durable.fsync_fd(target.root_fd)
+    fsops.fsync_fd(target.root_fd)
     target.remove_unlinked_trees(slug, step=step)
     _empty_trash(target)
     return Written(None, stamps)
@@ -262,21 +262,21 @@ def _write_in_place(
     step: Step,
 ) -> Written:
     stamps = {p: s for p, s in seen.files.items() if p in manifest}
-    folder = durable.open_dir(slug, dir_fd=target.root_fd)
+    folder = fsops.open_dir(slug, dir_fd=target.root_fd)
     dirs = _DirCache(folder)
     try:
         skill_md_gone = False
         if how.hide_skill_md:
             skill_md_gone = True
-            if durable.remove_entry(SKILL_MD, folder):
-                durable.fsync_fd(folder)
+            if fsops.remove_entry(SKILL_MD, folder):
+                fsops.fsync_fd(folder)
                 step("materialize.skill_md_removed")
         for path in how.prune:
             if path == SKILL_MD:
                 continue  # removed above if it had to go, rewritten below
             parent, name = dirs.parent_of(path, create=False)
             if parent is not None:
-                durable.remove_entry(name, parent)
+                fsops.remove_entry(name, parent)
             dirs.mark(path)
         step("materialize.pruned")
         siblings = [manifest[p] for p in how.content if p != SKILL_MD]
@@ -289,7 +289,7 @@ def _write_in_place(
             st = (
                 None
                 if parent is None
-                else durable.set_mode(name, parent, executable=entry.executable)
+                else fsops.set_mode(name, parent, executable=entry.executable)
             )
             if st is None:
                 raise IntegrityError(f"{slug}/{path} vanished while its mode was set")
@@ -298,7 +298,7 @@ def _write_in_place(
         dirs.fsync_all()
         if skill_md_gone or SKILL_MD in how.content:
             stamps |= place_all(target.tmp_fd, folder, [manifest[SKILL_MD]], files=files, step=step)
-            durable.fsync_fd(folder)
+            fsops.fsync_fd(folder)
             step("materialize.skill_md_placed")
     finally:
         dirs.close()
@@ -326,11 +326,11 @@ class _DirCache:
             return None
         try:
             if create:
-                fd, created = durable.ensure_dir(name, dir_fd=parent)
+                fd, created = fsops.ensure_dir(name, dir_fd=parent)
                 if created:
                     self._touched.add(parent_path)
             else:
-                fd = durable.open_dir(name, dir_fd=parent)
+                fd = fsops.open_dir(name, dir_fd=parent)
         except (FileNotFoundError, NotADirectoryError):
             if create:
                 raise
@@ -350,7 +350,7 @@ class _DirCache:
         for directory in sorted(self._touched, key=lambda d: -d.count("/") - bool(d)):
             fd = self._fds.get(directory)
             if fd is not None:
-                durable.fsync_fd(fd)
+                fsops.fsync_fd(fd)
         self._touched.clear()
 
     def close(self) -> None:
@@ -372,7 +372,7 @@ def place_all(
 ) -> dict[str, FileStamp]:
     """Write each entry under `root_fd` (creating directories), verify it, fsync directories.
 
-    `root_fd` itself is fsynced by the caller, which knows when its entries must be durable.
+    `root_fd` itself is fsynced by the caller, which knows when its entries must be fsops.
     """
     own = dirs is None
     cache = dirs if dirs is not None else _DirCache(os.dup(root_fd))
@@ -403,8 +403,8 @@ def place_file(
     step: Step,
 ) -> FileStamp:
     """Durably write one file, then read it back and check its digest, size and mode."""
-    durable.write_file(stage_fd, dir_fd, name, file.data, executable=entry.executable, step=step)
-    hashed = durable.hash_file(name, dir_fd)
+    fsops.write_file(stage_fd, dir_fd, name, file.data, executable=entry.executable, step=step)
+    hashed = fsops.hash_file(name, dir_fd)
     if hashed is None:
         raise IntegrityError(f"{entry.path} is not a regular file after it was written")
     digest, st = hashed
@@ -421,18 +421,18 @@ def place_file(
 
 def _move_away(target: Target, slug: str) -> bool:
     """Take `<target>/<slug>` out of view in one step: a folder to the trash, else unlink."""
-    st = durable.lstat_at(slug, target.root_fd)
+    st = fsops.lstat_at(slug, target.root_fd)
     if st is None:
         return False
     if stat.S_ISDIR(st.st_mode):
-        trashed = f"{slug}.{durable.token()}"
+        trashed = f"{slug}.{fsops.token()}"
         os.rename(slug, trashed, src_dir_fd=target.root_fd, dst_dir_fd=target.trash_fd)
     else:
-        durable.unlink_if_present(slug, target.root_fd)
-    durable.fsync_fd(target.root_fd)
+        fsops.unlink_if_present(slug, target.root_fd)
+    fsops.fsync_fd(target.root_fd)
     return True
 
 
 def _empty_trash(target: Target) -> None:
-    for name in durable.names(target.trash_fd):
-        durable.remove_entry(name, target.trash_fd, first=SKILL_MD)
+    for name in fsops.names(target.trash_fd):
+        fsops.remove_entry(name, target.trash_fd, first=SKILL_MD)

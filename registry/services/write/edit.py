@@ -15,8 +15,8 @@ from registry.domain.approvals import FindingRef
 from registry.domain.model import FileInput, Origin, Publication, Scope
 from registry.errors import DraftKept, VersionNotFound
 from registry.services.context import Context
-from registry.services.diversion import ProposalDecision
-from registry.services.publish import WriteRequest, write_package
+from registry.services.write.diversion import ProposalDecision
+from registry.services.write.publish import WriteRequest, write_package
 
 
 async def edit(

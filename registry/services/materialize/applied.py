@@ -19,8 +19,8 @@ from registry.db.locks import lock_workspace
 from registry.domain.model import Scope
 from registry.errors import RegistryError
 from registry.services.context import Context
-from registry.services.drift import DriftItem
-from registry.services.target import Target
+from registry.services.materialize.drift import DriftItem
+from registry.services.materialize.target import Target
 
 EVENT_KINDS: Final = {
     "applied": "materialized",

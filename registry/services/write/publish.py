@@ -58,9 +58,9 @@ from registry.errors import (
     RegistryError,
     StorageUnavailable,
 )
-from registry.services import blobstage, content, diversion, rootchecks
 from registry.services.context import Context, shielded
-from registry.services.diversion import ProposalDecision
+from registry.services.write import blobstage, content, diversion, rootchecks
+from registry.services.write.diversion import ProposalDecision
 
 # Above this many bytes, hashing runs in a worker thread (BLAKE3 releases the GIL), so a
 # large package does not stall the event loop.

@@ -2,7 +2,7 @@
 
 `Status` has one field per section so that sections can be added as features land
 without changing the ones already there: materialisation (below) and storage (the GC
-figures of `registry/services/gc_figures.py`).
+figures of `registry/services/gc/figures.py`).
 
 Materialisation: every registered target, and every skill pending on it: a skill in use
 whose head manifest is not the one recorded as applied there (including new skills and
@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from registry.db import materializations as dbm
 from registry.domain.model import Scope
 from registry.services.context import Context
-from registry.services.gc_figures import GcFigures, gc_figures
+from registry.services.gc.figures import GcFigures, gc_figures
 
 
 @dataclass(frozen=True)

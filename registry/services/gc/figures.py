@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import gc as db_gc
 from registry.services.context import Context
-from registry.services.gc import cutoffs_at
+from registry.services.gc.collect import cutoffs_at
 
 
 @dataclass(frozen=True)

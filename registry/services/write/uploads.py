@@ -45,8 +45,8 @@ from registry.errors import (
     RegistryError,
     StorageUnavailable,
 )
-from registry.services import publish
 from registry.services.context import Context, shielded
+from registry.services.write import publish
 
 # Above this size the digest is computed in a worker thread (BLAKE3 releases the GIL).
 _THREAD_THRESHOLD: Final = 256 * 1024

@@ -20,8 +20,8 @@ from registry.db import blobs as db_blobs
 from registry.db import scans as db_scans
 from registry.domain.model import Scope
 from registry.errors import StorageUnavailable
-from registry.services import content
 from registry.services.context import Context
+from registry.services.write import content
 
 
 async def claim_and_upload(

@@ -3,7 +3,7 @@
 A run, each step idempotent so that a run killed anywhere is finished by the next:
 
 1. retention (when a policy is configured): prune old versions, one locked transaction
-   per skill (`registry/services/retention.py`);
+   per skill (`registry/services/gc/retention.py`);
 2. expired claims are deleted, a batch per transaction;
 3. the rows are swept in digest order (keyset batches), two transactions per batch:
    - tx1 (short) locks the eligible rows (unreferenced, unclaimed, untouched for the grace
@@ -37,9 +37,9 @@ from blobstore import BlobInfo, BlobStoreError
 from registry.db import gc as db_gc
 from registry.domain.retention import RetentionPolicy
 from registry.errors import RegistryError, StorageUnavailable
-from registry.services import retention
 from registry.services.context import Context, shielded
-from registry.services.retention import RetentionReport
+from registry.services.gc import retention
+from registry.services.gc.retention import RetentionReport
 
 T = TypeVar("T")
 R = TypeVar("R")

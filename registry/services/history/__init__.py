@@ -1,0 +1,6 @@
+"""History and the owner's rules over it: versions, diffs, proposals and controls.
+
+Owns paged history (`versions`), diffs (`diff`), proposals and their decisions
+(`proposals`), content-check approvals (`approvals`), source exclusion (`exclusions`) and the
+owner controls with the skill's state (`controls`). Writes go through `services.write`.
+"""
