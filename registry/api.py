@@ -76,6 +76,7 @@ from registry.services.ops.status import Status
 from registry.services.ops.tokens import IssuedToken, TokenInfo
 from registry.services.read import Package, PackageInfo, SkillPage
 from registry.services.write import edit, publish, restore, uploads
+from registry.services.write.request import WriteRequest
 from registry.services.write.uploads import ManifestFile, UploadedBlob
 from registry.settings import Settings
 
@@ -226,7 +227,7 @@ class Registry:
         (`Publication.proposal`). `approve` names content-check findings (path, ordinal)
         the writer approves; approvals of the version written on are inherited.
         """
-        request = publish.WriteRequest(
+        request = WriteRequest(
             scope=scope,
             slug=slug,
             expected_head=expected_head,
@@ -808,7 +809,7 @@ class Registry:
         The package is validated and content-checked on the stored bytes, exactly like
         `write_package`; `BlobsMissing` names the digests the workspace has not uploaded.
         """
-        request = publish.WriteRequest(
+        request = WriteRequest(
             scope=scope,
             slug=slug,
             expected_head=expected_head,

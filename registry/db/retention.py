@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db.tables import (
     PENDING_PROPOSAL_STATUSES,
+    Base,
     Blob,
     Manifest,
     ManifestEntry,
@@ -145,7 +146,7 @@ async def delete_proposals(conn: AsyncConnection, ref: SkillRef, ids: Sequence[i
 
 
 async def protected_numbers(
-    conn: AsyncConnection, ref: SkillRef, metadata: sa.MetaData
+    conn: AsyncConnection, ref: SkillRef, metadata: sa.MetaData | None = None
 ) -> set[int]:
     """Versions of `ref` that retention never prunes besides the head.
 
@@ -183,6 +184,7 @@ async def protected_numbers(
             )
         ).scalars()
     )
+    metadata = metadata or Base.metadata
     for column in holders(metadata, "versions.id", _OWN_VERSION_ROWS):
         named = sa.select(Version.number).where(mine, sa.exists().where(column == Version.id))
         numbers.update((await conn.execute(named)).scalars())
@@ -216,7 +218,7 @@ async def unreferenced_manifests(
     conn: AsyncConnection,
     workspace: str,
     manifest_ids: Sequence[int],
-    metadata: sa.MetaData,
+    metadata: sa.MetaData | None = None,
     *,
     ignoring: Mapping[str, Sequence[int]] | None = None,
 ) -> list[int]:
@@ -230,6 +232,7 @@ async def unreferenced_manifests(
     query = sa.select(Manifest.id).where(
         Manifest.workspace == workspace, Manifest.id.in_(sorted(set(manifest_ids)))
     )
+    metadata = metadata or Base.metadata
     for column in holders(metadata, "manifests.id", _OWN_MANIFEST_ROWS):
         named = sa.exists().where(column == Manifest.id)
         ignored = (ignoring or {}).get(column.table.name)

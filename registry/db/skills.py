@@ -6,10 +6,10 @@ transaction (and, for writes, the workspace lock).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -100,6 +100,35 @@ async def skill_by_id(conn: AsyncConnection, workspace: str, skill_id: int) -> S
         )
     ).first()
     return None if row is None else _skill(row)
+
+
+async def live_skills_page(
+    conn: AsyncConnection, scope: Scope, *, limit: int, after: str | None
+) -> list[dict[str, Any]]:
+    """Up to `limit` live skills of `scope` after the slug `after`, by slug, with their heads."""
+    query = (
+        sa.select(
+            Skill.slug,
+            Skill.head,
+            Version.manifest_hash,
+            Version.file_count,
+            Version.total_size,
+            Skill.kind,
+            Skill.state,
+            Skill.auto_improve,
+            Skill.learning_paused,
+            Skill.use_paused,
+            Skill.updated_at,
+            Skill.id.label("skill_id"),
+        )
+        .join(Version, sa.and_(Version.skill_id == Skill.id, Version.number == Skill.head))
+        .where(in_scope(scope), Skill.state != "deleted")
+        .order_by(Skill.slug)
+        .limit(limit)
+    )
+    if after is not None:
+        query = query.where(Skill.slug > after)
+    return [row._asdict() for row in await conn.execute(query)]
 
 
 async def version(conn: AsyncConnection, skill: SkillRow, number: int) -> VersionRow | None:
@@ -251,13 +280,25 @@ async def move_head(
     new_head: int,
     size: int,
     now: datetime,
-    **changes: object,
+    auto_improve: bool | None = None,
+    baseline: tuple[str, int, str] | None = None,
 ) -> None:
     """Compare-and-swap the head from `skill.head` to `new_head`.
 
     The workspace lock already serialises writers; the `WHERE head = :expected` is the
-    second line of defence and makes the swap read like one.
+    second line of defence and makes the swap read like one. `auto_improve` (unless None)
+    and `baseline` (unless None) change with the head.
     """
+    changes: dict[str, object] = {}
+    if auto_improve is not None:
+        changes["auto_improve"] = auto_improve
+    if baseline is not None:
+        listing, listing_version, listing_hash = baseline
+        changes |= {
+            "baseline_listing": listing,
+            "baseline_version": listing_version,
+            "baseline_manifest_hash": listing_hash,
+        }
     result = await conn.execute(
         sa.update(Skill)
         .where(
@@ -270,6 +311,26 @@ async def move_head(
     if result.rowcount != 1:
         msg = f"compare-and-swap of skill {skill.id} lost under the workspace lock"
         raise RuntimeError(msg)
+
+
+CONTROL_COLUMNS: Final = frozenset(
+    {"auto_improve", "learning_paused", "use_paused", "pause_reason", "state", "deleted_at"}
+)
+
+
+async def set_controls(
+    conn: AsyncConnection, skill: SkillRow, changes: Mapping[str, object], *, now: datetime
+) -> None:
+    """Change the skill's controls (and state); the head and its versions stay as they are."""
+    unknown = set(changes) - CONTROL_COLUMNS
+    if unknown:
+        msg = f"not a control column: {sorted(unknown)}"
+        raise ValueError(msg)
+    await conn.execute(
+        sa.update(Skill)
+        .where(Skill.id == skill.id, Skill.workspace == skill.workspace)
+        .values(updated_at=now, **changes)
+    )
 
 
 async def insert_version(

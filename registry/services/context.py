@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Final, ParamSpec, TypeVar
 
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
-from tenacity import (
-    AsyncRetrying,
-    retry_if_exception,
-    stop_after_attempt,
-    wait_random_exponential,
-)
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from blobstore import BlobStore
-from registry.db import errors as db_errors
-from registry.db.cancel import check_cancelled, guarded
-from registry.db.engine import write_connection
+from registry.db.cancel import check_cancelled
+from registry.db.unit import UnitOfWork, Work
 from registry.domain.clock import Clock, SystemClock
 from registry.domain.limits import Limits
 from registry.domain.scanner import DefaultScanner, Scanner
@@ -26,6 +20,7 @@ from registry.failpoints import NO_FAILPOINTS, Failpoints
 from registry.settings import Settings
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 @dataclass(frozen=True)
@@ -53,49 +48,41 @@ class Context:
         await self.failpoints.hit(name)
         check_cancelled()
 
-    def retrying(self) -> AsyncRetrying:
-        """Bounded retries for database steps that are idempotent as a whole."""
-        return AsyncRetrying(
-            retry=retry_if_exception(db_errors.is_transient),
-            stop=stop_after_attempt(self.settings.retry_attempts),
-            wait=wait_random_exponential(multiplier=0.05, max=1.0),
-            reraise=True,
+    @functools.cached_property
+    def uow(self) -> UnitOfWork:
+        """The unit of work every transaction of the services goes through."""
+        return UnitOfWork(
+            self.engine,
+            retry_attempts=self.settings.retry_attempts,
+            lock_timeout=self.settings.lock_timeout,
         )
 
-    async def read(self, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
-        """Run `work` in a read transaction, retried on transient errors, errors translated."""
-        return await self._transact(work, write=False, workspace="")
+    async def read(self, work: Work[T]) -> T:
+        """Run `work` in a read transaction (`UnitOfWork.read`)."""
+        return await self.uow.read(work)
 
-    async def write(
-        self, work: Callable[[AsyncConnection], Awaitable[T]], *, workspace: str = ""
-    ) -> T:
-        """Run `work` in its own write transaction, retried as a whole on transient errors.
+    async def write(self, work: Work[T], *, workspace: str = "") -> T:
+        """Run idempotent `work` in a write transaction (`UnitOfWork.write`)."""
+        return await self.uow.write(work, workspace=workspace)
 
-        Only for work that is idempotent as a whole (claims, releases, bookkeeping): the
-        publish transaction has its own loop because its commit outcome may be unknown.
-        """
-        return await self._transact(work, write=True, workspace=workspace)
-
-    async def _transact(
-        self, work: Callable[[AsyncConnection], Awaitable[T]], *, write: bool, workspace: str
-    ) -> T:
-        async def once() -> T:
-            async with self.engine.connect() as raw:
-                conn = await write_connection(raw) if write else raw
-                async with conn.begin():
-                    return await work(conn)
-
-        try:
-            async for attempt in self.retrying():
-                with attempt:
-                    return await guarded(once)
-        except db_errors.DATABASE_ERRORS as exc:
-            raise db_errors.translate(
-                exc, workspace=workspace, lock_timeout=self.settings.lock_timeout
-            ) from exc
-        raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
+    async def locked(self, workspace: str, work: Work[T]) -> T:
+        """Run `work` in a write transaction holding the workspace lock (`UnitOfWork.locked`)."""
+        return await self.uow.locked(workspace, work)
 
 
 async def shielded(awaitable: Awaitable[T]) -> T:
     """Run cleanup to completion even if the caller is cancelled meanwhile."""
     return await asyncio.shield(awaitable)
+
+
+# Above this many bytes, CPU-bound work on file bytes (hashing, archive reading) runs in a
+# worker thread so a large package does not stall the event loop. BLAKE3 and zlib release
+# the GIL while they work, so the loop keeps serving other requests meanwhile.
+OFFLOAD_BYTES: Final = 256 * 1024
+
+
+async def offloaded(size: int, func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """`func(*args, **kwargs)`, in a worker thread if it works on more than `OFFLOAD_BYTES`."""
+    if size > OFFLOAD_BYTES:
+        return await asyncio.to_thread(func, *args, **kwargs)
+    return func(*args, **kwargs)

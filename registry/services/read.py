@@ -7,13 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
-import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from blobstore import BlobCorrupted, BlobNotFound, BlobStoreError
 from registry.db import exclusions as db_exclusions
-from registry.db import skills as db
-from registry.db.tables import Skill, Version
+from registry.db import skills as db_skills
 from registry.domain.manifest import Manifest
 from registry.domain.model import PackageFile, Scope
 from registry.errors import (
@@ -86,17 +84,17 @@ class SkillPage:
 
 async def locate(
     conn: AsyncConnection, scope: Scope, slug: str, version: int | None
-) -> tuple[db.SkillRow, db.VersionRow]:
+) -> tuple[db_skills.SkillRow, db_skills.VersionRow]:
     """The live skill and the requested version (the head if `version` is None).
 
     A version that lists a source excluded from the workspace is unavailable: reading or
     restoring it raises `VersionUnavailable` (docs/history.md).
     """
-    skill = await db.live_skill(conn, scope, slug)
+    skill = await db_skills.live_skill(conn, scope, slug)
     if skill is None:
         raise SkillNotFound(scope.workspace, scope.agent, slug)
     number = skill.head if version is None else version
-    row = await db.version(conn, skill, number)
+    row = await db_skills.version(conn, skill, number)
     if row is None:
         raise VersionNotFound(slug, number)
     excluded = await db_exclusions.unavailable(conn, scope.workspace, [row.id])
@@ -112,7 +110,7 @@ async def package_info(
 
     async def work(conn: AsyncConnection) -> PackageInfo:
         skill, row = await locate(conn, scope, slug, version)
-        manifest = await db.manifest_entries(conn, scope.workspace, row.manifest_id)
+        manifest = await db_skills.manifest_entries(conn, scope.workspace, row.manifest_id)
         return PackageInfo(
             scope=scope,
             slug=slug,
@@ -163,30 +161,8 @@ async def list_skills(
     limit = max(1, min(limit, MAX_PAGE))
 
     async def work(conn: AsyncConnection) -> SkillPage:
-        query = (
-            sa.select(
-                Skill.slug,
-                Skill.head,
-                Version.manifest_hash,
-                Version.file_count,
-                Version.total_size,
-                Skill.kind,
-                Skill.state,
-                Skill.auto_improve,
-                Skill.learning_paused,
-                Skill.use_paused,
-                Skill.updated_at,
-                Skill.id.label("skill_id"),
-            )
-            .join(Version, sa.and_(Version.skill_id == Skill.id, Version.number == Skill.head))
-            .where(db.in_scope(scope), Skill.state != "deleted")
-            .order_by(Skill.slug)
-            .limit(limit + 1)
-        )
-        if after is not None:
-            query = query.where(Skill.slug > after)
-        rows = (await conn.execute(query)).all()
-        items = [SkillSummary(**row._asdict()) for row in rows[:limit]]
+        rows = await db_skills.live_skills_page(conn, scope, limit=limit + 1, after=after)
+        items = [SkillSummary(**row) for row in rows[:limit]]
         next_after = items[-1].slug if len(rows) > limit else None
         return SkillPage(items, next_after)
 

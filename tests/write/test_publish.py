@@ -16,7 +16,8 @@ from registry.errors import (
     SkillNotFound,
     VersionNotFound,
 )
-from registry.services.write.publish import WriteRequest, write_package
+from registry.services.write.publish import write_package
+from registry.services.write.request import WriteRequest
 from registry.settings import Settings
 from tests.support.faults import InstrumentedStore
 from tests.support.packages import as_bytes, package, skill_md

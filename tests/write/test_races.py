@@ -239,7 +239,8 @@ async def test_a_restore_whose_blob_vanished_fails_instead_of_publishing(
     from blobstore import compute_digest  # noqa: PLC0415
     from registry import Origin  # noqa: PLC0415
     from registry.errors import IntegrityError  # noqa: PLC0415
-    from registry.services.write.publish import WriteRequest, publish_manifest  # noqa: PLC0415
+    from registry.services.write.publish import publish_manifest  # noqa: PLC0415
+    from registry.services.write.request import WriteRequest  # noqa: PLC0415
 
     registry = await make_registry()
     await registry.write_package(

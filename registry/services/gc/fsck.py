@@ -27,7 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from blobstore import BlobCorrupted, BlobInfo, BlobNotFound, BlobStoreError
 from registry.db import gc as db_gc
-from registry.db import integrity as db
+from registry.db import integrity as db_integrity
 from registry.domain.manifest import Manifest, ManifestEntry
 from registry.errors import StorageUnavailable
 from registry.services.context import Context
@@ -122,20 +122,20 @@ async def _check_structure(ctx: Context, report: FsckReport) -> None:
     limit = report.limit
 
     async def work(conn: AsyncConnection) -> None:
-        report.skills_checked, report.versions_checked = await db.counts(conn)
-        for workspace, agent, slug, head in await db.missing_heads(conn, limit):
-            label = db.version_label(workspace, agent, slug, head)
+        report.skills_checked, report.versions_checked = await db_integrity.counts(conn)
+        for workspace, agent, slug, head in await db_integrity.missing_heads(conn, limit):
+            label = db_integrity.version_label(workspace, agent, slug, head)
             report.problem(
                 Problem("head_missing", f"skill head {label} names no version", None, (label,))
             )
-        for label, what in await db.version_mismatches(conn, limit):
+        for label, what in await db_integrity.version_mismatches(conn, limit):
             report.problem(
                 Problem("version_manifest_mismatch", f"version {label} {what}", None, (label,))
             )
-        for manifest_id, path, digest, size, blob_size in await db.entry_size_mismatches(
+        for manifest_id, path, digest, size, blob_size in await db_integrity.entry_size_mismatches(
             conn, limit
         ):
-            users = await db.versions_using(conn, manifest_id, _REFERENCES)
+            users = await db_integrity.versions_using(conn, manifest_id, _REFERENCES)
             report.problem(
                 Problem(
                     "entry_size_mismatch",
@@ -145,7 +145,7 @@ async def _check_structure(ctx: Context, report: FsckReport) -> None:
                     tuple(users),
                 )
             )
-        for write_id, digest in await db.dangling_claims(conn, limit):
+        for write_id, digest in await db_integrity.dangling_claims(conn, limit):
             report.problem(
                 Problem(
                     "dangling_claim",
@@ -163,14 +163,14 @@ async def _check_manifests(ctx: Context, report: FsckReport) -> None:
 
         async def page(
             conn: AsyncConnection, after: int = after
-        ) -> tuple[list[db.ManifestRow], list[db.EntryRow]]:
-            manifests = await db.manifests_after(conn, after, batch)
-            return manifests, await db.entries_of(conn, [m.id for m in manifests])
+        ) -> tuple[list[db_integrity.ManifestRow], list[db_integrity.EntryRow]]:
+            manifests = await db_integrity.manifests_after(conn, after, batch)
+            return manifests, await db_integrity.entries_of(conn, [m.id for m in manifests])
 
         manifests, entries = await ctx.read(page)
         if not manifests:
             return
-        by_manifest: dict[int, list[db.EntryRow]] = defaultdict(list)
+        by_manifest: dict[int, list[db_integrity.EntryRow]] = defaultdict(list)
         for entry in entries:
             by_manifest[entry.manifest_id].append(entry)
         for row in manifests:
@@ -179,7 +179,7 @@ async def _check_manifests(ctx: Context, report: FsckReport) -> None:
             if what is not None:
 
                 async def users(conn: AsyncConnection, manifest_id: int = row.id) -> list[str]:
-                    return await db.versions_using(conn, manifest_id, _REFERENCES)
+                    return await db_integrity.versions_using(conn, manifest_id, _REFERENCES)
 
                 report.problem(
                     Problem(
@@ -192,7 +192,9 @@ async def _check_manifests(ctx: Context, report: FsckReport) -> None:
         after = manifests[-1].id
 
 
-def _manifest_problem(row: db.ManifestRow, entries: list[db.EntryRow]) -> str | None:
+def _manifest_problem(
+    row: db_integrity.ManifestRow, entries: list[db_integrity.EntryRow]
+) -> str | None:
     try:
         manifest = Manifest(ManifestEntry(e.path, e.digest, e.size, e.executable) for e in entries)
     except ValueError as exc:
@@ -213,14 +215,14 @@ async def _check_blobs(ctx: Context, report: FsckReport) -> None:
     gate = asyncio.Semaphore(ctx.settings.gc_delete_concurrency)
     while True:
 
-        async def page(conn: AsyncConnection, after: str = after) -> list[db.BlobRow]:
-            return await db.blob_rows_after(conn, after, batch, claims_after)
+        async def page(conn: AsyncConnection, after: str = after) -> list[db_integrity.BlobRow]:
+            return await db_integrity.blob_rows_after(conn, after, batch, claims_after)
 
         rows = await ctx.read(page)
         if not rows:
             return
 
-        async def check(row: db.BlobRow) -> None:
+        async def check(row: db_integrity.BlobRow) -> None:
             async with gate:
                 await _check_blob(ctx, report, row)
 
@@ -242,7 +244,7 @@ async def _probe(ctx: Context, digest: str, *, read: bool) -> _Probe:
     return _Probe(stored=True, size=len(data))
 
 
-def _blob_problem(row: db.BlobRow, probe: _Probe) -> tuple[str, str] | None:
+def _blob_problem(row: db_integrity.BlobRow, probe: _Probe) -> tuple[str, str] | None:
     """The problem with a blob row and what the store holds, as (kind, sentence)."""
     if not row.referenced:
         if row.status == "live" and not probe.stored:
@@ -252,7 +254,7 @@ def _blob_problem(row: db.BlobRow, probe: _Probe) -> tuple[str, str] | None:
     return _referenced_problem(row, probe)
 
 
-def _referenced_problem(row: db.BlobRow, probe: _Probe) -> tuple[str, str] | None:
+def _referenced_problem(row: db_integrity.BlobRow, probe: _Probe) -> tuple[str, str] | None:
     d = row.digest
     if row.status != "live":
         return "referenced_not_live", f"blob {d} is referenced but its row is {row.status!r}"
@@ -268,7 +270,7 @@ def _referenced_problem(row: db.BlobRow, probe: _Probe) -> tuple[str, str] | Non
     return None
 
 
-async def _check_blob(ctx: Context, report: FsckReport, row: db.BlobRow) -> None:
+async def _check_blob(ctx: Context, report: FsckReport, row: db_integrity.BlobRow) -> None:
     read = report.verify_content and row.referenced
     probe = await _probe(ctx, row.digest, read=read)
     problem = _blob_problem(row, probe)
@@ -276,8 +278,8 @@ async def _check_blob(ctx: Context, report: FsckReport, row: db.BlobRow) -> None
         # Look again before reporting: a prune and a GC may have removed it meanwhile.
         claims_after = ctx.clock.now()
 
-        async def again(conn: AsyncConnection) -> db.BlobRow | None:
-            return await db.blob_row(conn, row.digest, claims_after)
+        async def again(conn: AsyncConnection) -> db_integrity.BlobRow | None:
+            return await db_integrity.blob_row(conn, row.digest, claims_after)
 
         fresh = await ctx.read(again)
         if fresh is None:
@@ -288,7 +290,7 @@ async def _check_blob(ctx: Context, report: FsckReport, row: db.BlobRow) -> None
     if problem is not None:
 
         async def named(conn: AsyncConnection) -> list[str]:
-            return await db.references(conn, row.digest, _REFERENCES)
+            return await db_integrity.references(conn, row.digest, _REFERENCES)
 
         refs = tuple(await ctx.read(named))
         kind, sentence = problem

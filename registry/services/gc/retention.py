@@ -20,10 +20,8 @@ from typing import Final
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from registry.db import retention as db
+from registry.db import retention as db_retention
 from registry.db import skills as db_skills
-from registry.db.locks import lock_workspace
-from registry.db.tables import Base
 from registry.domain.model import Scope
 from registry.domain.retention import RetentionPolicy, VersionAge, prunable
 from registry.services.context import Context
@@ -70,11 +68,12 @@ async def prune(
     policy: RetentionPolicy | None = None,
     *,
     dry_run: bool = False,
-    metadata: sa.MetaData = Base.metadata,
+    metadata: sa.MetaData | None = None,
 ) -> RetentionReport:
     """Apply `policy` (default: the settings') to every skill; return what was pruned.
 
-    `metadata` is where the tables that may name versions and manifests are discovered.
+    `metadata` is where the tables that may name versions and manifests are discovered
+    (default: the registry's own tables).
     """
     if policy is None:
         policy = RetentionPolicy(
@@ -86,8 +85,8 @@ async def prune(
     after, limit = 0, ctx.settings.gc_batch_size
     while True:
 
-        async def page(conn: AsyncConnection, after: int = after) -> list[db.SkillRef]:
-            return await db.skills_after(conn, after, limit)
+        async def page(conn: AsyncConnection, after: int = after) -> list[db_retention.SkillRef]:
+            return await db_retention.skills_after(conn, after, limit)
 
         skills = await ctx.read(page)
         if not skills:
@@ -103,8 +102,8 @@ async def prune(
 class _Doomed:
     """What the policy prunes from one skill."""
 
-    versions: list[db.VersionRef]
-    proposals: list[db.ProposalRef]
+    versions: list[db_retention.VersionRef]
+    proposals: list[db_retention.ProposalRef]
 
     def __bool__(self) -> bool:
         return bool(self.versions or self.proposals)
@@ -125,13 +124,13 @@ class _Doomed:
 async def _doomed(
     ctx: Context,
     conn: AsyncConnection,
-    ref: db.SkillRef,
+    ref: db_retention.SkillRef,
     policy: RetentionPolicy,
-    metadata: sa.MetaData,
+    metadata: sa.MetaData | None,
 ) -> _Doomed:
     now = ctx.clock.now()
-    versions = await db.versions_of(conn, ref)
-    protected = await db.protected_numbers(conn, ref, metadata)
+    versions = await db_retention.versions_of(conn, ref)
+    protected = await db_retention.protected_numbers(conn, ref, metadata)
     numbers = set(
         prunable(
             (VersionAge(v.number, v.created_at) for v in versions),
@@ -141,7 +140,7 @@ async def _doomed(
             now=now,
         )
     )
-    closed = await db.closed_proposals_of(conn, ref)
+    closed = await db_retention.closed_proposals_of(conn, ref)
     # Proposals have no head: id 0 names none of them.
     ids = set(
         prunable(
@@ -159,18 +158,18 @@ async def _prune_skill(
     ctx: Context,
     skill_id: int,
     policy: RetentionPolicy,
-    metadata: sa.MetaData,
+    metadata: sa.MetaData | None,
     *,
     dry_run: bool,
 ) -> PrunedSkill | None:
     async def plan(conn: AsyncConnection) -> PrunedSkill | None:
-        ref = await db.skill(conn, skill_id)
+        ref = await db_retention.skill(conn, skill_id)
         if ref is None:
             return None
         doomed = await _doomed(ctx, conn, ref, policy, metadata)
         if not doomed:
             return None
-        freed = await db.unreferenced_manifests(
+        freed = await db_retention.unreferenced_manifests(
             conn,
             ref.workspace,
             doomed.manifest_ids,
@@ -191,23 +190,22 @@ async def _prune_skill(
     await ctx.hit("retention.planned")
 
     async def work(conn: AsyncConnection) -> PrunedSkill | None:
-        await lock_workspace(conn, planned.workspace)
         await ctx.hit("retention.locked")
         # Decide again under the lock: the head may have moved since the plan.
-        ref = await db.skill(conn, skill_id)
+        ref = await db_retention.skill(conn, skill_id)
         if ref is None:
             return None
         doomed = await _doomed(ctx, conn, ref, policy, metadata)
         if not doomed:
             return None
         now, numbers = ctx.clock.now(), doomed.numbers
-        await db.delete_versions(conn, ref, numbers)
-        await db.delete_proposals(conn, ref, doomed.proposal_ids)
-        orphaned = await db.unreferenced_manifests(
+        await db_retention.delete_versions(conn, ref, numbers)
+        await db_retention.delete_proposals(conn, ref, doomed.proposal_ids)
+        orphaned = await db_retention.unreferenced_manifests(
             conn, ref.workspace, doomed.manifest_ids, metadata
         )
-        await db.touch_blobs(conn, await db.digests_of(conn, orphaned), now)
-        deleted = await db.delete_manifests(conn, orphaned)
+        await db_retention.touch_blobs(conn, await db_retention.digests_of(conn, orphaned), now)
+        deleted = await db_retention.delete_manifests(conn, orphaned)
         await db_skills.insert_event(
             conn,
             Scope(ref.workspace, ref.agent),
@@ -229,4 +227,4 @@ async def _prune_skill(
             ref.workspace, ref.agent, ref.slug, numbers, deleted, doomed.proposal_ids
         )
 
-    return await ctx.write(work, workspace=planned.workspace)
+    return await ctx.locked(planned.workspace, work)

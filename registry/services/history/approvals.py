@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import approvals as db_approvals
-from registry.db import skills as db
+from registry.db import skills as db_skills
 from registry.domain.approvals import Approval, FindingRef
 from registry.domain.model import Scope, check_slug
 from registry.errors import VersionNotFound
 from registry.services.context import Context
-from registry.services.history.controls import live_skill, locked
+from registry.services.history.controls import live_skill
 from registry.services.write import content
 from registry.services.write.restore import stored_version
 
@@ -57,13 +57,13 @@ async def approve_findings(
     async def work(conn: AsyncConnection) -> None:
         now = ctx.clock.now()
         skill = await live_skill(conn, scope, slug)
-        row = await db.version(conn, skill, version)
+        row = await db_skills.version(conn, skill, version)
         if row is None or row.manifest_hash != stored.manifest.hash:
             raise VersionNotFound(slug, version)
         await db_approvals.replace(
             conn, scope.workspace, row.id, verdict.kept, actor=actor, now=now
         )
-        await db.insert_event(
+        await db_skills.insert_event(
             conn,
             scope,
             slug,
@@ -79,6 +79,6 @@ async def approve_findings(
             now=now,
         )
 
-    await locked(ctx, scope.workspace, work)
+    await ctx.locked(scope.workspace, work)
     blocked_by = None if verdict.blocked is None else verdict.blocked.details()
     return ApprovalResult(version, verdict.kept, blocked_by)

@@ -13,19 +13,16 @@ versions stay, listed as archived, and the slug is free for a new skill).
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import approvals as db_approvals
 from registry.db import exclusions as db_exclusions
 from registry.db import proposals as db_proposals
-from registry.db import skills as db
-from registry.db.locks import lock_workspace
-from registry.db.tables import Skill
+from registry.db import skills as db_skills
 from registry.domain.model import Scope, check_slug
 from registry.domain.states import Action, Conditions, SkillState, check
 from registry.errors import ContentBlocked, HeadConflict, SkillNotFound, VersionUnavailable
@@ -75,27 +72,15 @@ class SkillStatus:
     unavailable_because: str | None = None
 
 
-async def locked(
-    ctx: Context, workspace: str, work: Callable[[AsyncConnection], Awaitable[T]]
-) -> T:
-    """Run `work` in one write transaction holding the workspace lock."""
-
-    async def run(conn: AsyncConnection) -> T:
-        await lock_workspace(conn, workspace)
-        return await work(conn)
-
-    return await ctx.write(run, workspace=workspace)
-
-
-async def live_skill(conn: AsyncConnection, scope: Scope, slug: str) -> db.SkillRow:
-    skill = await db.live_skill(conn, scope, slug)
+async def live_skill(conn: AsyncConnection, scope: Scope, slug: str) -> db_skills.SkillRow:
+    skill = await db_skills.live_skill(conn, scope, slug)
     if skill is None:
         raise SkillNotFound(scope.workspace, scope.agent, slug)
     return skill
 
 
 async def conditions(
-    conn: AsyncConnection, skill: db.SkillRow, *, blocked: bool | None = None
+    conn: AsyncConnection, skill: db_skills.SkillRow, *, blocked: bool | None = None
 ) -> tuple[Conditions, db_proposals.ProposalRow | None]:
     pending = await db_proposals.pending(conn, skill)
     return (
@@ -112,7 +97,7 @@ async def conditions(
 
 def _status(
     scope: Scope,
-    skill: db.SkillRow,
+    skill: db_skills.SkillRow,
     found: Conditions,
     pending: db_proposals.ProposalRow | None,
     checked: HeadCheck | None = None,
@@ -151,10 +136,10 @@ async def head_check(ctx: Context, scope: Scope, slug: str) -> HeadCheck:
 
     async def work(conn: AsyncConnection) -> tuple[int, Any, Any, str | None]:
         skill = await live_skill(conn, scope, slug)
-        row = await db.version(conn, skill, skill.head)
+        row = await db_skills.version(conn, skill, skill.head)
         assert row is not None
         excluded = await db_exclusions.unavailable(conn, scope.workspace, [row.id])
-        manifest = await db.manifest_entries(conn, scope.workspace, row.manifest_id)
+        manifest = await db_skills.manifest_entries(conn, scope.workspace, row.manifest_id)
         approvals = await db_approvals.for_version(conn, scope.workspace, row.id)
         return row.number, manifest, approvals, excluded.get(row.id)
 
@@ -187,14 +172,14 @@ async def status(ctx: Context, scope: Scope, slug: str) -> SkillStatus:
     return current
 
 
-def _pause_reason(reason: str, skill: db.SkillRow, *, still_paused: bool) -> str | None:
+def _pause_reason(reason: str, skill: db_skills.SkillRow, *, still_paused: bool) -> str | None:
     # One reason is kept while either pause holds; the newest pause's reason wins.
     if reason:
         return reason
     return skill.pause_reason if still_paused else None
 
 
-_CHANGES: Final[dict[Action, Callable[[db.SkillRow, str], dict[str, Any]]]] = {
+_CHANGES: Final[dict[Action, Callable[[db_skills.SkillRow, str], dict[str, Any]]]] = {
     Action.PAUSE: lambda skill, reason: {
         "learning_paused": True,
         "pause_reason": _pause_reason(reason, skill, still_paused=True),
@@ -264,7 +249,7 @@ async def act(
                 checked=checked,
                 expected_head=expected_head,
             )
-            return await locked(ctx, scope.workspace, work)
+            return await ctx.locked(scope.workspace, work)
         except _HeadMoved as exc:
             moved = exc
     assert moved is not None
@@ -299,12 +284,8 @@ async def _act(
     withdrawn = (
         await db_proposals.withdraw_pending(conn, skill, now) if action is Action.DELETE else []
     )
-    await conn.execute(
-        sa.update(Skill)
-        .where(Skill.id == skill.id, Skill.workspace == scope.workspace)
-        .values(updated_at=now, **changes)
-    )
-    await db.insert_event(
+    await db_skills.set_controls(conn, skill, changes, now=now)
+    await db_skills.insert_event(
         conn,
         scope,
         slug,
@@ -315,7 +296,7 @@ async def _act(
         payload={"actor": actor, "reason": reason or None, "withdrawn_proposals": withdrawn},
         now=now,
     )
-    updated = await db.skill_by_id(conn, scope.workspace, skill.id)
+    updated = await db_skills.skill_by_id(conn, scope.workspace, skill.id)
     assert updated is not None
     after, pending_after = await conditions(conn, updated, blocked=found.blocked)
     return _status(scope, updated, after, pending_after, checked)

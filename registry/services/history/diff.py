@@ -14,7 +14,7 @@ from typing import Literal
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import proposals as db_proposals
-from registry.db import skills as db
+from registry.db import skills as db_skills
 from registry.domain.manifest import Manifest, ManifestEntry
 from registry.domain.model import Scope, check_slug
 from registry.domain.textdiff import PREVIEW_LINES, is_text, unified
@@ -96,10 +96,10 @@ async def _side(
         proposal = await db_proposals.get(conn, scope, target.id)
         if proposal is None or proposal.skill_id != skill.id:
             raise ProposalNotFound(target.id)
-        manifest = await db.manifest_entries(conn, scope.workspace, proposal.manifest_id)
+        manifest = await db_skills.manifest_entries(conn, scope.workspace, proposal.manifest_id)
         return DiffSide("proposal", proposal.id, manifest.hash), manifest
     _, row = await locate(conn, scope, slug, target)
-    manifest = await db.manifest_entries(conn, scope.workspace, row.manifest_id)
+    manifest = await db_skills.manifest_entries(conn, scope.workspace, row.manifest_id)
     return DiffSide("version", row.number, manifest.hash), manifest
 
 

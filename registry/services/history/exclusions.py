@@ -24,16 +24,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import exclusions as db_exclusions
-from registry.db import skills as db
-from registry.db.tables import Skill, Version
+from registry.db import history as db_history
+from registry.db import skills as db_skills
 from registry.domain.model import Scope
 from registry.errors import ContentBlocked, HeadConflict, VersionUnavailable
 from registry.services.context import Context
-from registry.services.history.controls import locked
 from registry.services.write.restore import StoredVersion, republish, stored_version
 
 # A repair that loses its compare-and-swap to a concurrent write reads the skill again.
@@ -72,7 +70,7 @@ async def exclude_source(
         now = ctx.clock.now()
         new = await db_exclusions.add(conn, workspace, source, actor=actor, reason=reason, now=now)
         if new:
-            await db.insert_event(
+            await db_skills.insert_event(
                 conn,
                 scope,
                 "",
@@ -85,7 +83,7 @@ async def exclude_source(
             )
         return new
 
-    newly = await locked(ctx, workspace, record)
+    newly = await ctx.locked(workspace, record)
     report = ExclusionReport(workspace, source, newly)
     skill_ids = await ctx.read(
         lambda conn: db_exclusions.skills_with_unavailable_head(conn, workspace)
@@ -99,7 +97,7 @@ async def exclude_source(
 
 @dataclass(frozen=True)
 class _Candidates:
-    skill: db.SkillRow
+    skill: db_skills.SkillRow
     excluded_head_source: str | None
     numbers: list[int]
 
@@ -108,19 +106,13 @@ async def _candidates(ctx: Context, workspace: str, skill_id: int) -> _Candidate
     """The skill, why its head is unavailable, and its available versions, newest first."""
 
     async def work(conn: AsyncConnection) -> _Candidates | None:
-        skill = await db.skill_by_id(conn, workspace, skill_id)
+        skill = await db_skills.skill_by_id(conn, workspace, skill_id)
         if skill is None or skill.state == "deleted":
             return None
-        rows = (
-            await conn.execute(
-                sa.select(Version.id, Version.number)
-                .where(Version.workspace == workspace, Version.skill_id == skill_id)
-                .order_by(Version.number.desc())
-            )
-        ).all()
-        unavailable = await db_exclusions.unavailable(conn, workspace, [r.id for r in rows])
-        head_id = next(r.id for r in rows if r.number == skill.head)
-        numbers = [r.number for r in rows if r.id not in unavailable]
+        rows = await db_history.version_numbers(conn, workspace, skill_id)
+        unavailable = await db_exclusions.unavailable(conn, workspace, [i for i, _ in rows])
+        head_id = next(i for i, number in rows if number == skill.head)
+        numbers = [number for i, number in rows if i not in unavailable]
         return _Candidates(skill, unavailable.get(head_id), numbers)
 
     return await ctx.read(work)
@@ -172,25 +164,26 @@ async def _roll_back(
 
 
 async def _pause(
-    ctx: Context, scope: Scope, skill: db.SkillRow, *, actor: str, reason: str, source: str
+    ctx: Context, scope: Scope, skill: db_skills.SkillRow, *, actor: str, reason: str, source: str
 ) -> str:
     """Pause use and learning of a skill no available version can replace the head of."""
 
     async def work(conn: AsyncConnection) -> str:
         now = ctx.clock.now()
-        current = await db.skill_by_id(conn, scope.workspace, skill.id)
+        current = await db_skills.skill_by_id(conn, scope.workspace, skill.id)
         if current is None or current.state == "deleted":
             return "already_paused"
         if current.head != skill.head:
             raise HeadConflict(skill.head, current.head)
         if current.use_paused and current.learning_paused and current.pause_reason == reason:
             return "already_paused"
-        await conn.execute(
-            sa.update(Skill)
-            .where(Skill.id == skill.id, Skill.workspace == scope.workspace)
-            .values(use_paused=True, learning_paused=True, pause_reason=reason, updated_at=now)
+        await db_skills.set_controls(
+            conn,
+            current,
+            {"use_paused": True, "learning_paused": True, "pause_reason": reason},
+            now=now,
         )
-        await db.insert_event(
+        await db_skills.insert_event(
             conn,
             scope,
             skill.slug,
@@ -203,4 +196,4 @@ async def _pause(
         )
         return "paused"
 
-    return await locked(ctx, scope.workspace, work)
+    return await ctx.locked(scope.workspace, work)

@@ -24,19 +24,19 @@ from typing import Final, Literal
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import proposals as db_proposals
-from registry.db import skills as db
+from registry.db import skills as db_skills
 from registry.db.tables import PENDING_PROPOSAL_STATUSES
 from registry.domain.manifest import Manifest, ManifestDiff
 from registry.domain.model import FileInput, Origin, PackageFile, Publication, Scope
 from registry.errors import ProposalNotFound
 from registry.services.context import Context
-from registry.services.history.controls import locked
 from registry.services.history.diff import FileChange, diff_manifests
 from registry.services.read import read_files
 from registry.services.write import content
-from registry.services.write.diversion import ProposalDecision, check_decidable
+from registry.services.write.diversion import check_decidable
 from registry.services.write.edit import edit
-from registry.services.write.publish import WriteRequest, publish_manifest
+from registry.services.write.publish import publish_manifest
+from registry.services.write.request import ProposalDecision, Screening, WriteRequest
 
 MAX_PAGE: Final = 200
 
@@ -112,12 +112,14 @@ class DecisionResult:
     publication: Publication | None
 
 
-async def _version_manifest(conn: AsyncConnection, skill: db.SkillRow, number: int) -> Manifest:
-    row = await db.version(conn, skill, number)
+async def _version_manifest(
+    conn: AsyncConnection, skill: db_skills.SkillRow, number: int
+) -> Manifest:
+    row = await db_skills.version(conn, skill, number)
     if row is None:
         # Retention may have pruned the base; compare against nothing rather than fail.
         return Manifest()
-    return await db.manifest_entries(conn, skill.workspace, row.manifest_id)
+    return await db_skills.manifest_entries(conn, skill.workspace, row.manifest_id)
 
 
 @dataclass(frozen=True)
@@ -133,9 +135,9 @@ async def _load(
     conn: AsyncConnection, listed: db_proposals.ListedProposal, scope: Scope
 ) -> _Loaded:
     row = listed.proposal
-    skill = await db.skill_by_id(conn, scope.workspace, row.skill_id)
+    skill = await db_skills.skill_by_id(conn, scope.workspace, row.skill_id)
     assert skill is not None
-    proposed = await db.manifest_entries(conn, scope.workspace, row.manifest_id)
+    proposed = await db_skills.manifest_entries(conn, scope.workspace, row.manifest_id)
     base = await _version_manifest(conn, skill, row.base_version)
     head = None if skill.state == "deleted" else await _version_manifest(conn, skill, skill.head)
     summary = ProposalSummary(
@@ -267,10 +269,11 @@ async def decide(
         actor=row.actor,
         message=row.message,
         sources=tuple(row.sources),
-        approvals=kept,
         decides=decides,
     )
-    publication = await publish_manifest(ctx, request, loaded.proposed, {})
+    publication = await publish_manifest(
+        ctx, request, loaded.proposed, {}, screening=Screening(approvals=kept)
+    )
     return DecisionResult(row.id, decision, "applied", publication)
 
 
@@ -282,13 +285,13 @@ async def _keep_current(
         current = await db_proposals.get(conn, scope, row.id)
         if current is None:
             raise ProposalNotFound(row.id)
-        skill = await db.skill_by_id(conn, scope.workspace, current.skill_id)
+        skill = await db_skills.skill_by_id(conn, scope.workspace, current.skill_id)
         assert skill is not None
         check_decidable(current, "keep_current", skill.head)
         await db_proposals.close(
             conn, current, status="rejected", decision="keep_current", actor=actor, now=now
         )
-        await db.insert_event(
+        await db_skills.insert_event(
             conn,
             scope,
             slug,
@@ -301,4 +304,4 @@ async def _keep_current(
         )
         return DecisionResult(current.id, "keep_current", "rejected", None)
 
-    return await locked(ctx, scope.workspace, work)
+    return await ctx.locked(scope.workspace, work)

@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
-import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import exclusions as db_exclusions
-from registry.db import skills as db
-from registry.db.tables import Skill, Version
+from registry.db import history as db_history
+from registry.db import skills as db_skills
 from registry.domain.model import Scope, check_slug
 from registry.errors import SkillNotFound
 from registry.services.context import Context
@@ -62,9 +61,6 @@ class HistoryPage:
     next_before: str | None
 
 
-_VERSION_FIELDS = tuple(db.VersionRow.__slots__)
-
-
 def _cursor(skill_id: int, number: int) -> str:
     return f"{skill_id}.{number}"
 
@@ -92,37 +88,16 @@ async def history(
     cursor = None if before is None else _parse_cursor(before)
 
     async def work(conn: AsyncConnection) -> HistoryPage:
-        skills = (
-            await conn.execute(
-                sa.select(Skill.id, Skill.state, Skill.head)
-                .where(db.in_scope(scope), Skill.slug == slug)
-                .order_by(Skill.id.desc())
-            )
-        ).all()
+        skills = await db_history.skills_of_slug(conn, scope, slug)
         live = next((s for s in skills if s.state != "deleted"), None)
         wanted = [s for s in skills if include_archived or s.state != "deleted"]
         if not wanted:
             raise SkillNotFound(scope.workspace, scope.agent, slug)
-        query = (
-            sa.select(*(getattr(Version, f) for f in _VERSION_FIELDS))
-            .where(
-                Version.workspace == scope.workspace,
-                Version.skill_id.in_([s.id for s in wanted]),
-            )
-            .order_by(Version.skill_id.desc(), Version.number.desc())
-            .limit(limit + 1)
+        rows = await db_history.versions_page(
+            conn, scope.workspace, [s.id for s in wanted], limit=limit + 1, after=cursor
         )
-        if cursor is not None:
-            skill_id, number = cursor
-            query = query.where(
-                sa.or_(
-                    Version.skill_id < skill_id,
-                    sa.and_(Version.skill_id == skill_id, Version.number < number),
-                )
-            )
-        rows = [db.VersionRow(**r._asdict()) for r in (await conn.execute(query)).all()]
         page = rows[:limit]
-        sources = await db.version_sources(conn, (r.id for r in page))
+        sources = await db_skills.version_sources(conn, (r.id for r in page))
         unavailable = await db_exclusions.unavailable(conn, scope.workspace, sources)
         items = [
             VersionSummary(

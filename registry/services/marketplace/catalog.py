@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Final
 
 from registry.domain.approvals import Approval, FindingRef
 from registry.domain.archive import RULE_TOO_LARGE, ArchiveLimits, EntryCallback, read_archive
@@ -25,13 +24,10 @@ from registry.domain.manifest import Manifest
 from registry.domain.model import ANY, ExpectedHead, FileInput, Origin, Publication, Scope
 from registry.errors import ArchiveRejected, ListingNotFound, SkillNotFound, VersionNotFound
 from registry.services import read
-from registry.services.context import Context
+from registry.services.context import Context, offloaded
 from registry.services.materialize.folder import read_folder
 from registry.services.write import content, publish
-
-# Archives above this size are parsed in a worker thread (inflating and hashing hold the
-# event loop otherwise).
-_THREAD_THRESHOLD: Final = 256 * 1024
+from registry.services.write.request import WriteRequest
 
 
 def catalog_scope(ctx: Context) -> Scope:
@@ -94,7 +90,7 @@ async def publish_listing(
     `approve` names content-check findings the publisher approves (docs/history.md); the
     approvals travel with the listing version into installed copies.
     """
-    request = publish.WriteRequest(
+    request = WriteRequest(
         scope=catalog_scope(ctx),
         slug=listing,
         expected_head=expected_head,
@@ -122,10 +118,7 @@ async def import_archive(
     `expected_head` is the compare-and-swap of any write (`ANY`: whatever the head is).
     """
     limits = archive_limits(ctx)
-    if len(data) > _THREAD_THRESHOLD:
-        contents = await asyncio.to_thread(read_archive, data, limits, on_entry=on_entry)
-    else:
-        contents = read_archive(data, limits, on_entry=on_entry)
+    contents = await offloaded(len(data), read_archive, data, limits, on_entry=on_entry)
     publication = await publish_listing(
         ctx,
         listing,

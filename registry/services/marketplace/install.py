@@ -32,9 +32,8 @@ from typing import Any, Final, Literal
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import marketplace as db_marketplace
-from registry.db import skills as db
+from registry.db import skills as db_skills
 from registry.db.jobs import JobRow
-from registry.db.locks import lock_workspace
 from registry.domain.approvals import Approval
 from registry.domain.manifest import Manifest
 from registry.domain.merge import MergeResult, merge_approvals, merge_manifests
@@ -52,6 +51,7 @@ from registry.services.context import Context
 from registry.services.marketplace import catalog, jobs
 from registry.services.read import read_files
 from registry.services.write import content, publish
+from registry.services.write.request import Screening, WriteRequest
 
 INSTALL: Final = "marketplace.install"
 UPDATE: Final = "marketplace.update"
@@ -157,7 +157,7 @@ async def enqueue_update(
 
 @dataclass(frozen=True)
 class _Copy:
-    skill: db.SkillRow
+    skill: db_skills.SkillRow
     manifest: Manifest
 
     @property
@@ -180,14 +180,16 @@ class _Copy:
 
 async def _read_copy(ctx: Context, scope: Scope, slug: str) -> _Copy:
     async def work(conn: AsyncConnection) -> _Copy:
-        skill = await db.live_skill(conn, scope, slug)
+        skill = await db_skills.live_skill(conn, scope, slug)
         if skill is None:
             raise SkillNotFound(scope.workspace, scope.agent, slug)
         if skill.kind != "installed" or skill.baseline_manifest_hash is None:
             raise NotInstalled(slug, skill.kind)
-        head = await db.version(conn, skill, skill.head)
+        head = await db_skills.version(conn, skill, skill.head)
         assert head is not None, "a skill's head names an existing version"
-        return _Copy(skill, await db.manifest_entries(conn, scope.workspace, head.manifest_id))
+        return _Copy(
+            skill, await db_skills.manifest_entries(conn, scope.workspace, head.manifest_id)
+        )
 
     return await ctx.read(work)
 
@@ -211,7 +213,7 @@ async def _already_applied(
         if applied:
             last = applied[-1]
             return {"slug": last.slug, "version": last.version, "manifest_hash": last.manifest_hash}
-        skill = None if slug is None else await db.live_skill(conn, scope, slug)
+        skill = None if slug is None else await db_skills.live_skill(conn, scope, slug)
         if skill is None:
             return None
         proposed = await db_marketplace.proposals_with_source(
@@ -248,7 +250,7 @@ async def run_install(ctx: Context, job: JobRow) -> dict[str, Any]:
         return {"outcome": "installed", **base, **done}
     target = await catalog.listing_version(ctx, listing, version)
     await _check_installable(ctx, scope, listing, target.manifest_hash)
-    request = publish.WriteRequest(
+    request = WriteRequest(
         scope=scope,
         slug=listing,
         expected_head=None,
@@ -257,10 +259,12 @@ async def run_install(ctx: Context, job: JobRow) -> dict[str, Any]:
         message=f"installed {listing}@{version}",
         sources=(listing_source(listing, version), job_source(job.id)),
         baseline=(listing, version, target.manifest_hash),
-        # The same files as the listing version: its content-check approvals hold exactly.
-        approvals=await catalog.listing_approvals(ctx, listing, version),
     )
-    pub = await publish.publish_manifest(ctx, request, target.manifest, {})
+    # The same files as the listing version: its content-check approvals hold exactly.
+    approvals = await catalog.listing_approvals(ctx, listing, version)
+    pub = await publish.publish_manifest(
+        ctx, request, target.manifest, {}, screening=Screening(approvals=approvals)
+    )
     return {
         "outcome": "installed" if pub.created else "already_installed",
         **base,
@@ -276,11 +280,11 @@ async def _check_installable(ctx: Context, scope: Scope, slug: str, manifest_has
     caught here; the same ownership check runs again under the lock.
     """
 
-    async def work(conn: AsyncConnection) -> tuple[db.SkillRow, str] | None:
-        skill = await db.live_skill(conn, scope, slug)
+    async def work(conn: AsyncConnection) -> tuple[db_skills.SkillRow, str] | None:
+        skill = await db_skills.live_skill(conn, scope, slug)
         if skill is None:
             return None
-        head = await db.version(conn, skill, skill.head)
+        head = await db_skills.version(conn, skill, skill.head)
         assert head is not None
         return skill, head.manifest_hash
 
@@ -361,11 +365,11 @@ class _Update:
     def baseline(self) -> tuple[str, int, str]:
         return self.copy.listing, self.target.version, self.target.manifest_hash
 
-    def request(self, message: str = "") -> publish.WriteRequest:
+    def request(self, message: str = "") -> WriteRequest:
         """The write of this update: compare-and-swap on the head it read."""
         listing, version, _ = self.baseline
         text = f"updated {listing} {self.summary['from_version']} -> {version}"
-        return publish.WriteRequest(
+        return WriteRequest(
             scope=self.scope,
             slug=self.slug,
             expected_head=self.copy.skill.head,
@@ -390,8 +394,9 @@ async def _fast_forward(ctx: Context, update: _Update) -> dict[str, Any]:
     """The copy is unedited: publish the listing version as it is (with its approvals)."""
     target = update.target
     approvals = await catalog.listing_approvals(ctx, target.listing, target.version)
-    request = replace(update.request(), approvals=approvals)
-    pub = await publish.publish_manifest(ctx, request, target.manifest, {})
+    pub = await publish.publish_manifest(
+        ctx, update.request(), target.manifest, {}, screening=Screening(approvals=approvals)
+    )
     if pub.unchanged:
         # The new listing version holds the same package as the old one.
         await _move_baseline(ctx, update)
@@ -418,7 +423,7 @@ async def _merge(ctx: Context, update: _Update) -> dict[str, Any]:
 
 
 async def _write_checked(
-    ctx: Context, update: _Update, merge: MergeResult, request: publish.WriteRequest
+    ctx: Context, update: _Update, merge: MergeResult, request: WriteRequest
 ) -> Publication:
     """Publish (or propose) a merged package after the checks any new package meets.
 
@@ -442,8 +447,9 @@ async def _write_checked(
         raise verdict.blocked
     await ctx.hit("write.validated")
     # As `publish.write_package` does: the clean digests are recorded with the claims.
-    request = replace(request, approvals=verdict.kept, scanned_clean=verdict.fresh)
-    return await publish.publish_manifest(ctx, request, merge.manifest, package.files)
+    return await publish.publish_manifest(
+        ctx, request, merge.manifest, package.files, screening=Screening.of(verdict)
+    )
 
 
 def _merge_summary(merge: MergeResult) -> dict[str, Any]:
@@ -501,8 +507,7 @@ async def _move_baseline(ctx: Context, update: _Update) -> None:
     )
 
     async def work(conn: AsyncConnection) -> None:
-        await lock_workspace(conn, scope.workspace)
-        skill = await db.live_skill(conn, scope, slug)
+        skill = await db_skills.live_skill(conn, scope, slug)
         if skill is None:
             raise SkillNotFound(scope.workspace, scope.agent, slug)
         if skill.head != expected:
@@ -512,7 +517,7 @@ async def _move_baseline(ctx: Context, update: _Update) -> None:
             return
         now = ctx.clock.now()
         await db_marketplace.move_baseline(conn, skill, baseline=baseline, now=now)
-        await db.insert_event(
+        await db_skills.insert_event(
             conn,
             scope,
             slug,
@@ -530,7 +535,7 @@ async def _move_baseline(ctx: Context, update: _Update) -> None:
             now=now,
         )
 
-    await ctx.write(work, workspace=scope.workspace)
+    await ctx.locked(scope.workspace, work)
 
 
 async def _propose(ctx: Context, update: _Update, merge: MergeResult) -> dict[str, Any]:

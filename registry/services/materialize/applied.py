@@ -13,9 +13,8 @@ from typing import Any, Final
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from registry.db import materializations as dbm
-from registry.db import skills as db
-from registry.db.locks import lock_workspace
+from registry.db import materializations as db_materializations
+from registry.db import skills as db_skills
 from registry.domain.model import Scope
 from registry.errors import RegistryError
 from registry.services.context import Context
@@ -38,13 +37,13 @@ class Records:
         self.ctx = ctx
         self.scope = scope
         self.target = target
-        self.rows: dict[str, dbm.AppliedRow] = {}
+        self.rows: dict[str, db_materializations.AppliedRow] = {}
 
-    async def load(self) -> dict[str, dbm.AppliedRow]:
+    async def load(self) -> dict[str, db_materializations.AppliedRow]:
         """Read what the registry records for every slug of the target."""
 
-        async def work(conn: AsyncConnection) -> list[dbm.AppliedRow]:
-            return await dbm.applied(conn, self.scope, [self.target.target_id])
+        async def work(conn: AsyncConnection) -> list[db_materializations.AppliedRow]:
+            return await db_materializations.applied(conn, self.scope, [self.target.target_id])
 
         self.rows = {r.slug: r for r in await self.ctx.read(work)}
         return self.rows
@@ -61,7 +60,7 @@ class Records:
     async def register(self) -> None:
         """Record the target once, and again when it is found at another path or host."""
         now = self.ctx.clock.now()
-        row = dbm.TargetRow(
+        row = db_materializations.TargetRow(
             target_id=self.target.target_id,
             workspace=self.scope.workspace,
             agent=self.scope.agent,
@@ -72,8 +71,10 @@ class Records:
             updated_at=now,
         )
 
-        async def current(conn: AsyncConnection) -> dbm.TargetRow | None:
-            return await dbm.target(conn, self.scope.workspace, self.target.target_id)
+        async def current(conn: AsyncConnection) -> db_materializations.TargetRow | None:
+            return await db_materializations.target(
+                conn, self.scope.workspace, self.target.target_id
+            )
 
         existing = await self.ctx.read(current)
         if existing is not None and (existing.path, existing.host, existing.mode) == (
@@ -84,9 +85,8 @@ class Records:
             return
 
         async def work(conn: AsyncConnection) -> None:
-            await lock_workspace(conn, self.scope.workspace)
-            if await dbm.save_target(conn, row):
-                await db.insert_event(
+            if await db_materializations.save_target(conn, row):
+                await db_skills.insert_event(
                     conn,
                     self.scope,
                     "",
@@ -98,7 +98,7 @@ class Records:
                     now=now,
                 )
 
-        await self.ctx.write(work, workspace=self.scope.workspace)
+        await self.ctx.locked(self.scope.workspace, work)
 
     async def applied(
         self,
@@ -175,8 +175,7 @@ class Records:
         now = self.ctx.clock.now()
 
         async def work(conn: AsyncConnection) -> None:
-            await lock_workspace(conn, self.scope.workspace)
-            changed = await dbm.record(
+            changed = await db_materializations.record(
                 conn,
                 self.scope,
                 self.target.target_id,
@@ -189,7 +188,7 @@ class Records:
                 now=now,
             )
             if changed:
-                await db.insert_event(
+                await db_skills.insert_event(
                     conn,
                     self.scope,
                     slug,
@@ -201,7 +200,7 @@ class Records:
                     now=now,
                 )
 
-        await self.ctx.write(work, workspace=self.scope.workspace)
-        self.rows[slug] = dbm.AppliedRow(
+        await self.ctx.locked(self.scope.workspace, work)
+        self.rows[slug] = db_materializations.AppliedRow(
             self.target.target_id, slug, manifest_hash, version, outcome, error, now
         )

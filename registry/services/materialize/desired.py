@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from registry.db import materializations as dbm
-from registry.db import skills as db
+from registry.db import materializations as db_materializations
+from registry.db import skills as db_skills
 from registry.domain.manifest import Manifest
 from registry.domain.model import Scope
 from registry.errors import IntegrityError, LockMismatch, NotInUse, RegistryError, SkillNotFound
@@ -45,8 +45,8 @@ class Desired:
 async def desired(ctx: Context, scope: Scope, lock: LockFile | None) -> Desired:
     """The desired state of `scope`: its heads in use, or the versions `lock` pins."""
 
-    async def work(conn: AsyncConnection) -> list[dbm.HeadRow]:
-        return await dbm.heads(conn, scope)
+    async def work(conn: AsyncConnection) -> list[db_materializations.HeadRow]:
+        return await db_materializations.heads(conn, scope)
 
     heads = {h.slug: h for h in await ctx.read(work)}
     skill_ids = {slug: h.skill_id for slug, h in heads.items()}
@@ -62,7 +62,7 @@ async def desired(ctx: Context, scope: Scope, lock: LockFile | None) -> Desired:
 
 
 async def _pinned_by(
-    ctx: Context, scope: Scope, lock: LockFile, heads: Mapping[str, dbm.HeadRow]
+    ctx: Context, scope: Scope, lock: LockFile, heads: Mapping[str, db_materializations.HeadRow]
 ) -> tuple[dict[str, Want], dict[str, RegistryError]]:
     wants: dict[str, Want] = {}
     blocked: dict[str, RegistryError] = {}
@@ -102,7 +102,7 @@ async def manifest(ctx: Context, scope: Scope, want: Want) -> Manifest:
     assert manifest_id is not None
 
     async def work(conn: AsyncConnection) -> Manifest:
-        return await db.manifest_entries(conn, scope.workspace, manifest_id)
+        return await db_skills.manifest_entries(conn, scope.workspace, manifest_id)
 
     found = await ctx.read(work)
     if found.hash != want.manifest_hash:

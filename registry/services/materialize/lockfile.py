@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from registry.db import materializations as dbm
+from registry.db import materializations as db_materializations
 from registry.domain.model import Scope, check_slug
 from registry.errors import InvalidName, LockFileInvalid
 from registry.services.context import Context
@@ -129,8 +129,8 @@ def _skill(index: int, item: object) -> LockedSkill:
 async def make_lock(ctx: Context, scope: Scope) -> LockFile:
     """A lock file of the head of every skill of `scope` that is in use."""
 
-    async def work(conn: AsyncConnection) -> list[dbm.HeadRow]:
-        return await dbm.heads(conn, scope)
+    async def work(conn: AsyncConnection) -> list[db_materializations.HeadRow]:
+        return await db_materializations.heads(conn, scope)
 
     heads = await ctx.read(work)
     return LockFile(

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from blobstore import BlobStoreError
-from registry.db import materializations as dbm
+from registry.db import materializations as db_materializations
 from registry.domain.manifest import Manifest
 from registry.domain.model import Origin, PackageFile, Scope
 from registry.errors import (
@@ -54,6 +54,7 @@ from registry.services.materialize.fsops import Step, no_step
 from registry.services.materialize.lockfile import LockFile
 from registry.services.materialize.target import SkillCache, Target, wait_until_free
 from registry.services.write import publish
+from registry.services.write.request import WriteRequest
 
 WRITTEN: Final = "written"
 UNCHANGED: Final = "unchanged"
@@ -362,7 +363,7 @@ class _Run:
         self,
         slug: str,
         want: Want,
-        row: dbm.AppliedRow | None,
+        row: db_materializations.AppliedRow | None,
         cache: SkillCache | None,
         seen: Observation,
     ) -> SkillOutcome:
@@ -403,7 +404,7 @@ class _Run:
         self,
         slug: str,
         want: Want,
-        row: dbm.AppliedRow | None,
+        row: db_materializations.AppliedRow | None,
         cache: SkillCache | None,
         seen: Observation,
     ) -> SkillOutcome:
@@ -428,7 +429,7 @@ class _Run:
         slug: str,
         want: Want,
         *,
-        row: dbm.AppliedRow | None,
+        row: db_materializations.AppliedRow | None,
         cache: SkillCache | None,
         seen: Observation,
         action: str,
@@ -479,7 +480,7 @@ class _Run:
         slug: str,
         want: Want,
         *,
-        row: dbm.AppliedRow | None,
+        row: db_materializations.AppliedRow | None,
         cache: SkillCache | None,
         seen: Observation,
         found: tuple[DriftItem, ...],
@@ -500,7 +501,7 @@ class _Run:
             raw = await self.blocking(drift.read_observed, self.target, slug, seen, limit)
         except ValueError as exc:
             raise IntegrityError(f"{slug}: {exc}") from exc
-        request = publish.WriteRequest(
+        request = WriteRequest(
             scope=self.scope,
             slug=slug,
             expected_head=base,
@@ -522,7 +523,7 @@ class _Run:
     async def _remove(
         self,
         slug: str,
-        row: dbm.AppliedRow | None,
+        row: db_materializations.AppliedRow | None,
         cache: SkillCache | None,
         seen: Observation,
         skill_id: int | None,

@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from blobstore import BlobStoreError
-from registry.db.tables import Blob, BlobClaim, Event, Job
+from registry.db import figures
+from registry.db.figures import EventFigures, JobFigures, UploadFigures
 from registry.errors import RegistryError
 from registry.services.context import Context
 from registry.services.gc.figures import GcFigures, gc_figures
@@ -47,12 +47,8 @@ class Readiness:
 
 async def readiness(ctx: Context) -> Readiness:
     """Check the database and the blob store; never raises for their failures."""
-
-    async def ping(conn: AsyncConnection) -> None:
-        await conn.execute(sa.text("SELECT 1"))
-
     try:
-        await ctx.read(ping)
+        await ctx.read(figures.ping)
         database = Check(ok=True)
     except RegistryError as exc:
         database = Check(ok=False, detail=str(exc))
@@ -62,44 +58,6 @@ async def readiness(ctx: Context) -> Readiness:
     except BlobStoreError as exc:
         blob_store = Check(ok=False, detail=str(exc))
     return Readiness(database, blob_store)
-
-
-@dataclass(frozen=True)
-class EventFigures:
-    """The outbox: how far it has got, and how recently something happened."""
-
-    latest_id: int | None
-    latest_at: datetime | None
-    age_seconds: float | None
-
-
-@dataclass(frozen=True)
-class UploadFigures:
-    """Writes and blob uploads in flight: unexpired claims and blobs not yet confirmed."""
-
-    active_claims: int
-    oldest_claim_at: datetime | None
-    pending_blobs: int
-    pending_bytes: int
-
-
-@dataclass(frozen=True)
-class JobFigures:
-    """The durable job queue (marketplace installs and updates).
-
-    `backlog` counts jobs not finished (`queued` or `running`); `due` the queued ones whose
-    time has come; `expired_leases` running jobs whose worker's lease has lapsed (a worker
-    died: the next claim takes them over); `oldest_at` when the oldest unfinished job was
-    enqueued; `failed` jobs that ran out of attempts.
-    """
-
-    backlog: int
-    due: int
-    running: int
-    expired_leases: int
-    oldest_at: datetime | None
-    oldest_age_seconds: float | None
-    failed: int
 
 
 @dataclass(frozen=True)
@@ -134,7 +92,11 @@ async def service_status(ctx: Context) -> ServiceStatus:
     now = ctx.clock.now()
 
     async def work(conn: AsyncConnection) -> tuple[EventFigures, UploadFigures, JobFigures]:
-        return await _events(conn, now), await _uploads(conn, now), await _jobs(conn, now)
+        return (
+            await figures.event_figures(conn, now),
+            await figures.upload_figures(conn, now),
+            await figures.job_figures(conn, now),
+        )
 
     events, uploads, jobs = await ctx.read(work)
     storage = await gc_figures(ctx)
@@ -153,77 +115,4 @@ async def service_status(ctx: Context) -> ServiceStatus:
         storage=storage,
         materialization=materialization,
         jobs=jobs,
-    )
-
-
-async def _events(conn: AsyncConnection, now: datetime) -> EventFigures:
-    row = (
-        await conn.execute(sa.select(Event.id, Event.created_at).order_by(Event.id.desc()).limit(1))
-    ).first()
-    if row is None:
-        return EventFigures(None, None, None)
-    return EventFigures(row.id, row.created_at, max(0.0, (now - row.created_at).total_seconds()))
-
-
-async def _uploads(conn: AsyncConnection, now: datetime) -> UploadFigures:
-    claims = (
-        await conn.execute(
-            sa.select(sa.func.count(), sa.func.min(BlobClaim.created_at)).where(
-                BlobClaim.expires_at > now
-            )
-        )
-    ).one()
-    pending = (
-        await conn.execute(
-            sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(Blob.size), 0)).where(
-                Blob.status == "pending"
-            )
-        )
-    ).one()
-    return UploadFigures(
-        active_claims=int(claims[0]),
-        oldest_claim_at=claims[1],
-        pending_blobs=int(pending[0]),
-        pending_bytes=int(pending[1]),
-    )
-
-
-async def _jobs(conn: AsyncConnection, now: datetime) -> JobFigures:
-    unfinished = Job.status.in_(("queued", "running"))
-    row = (
-        await conn.execute(
-            sa.select(
-                sa.func.count(),
-                sa.func.min(Job.created_at),
-                sa.func.coalesce(
-                    sa.func.sum(
-                        sa.case((sa.and_(Job.status == "queued", Job.run_after <= now), 1), else_=0)
-                    ),
-                    0,
-                ),
-                sa.func.coalesce(sa.func.sum(sa.case((Job.status == "running", 1), else_=0)), 0),
-                sa.func.coalesce(
-                    sa.func.sum(
-                        sa.case(
-                            (sa.and_(Job.status == "running", Job.lease_expires_at < now), 1),
-                            else_=0,
-                        )
-                    ),
-                    0,
-                ),
-            ).where(unfinished)
-        )
-    ).one()
-    failed = await conn.scalar(
-        sa.select(sa.func.count()).select_from(Job).where(Job.status == "failed")
-    )
-    oldest = row[1]
-    return JobFigures(
-        backlog=int(row[0]),
-        due=int(row[2]),
-        running=int(row[3]),
-        expired_leases=int(row[4]),
-        oldest_at=oldest,
-        oldest_age_seconds=None if oldest is None else max(0.0, (now - oldest).total_seconds()),
-        failed=int(failed or 0),
     )

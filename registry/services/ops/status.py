@@ -18,7 +18,7 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from registry.db import materializations as dbm
+from registry.db import materializations as db_materializations
 from registry.domain.model import Scope
 from registry.services.context import Context
 from registry.services.gc.figures import GcFigures, gc_figures
@@ -93,16 +93,16 @@ async def materialization_status(
     """Registered targets and what is pending on each."""
 
     async def work(conn: AsyncConnection) -> MaterializationStatus:
-        targets = await dbm.targets(conn, workspace, agent)
-        by_scope: dict[Scope, list[dbm.TargetRow]] = defaultdict(list)
+        targets = await db_materializations.targets(conn, workspace, agent)
+        by_scope: dict[Scope, list[db_materializations.TargetRow]] = defaultdict(list)
         for row in targets:
             by_scope[Scope(row.workspace, row.agent)].append(row)
         summaries: list[TargetSummary] = []
         pending: list[PendingMaterialization] = []
         for scope, rows in by_scope.items():
-            heads = {h.slug: h for h in await dbm.heads(conn, scope) if h.in_use}
-            applied: dict[str, dict[str, dbm.AppliedRow]] = defaultdict(dict)
-            for a in await dbm.applied(conn, scope, [t.target_id for t in rows]):
+            heads = {h.slug: h for h in await db_materializations.heads(conn, scope) if h.in_use}
+            applied: dict[str, dict[str, db_materializations.AppliedRow]] = defaultdict(dict)
+            for a in await db_materializations.applied(conn, scope, [t.target_id for t in rows]):
                 applied[a.target_id][a.slug] = a
             for target in rows:
                 mine = _pending(target, heads, applied[target.target_id])
@@ -114,9 +114,9 @@ async def materialization_status(
 
 
 def _pending(
-    target: dbm.TargetRow,
-    heads: dict[str, dbm.HeadRow],
-    applied: dict[str, dbm.AppliedRow],
+    target: db_materializations.TargetRow,
+    heads: dict[str, db_materializations.HeadRow],
+    applied: dict[str, db_materializations.AppliedRow],
 ) -> list[PendingMaterialization]:
     out: list[PendingMaterialization] = []
     for slug in sorted({*heads, *applied}):
@@ -147,7 +147,9 @@ def _pending(
 
 
 def _summary(
-    target: dbm.TargetRow, applied: dict[str, dbm.AppliedRow], pending: int
+    target: db_materializations.TargetRow,
+    applied: dict[str, db_materializations.AppliedRow],
+    pending: int,
 ) -> TargetSummary:
     changes = [a.updated_at for a in applied.values()]
     return TargetSummary(

@@ -20,8 +20,7 @@ from typing import Final
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import skills as db_skills
-from registry.db import tokens as db
-from registry.db.locks import lock_workspace
+from registry.db import tokens as db_tokens
 from registry.domain.access import Role, format_token, parse_role, parse_token, secret_hash
 from registry.domain.model import Scope, check_scope_name
 from registry.errors import InvalidName, RegistryError, TokenNotFound, Unauthenticated
@@ -58,7 +57,7 @@ class IssuedToken:
     token: str
 
 
-def _info(row: db.TokenRow) -> TokenInfo:
+def _info(row: db_tokens.TokenRow) -> TokenInfo:
     return TokenInfo(
         id=row.id,
         workspace=row.workspace,
@@ -99,8 +98,7 @@ async def create_token(
     now = ctx.clock.now()
 
     async def work(conn: AsyncConnection) -> TokenInfo:
-        await lock_workspace(conn, workspace)
-        row = await db.insert(
+        row = await db_tokens.insert(
             conn,
             token_id=token_id,
             workspace=workspace,
@@ -113,7 +111,7 @@ async def create_token(
         await _event(conn, info, "token_created", actor, now)
         return info
 
-    info = await ctx.write(work, workspace=workspace)
+    info = await ctx.locked(workspace, work)
     return IssuedToken(info, format_token(token_id, secret))
 
 
@@ -121,18 +119,21 @@ async def revoke_token(ctx: Context, token_id: str, *, actor: str) -> TokenInfo:
     """Revoke a token (`TokenNotFound` if there is none). Revoking twice changes nothing."""
     now = ctx.clock.now()
 
+    found = await ctx.read(lambda conn: db_tokens.get(conn, token_id))
+    if found is None:
+        raise TokenNotFound(token_id)
+
     async def work(conn: AsyncConnection) -> TokenInfo:
-        row = await db.get(conn, token_id)
-        if row is None:
-            raise TokenNotFound(token_id)
-        await lock_workspace(conn, row.workspace)
-        if await db.revoke(conn, token_id, now):
-            info = _info(await db.get(conn, token_id) or row)
+        row = await db_tokens.get(conn, token_id)
+        assert row is not None, "tokens are revoked, never deleted"
+        if await db_tokens.revoke(conn, token_id, now):
+            info = _info(await db_tokens.get(conn, token_id) or row)
             await _event(conn, info, "token_revoked", actor, now)
             return info
         return _info(row)
 
-    return await ctx.write(work)
+    # A token's workspace never changes, so the lock taken is the one its row names.
+    return await ctx.locked(found.workspace, work)
 
 
 async def list_tokens(
@@ -142,7 +143,7 @@ async def list_tokens(
     check_scope_name("workspace", workspace)
 
     async def work(conn: AsyncConnection) -> list[TokenInfo]:
-        rows = await db.in_workspace(conn, workspace, include_revoked=include_revoked)
+        rows = await db_tokens.in_workspace(conn, workspace, include_revoked=include_revoked)
         return [_info(r) for r in rows]
 
     return await ctx.read(work)
@@ -154,8 +155,8 @@ async def authenticate(ctx: Context, bearer: str) -> TokenInfo:
     if presented is None:
         raise Unauthenticated
 
-    async def work(conn: AsyncConnection) -> db.TokenRow | None:
-        return await db.get(conn, presented.token_id)
+    async def work(conn: AsyncConnection) -> db_tokens.TokenRow | None:
+        return await db_tokens.get(conn, presented.token_id)
 
     row = await ctx.read(work)
     # Compare even for an unknown id, so that the time taken does not tell ids apart.
@@ -172,7 +173,7 @@ async def authenticate(ctx: Context, bearer: str) -> TokenInfo:
 
 async def _touch(ctx: Context, token_id: str, now: datetime, stale_before: datetime) -> None:
     async def work(conn: AsyncConnection) -> None:
-        await db.touch(conn, token_id, now, stale_before)
+        await db_tokens.touch(conn, token_id, now, stale_before)
 
     # Bookkeeping only: a busy database must not fail the request that uses the token.
     with contextlib.suppress(RegistryError):

@@ -10,26 +10,20 @@ the same way: its bytes are fetched only for digests not cached clean.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Final
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import approvals as db_approvals
 from registry.db import scans as db_scans
-from registry.db import skills as db
+from registry.db import skills as db_skills
 from registry.domain.approvals import Approval, FindingRef, Verdict, evaluate
 from registry.domain.manifest import Manifest
 from registry.domain.model import PackageFile, Scope
 from registry.domain.scanner import Finding
-from registry.services.context import Context
+from registry.services.context import Context, offloaded
 from registry.services.read import read_files
-
-# Above this many bytes the scan runs in a worker thread (the regex engine releases the
-# GIL), so a large package does not stall the event loop.
-_THREAD_THRESHOLD: Final = 256 * 1024
 
 
 async def approvals_of(
@@ -38,10 +32,10 @@ async def approvals_of(
     """The approvals stored with `version` (None: the head) of the live skill, or ()."""
 
     async def work(conn: AsyncConnection) -> tuple[Approval, ...]:
-        skill = await db.live_skill(conn, scope, slug)
+        skill = await db_skills.live_skill(conn, scope, slug)
         if skill is None:
             return ()
-        row = await db.version(conn, skill, skill.head if version is None else version)
+        row = await db_skills.version(conn, skill, skill.head if version is None else version)
         if row is None:
             return ()
         return await db_approvals.for_version(conn, scope.workspace, row.id)
@@ -99,10 +93,7 @@ async def verdict(
             findings.extend(ctx.scanner.scan(path, content))
         return findings
 
-    if sum(len(d) for d in data.values()) > _THREAD_THRESHOLD:
-        findings = await asyncio.to_thread(scan_all)
-    else:
-        findings = scan_all()
+    findings = await offloaded(sum(len(d) for d in data.values()), scan_all)
     if findings and callable(allowed):
         allowed = await allowed()
     result = evaluate(findings, () if callable(allowed) else allowed, approve)

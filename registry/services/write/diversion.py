@@ -15,38 +15,23 @@ proposal, `propose` writes it instead of the version's).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import exclusions as db_exclusions
 from registry.db import proposals as db_proposals
-from registry.db import skills as db
+from registry.db import skills as db_skills
+from registry.domain.approvals import Approval
 from registry.domain.manifest import Manifest
 from registry.domain.model import Origin, Publication
 from registry.errors import ProposalNotFound, ProposalStale, SourceExcluded, StateConflict
 from registry.services.context import Context
-
-if TYPE_CHECKING:
-    # publish imports this module; the request type is only needed for annotations.
-    from registry.services.write.publish import WriteRequest
+from registry.services.write.request import WriteRequest
 
 
-@dataclass(frozen=True, slots=True)
-class ProposalDecision:
-    """The owner's decision to apply a pending proposal.
-
-    `decision` is `apply` (the proposal as it is) or `alternative` (the owner's edit of it).
-    """
-
-    proposal: int
-    decision: str
-    actor: str
-
-
-def diverted(request: WriteRequest, skill: db.SkillRow | None) -> bool:
+def diverted(request: WriteRequest, skill: db_skills.SkillRow | None) -> bool:
     """An automated write to a skill under human control becomes a proposal.
 
     So does a write that asks for it (`propose`: a marketplace update of an edited copy).
@@ -68,7 +53,7 @@ def event_kind(request: WriteRequest) -> str:
 
 
 async def pending_proposal(
-    conn: AsyncConnection, request: WriteRequest, skill: db.SkillRow | None
+    conn: AsyncConnection, request: WriteRequest, skill: db_skills.SkillRow | None
 ) -> db_proposals.ProposalRow | None:
     """The proposal this write decides, checked to be open and made on the current head."""
     decides = request.decides
@@ -103,7 +88,7 @@ async def check_sources(conn: AsyncConnection, request: WriteRequest) -> None:
 async def head_moved(
     conn: AsyncConnection,
     request: WriteRequest,
-    skill: db.SkillRow,
+    skill: db_skills.SkillRow,
     *,
     decided: db_proposals.ProposalRow | None,
     number: int,
@@ -128,8 +113,9 @@ async def propose(
     ctx: Context,
     conn: AsyncConnection,
     request: WriteRequest,
-    skill: db.SkillRow,
+    skill: db_skills.SkillRow,
     *,
+    approvals: Sequence[Approval],
     manifest: Manifest,
     manifest_id: int,
     base: int,
@@ -157,13 +143,13 @@ async def propose(
         actor=request.actor,
         message=request.message,
         sources=request.sources,
-        approvals=request.approvals,
+        approvals=approvals,
         baseline=request.baseline,
         write_id=write_id,
         now=now,
     )
     await ctx.hit("publish.proposal_rows")
-    await db.insert_event(
+    await db_skills.insert_event(
         conn,
         request.scope,
         request.slug,
@@ -187,7 +173,7 @@ async def propose(
 
 
 def _proposed(
-    skill: db.SkillRow, manifest: Manifest, proposal_id: int, now: datetime | None
+    skill: db_skills.SkillRow, manifest: Manifest, proposal_id: int, now: datetime | None
 ) -> Publication:
     return Publication(
         version=skill.head,

@@ -15,8 +15,13 @@ from registry.domain.approvals import FindingRef
 from registry.domain.model import FileInput, Origin, Publication, Scope
 from registry.errors import DraftKept, VersionNotFound
 from registry.services.context import Context
-from registry.services.write.diversion import ProposalDecision
-from registry.services.write.publish import WriteRequest, write_package
+from registry.services.write.publish import write_package
+from registry.services.write.request import (
+    KEEP_CONTROLS,
+    OWNER_TAKES_CONTROL,
+    ProposalDecision,
+    WriteRequest,
+)
 
 
 async def edit(
@@ -45,7 +50,7 @@ async def edit(
         actor=actor,
         message=message,
         sources=tuple(sources),
-        skill_changes={} if keep_auto_improve else {"auto_improve": False},
+        changes=KEEP_CONTROLS if keep_auto_improve else OWNER_TAKES_CONTROL,
         approve=tuple(approve),
         keep_draft=keep_draft,
         decides=decides,

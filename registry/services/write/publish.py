@@ -23,11 +23,10 @@ source is refused.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Final
 
@@ -37,16 +36,12 @@ from registry.db import approvals as db_approvals
 from registry.db import blobs as db_blobs
 from registry.db import errors as db_errors
 from registry.db import proposals as db_proposals
-from registry.db import skills as db
-from registry.db.cancel import check_cancelled, guarded
-from registry.db.engine import write_connection
-from registry.db.locks import lock_workspace
-from registry.domain.approvals import Approval, FindingRef
+from registry.db import skills as db_skills
+from registry.db.unit import CommitOutcomeUnknown, Outcome
+from registry.domain.approvals import Approval
 from registry.domain.manifest import Manifest, build_manifest
 from registry.domain.model import (
-    ExpectedHead,
     FileInput,
-    Origin,
     PackageFile,
     Publication,
     Scope,
@@ -58,76 +53,19 @@ from registry.errors import (
     RegistryError,
     StorageUnavailable,
 )
-from registry.services.context import Context, shielded
+from registry.services.context import Context, offloaded, shielded
 from registry.services.write import blobstage, content, diversion, rootchecks
-from registry.services.write.diversion import ProposalDecision
+from registry.services.write.request import NOT_SCREENED, Screening, WriteRequest
 
-# Above this many bytes, hashing runs in a worker thread (BLAKE3 releases the GIL), so a
-# large package does not stall the event loop.
-_THREAD_THRESHOLD: Final = 256 * 1024
 # A publish that finds one of its blobs claimed away by GC (its claim expired while it
 # was stalled) starts again from the claim; this bounds how often.
 _BLOB_RACE_ATTEMPTS: Final = 3
 
-MARKETPLACE_ORIGINS: Final = frozenset({Origin.MARKETPLACE_INSTALL, Origin.MARKETPLACE_UPDATE})
-
-
-@dataclass(frozen=True)
-class WriteRequest:
-    """Everything a package write needs to know besides the files.
-
-    History fields (docs/history.md): `approve` names findings the writer approves;
-    `approvals` are the content-check approvals stored with the new version (set by the
-    content check, never by callers of `write_package`); `keep_draft` records the package
-    as a proposal if the compare-and-swap fails; `decides` makes this write the owner's
-    decision on a pending proposal; `repair` marks a rollback after a source exclusion.
-    A decision or a repair always appends a version, even if the head has the same package.
-
-    Marketplace (docs/marketplace.md): `baseline` is the listing version an installed copy
-    now follows; `propose` records the package as a proposal for the owner instead of
-    publishing it (an update of an edited copy), carrying `baseline` to the version the
-    proposal becomes if the owner applies it.
-
-    `scanned_clean` are the digests the content check scanned clean for this write; they
-    are recorded in the claim transaction (one commit fewer than a transaction of their own).
-    """
-
-    scope: Scope
-    slug: str
-    expected_head: ExpectedHead
-    origin: Origin
-    actor: str
-    message: str = ""
-    sources: Sequence[str] = ()
-    restored_from: int | None = None
-    baseline: tuple[str, int, str] | None = None
-    skill_changes: Mapping[str, object] = field(default_factory=dict)
-    approve: Sequence[FindingRef] = ()
-    approvals: Sequence[Approval] = ()
-    keep_draft: bool = False
-    decides: ProposalDecision | None = None
-    repair: bool = False
-    propose: bool = False
-    scanned_clean: Sequence[str] = ()
-
-    @property
-    def may_be_unchanged(self) -> bool:
-        """True if re-saving the head's package is a no-op for this write."""
-        return self.decides is None and not self.repair
-
-    @property
-    def kind(self) -> str:
-        return "installed" if self.origin in MARKETPLACE_ORIGINS else "saved"
-
 
 @dataclass(frozen=True)
 class _Head:
-    skill: db.SkillRow
+    skill: db_skills.SkillRow
     manifest: Manifest
-
-
-class _CommitOutcomeUnknown(Exception):
-    """The commit was attempted and failed: it may or may not have happened."""
 
 
 class _BlobsRaced(Exception):
@@ -161,8 +99,9 @@ async def write_package(
     if verdict.blocked is not None:
         raise verdict.blocked
     await ctx.hit("write.validated")
-    request = replace(request, approvals=verdict.kept, scanned_clean=verdict.fresh)
-    return await publish_manifest(ctx, request, manifest, package.files)
+    return await publish_manifest(
+        ctx, request, manifest, package.files, screening=Screening.of(verdict)
+    )
 
 
 async def publish_manifest(
@@ -170,11 +109,14 @@ async def publish_manifest(
     request: WriteRequest,
     manifest: Manifest,
     files: Mapping[str, PackageFile],
+    *,
+    screening: Screening = NOT_SCREENED,
 ) -> Publication:
     """Store the blobs `manifest` needs that the head lacks, then publish it.
 
     `files` holds the bytes of every entry whose blob may need storing; a restore or an
     install passes an empty mapping (every blob is already referenced and live).
+    `screening` is what the content check decided for this package.
     """
     head = await ctx.read(lambda conn: _read_head(conn, request.scope, request.slug))
     # A decision or a repair must be recorded even if the head's package is the same.
@@ -195,12 +137,13 @@ async def publish_manifest(
         return await _store_and_publish(
             ctx,
             request,
+            screening,
             manifest=manifest,
             write_id=write_id,
             to_store=to_store,
             available=available,
         )
-    except _CommitOutcomeUnknown as unknown:
+    except CommitOutcomeUnknown as unknown:
         # The reply was lost, not necessarily the write: look for the version.
         settled = await shielded(_settle(ctx, request, write_id, look=True))
         if settled is not None:
@@ -217,6 +160,7 @@ async def publish_manifest(
 async def _store_and_publish(
     ctx: Context,
     request: WriteRequest,
+    screening: Screening,
     *,
     manifest: Manifest,
     write_id: str,
@@ -233,10 +177,12 @@ async def _store_and_publish(
     pending = dict(to_store)
     for _ in range(_BLOB_RACE_ATTEMPTS):
         uploaded = await blobstage.claim_and_upload(
-            ctx, request.scope, write_id, pending, scanned_clean=request.scanned_clean
+            ctx, request.scope, write_id, pending, scanned_clean=screening.scanned_clean
         )
         try:
-            return await _publish(ctx, request, manifest, write_id, uploaded)
+            return await _publish(
+                ctx, request, screening, manifest=manifest, write_id=write_id, uploaded=uploaded
+            )
         except _BlobsRaced as raced:
             missing = [d for d in raced.digests if d not in available]
             if missing:
@@ -250,18 +196,16 @@ async def _store_and_publish(
 
 async def _hash(package: ValidatedPackage) -> Manifest:
     size = sum(len(f.data) for f in package.files.values())
-    if size > _THREAD_THRESHOLD:
-        return await asyncio.to_thread(build_manifest, package.files)
-    return build_manifest(package.files)
+    return await offloaded(size, build_manifest, package.files)
 
 
 async def _read_head(conn: AsyncConnection, scope: Scope, slug: str) -> _Head | None:
-    skill = await db.live_skill(conn, scope, slug)
+    skill = await db_skills.live_skill(conn, scope, slug)
     if skill is None:
         return None
-    head = await db.version(conn, skill, skill.head)
+    head = await db_skills.version(conn, skill, skill.head)
     assert head is not None, "a skill's head names an existing version"
-    return _Head(skill, await db.manifest_entries(conn, scope.workspace, head.manifest_id))
+    return _Head(skill, await db_skills.manifest_entries(conn, scope.workspace, head.manifest_id))
 
 
 def _unchanged(head: _Head) -> Publication:
@@ -277,65 +221,35 @@ def _unchanged(head: _Head) -> Publication:
 async def _publish(
     ctx: Context,
     request: WriteRequest,
-    manifest: Manifest,
-    write_id: str,
-    uploaded: frozenset[str],
-) -> Publication:
-    """The locked transaction, retried as a whole on transient errors before its commit."""
-    try:
-        async for attempt in ctx.retrying():
-            with attempt:
-                return await guarded(
-                    lambda: _publish_once(
-                        ctx, request, manifest=manifest, write_id=write_id, uploaded=uploaded
-                    )
-                )
-    except db_errors.DATABASE_ERRORS as exc:
-        raise db_errors.translate(
-            exc, workspace=request.scope.workspace, lock_timeout=ctx.settings.lock_timeout
-        ) from exc
-    raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
-
-
-async def _publish_once(
-    ctx: Context,
-    request: WriteRequest,
+    screening: Screening,
     *,
     manifest: Manifest,
     write_id: str,
     uploaded: frozenset[str],
 ) -> Publication:
-    scope = request.scope
-    async with ctx.engine.connect() as raw:
-        conn = await write_connection(raw)
-        transaction = await conn.begin()
-        try:
-            await ctx.hit("publish.begin")
-            await lock_workspace(conn, scope.workspace)
-            await ctx.hit("publish.locked")
-            publication = await _apply(
-                ctx, conn, request, manifest=manifest, write_id=write_id, uploaded=uploaded
-            )
-            await ctx.hit("publish.before_commit")
-            check_cancelled()
-        except BaseException:
-            await transaction.rollback()
-            raise
-        if publication.unchanged:
-            await transaction.rollback()
-            return publication
-        try:
-            await transaction.commit()
-            await ctx.hit("publish.committed")
-        except Exception as exc:
-            raise _CommitOutcomeUnknown(str(exc)) from exc
-    return publication
+    """The locked transaction (`UnitOfWork.publish`): retried as a whole before its commit."""
+
+    async def work(conn: AsyncConnection) -> Outcome[Publication]:
+        publication = await _apply(
+            ctx,
+            conn,
+            request,
+            screening,
+            manifest=manifest,
+            write_id=write_id,
+            uploaded=uploaded,
+        )
+        # A write that finds its package at the head changes nothing: roll back.
+        return Outcome(publication, commit=not publication.unchanged)
+
+    return await ctx.uow.publish(request.scope.workspace, work, hit=ctx.hit)
 
 
 async def _apply(
     ctx: Context,
     conn: AsyncConnection,
     request: WriteRequest,
+    screening: Screening,
     *,
     manifest: Manifest,
     write_id: str,
@@ -343,9 +257,9 @@ async def _apply(
 ) -> Publication:
     """Root checks, compare-and-swap and every row of the new version (lock held)."""
     scope, now = request.scope, ctx.clock.now()
-    skill = await db.live_skill(conn, scope, request.slug)
+    skill = await db_skills.live_skill(conn, scope, request.slug)
     if skill is not None and request.may_be_unchanged:
-        head = await db.version(conn, skill, skill.head)
+        head = await db_skills.version(conn, skill, skill.head)
         assert head is not None
         if head.manifest_hash == manifest.hash:
             return Publication(
@@ -368,7 +282,7 @@ async def _apply(
     )
     if problem is not None:
         raise _BlobsRaced(problem.digests)
-    manifest_id = await db.ensure_manifest(conn, scope.workspace, manifest, now)
+    manifest_id = await db_skills.ensure_manifest(conn, scope.workspace, manifest, now)
     if divert:
         assert skill is not None
         proposed = await diversion.propose(
@@ -376,6 +290,7 @@ async def _apply(
             conn,
             request,
             skill,
+            approvals=screening.approvals,
             manifest=manifest,
             manifest_id=manifest_id,
             base=skill.head if draft_base is None else draft_base,
@@ -389,6 +304,7 @@ async def _apply(
         conn,
         request,
         skill,
+        approvals=screening.approvals,
         manifest=manifest,
         manifest_id=manifest_id,
         decided=decided,
@@ -413,8 +329,9 @@ async def _append_version(
     ctx: Context,
     conn: AsyncConnection,
     request: WriteRequest,
-    skill: db.SkillRow | None,
+    skill: db_skills.SkillRow | None,
     *,
+    approvals: Sequence[Approval],
     manifest: Manifest,
     manifest_id: int,
     decided: db_proposals.ProposalRow | None,
@@ -424,7 +341,7 @@ async def _append_version(
     """Insert the version, move the head (compare-and-swap) and write the event."""
     scope = request.scope
     if skill is None:
-        skill_id = await db.insert_skill(
+        skill_id = await db_skills.insert_skill(
             conn,
             scope,
             request.slug,
@@ -432,12 +349,12 @@ async def _append_version(
             size=manifest.total_size,
             now=now,
             baseline=request.baseline,
-            auto_improve=bool(request.skill_changes.get("auto_improve", True)),
+            auto_improve=request.changes.auto_improve is not False,
         )
         number, parent = 1, None
     else:
         skill_id, number, parent = skill.id, skill.head + 1, skill.head
-    version_id = await db.insert_version(
+    version_id = await db_skills.insert_version(
         conn,
         skill_id,
         scope.workspace,
@@ -457,7 +374,7 @@ async def _append_version(
         conn,
         scope.workspace,
         version_id,
-        request.approvals,
+        approvals,
         actor=request.actor,
         now=now,
         fresh=True,
@@ -465,24 +382,22 @@ async def _append_version(
     await ctx.hit("publish.version_rows")
     staled: list[int] = []
     if skill is not None:
-        changes = dict(request.skill_changes)
         # A decided marketplace proposal moves the copy's baseline as its update would have.
         baseline = request.baseline or (None if decided is None else decided.baseline_tuple)
-        if baseline is not None:
-            listing, listing_version, listing_hash = baseline
-            changes |= {
-                "baseline_listing": listing,
-                "baseline_version": listing_version,
-                "baseline_manifest_hash": listing_hash,
-            }
-        await db.move_head(
-            conn, skill, new_head=number, size=manifest.total_size, now=now, **changes
+        await db_skills.move_head(
+            conn,
+            skill,
+            new_head=number,
+            size=manifest.total_size,
+            now=now,
+            auto_improve=request.changes.auto_improve,
+            baseline=baseline,
         )
         staled = await diversion.head_moved(
             conn, request, skill, decided=decided, number=number, now=now
         )
     await ctx.hit("publish.head_moved")
-    await db.insert_event(
+    await db_skills.insert_event(
         conn,
         scope,
         request.slug,
@@ -525,7 +440,7 @@ async def _settle(
     workspace = request.scope.workspace
 
     async def find(conn: AsyncConnection) -> Publication | None:
-        created = await db.version_by_write(conn, workspace, write_id)
+        created = await db_skills.version_by_write(conn, workspace, write_id)
         if created is not None:
             return Publication(
                 version=created.number,
@@ -538,7 +453,7 @@ async def _settle(
         proposed = await db_proposals.by_write(conn, workspace, write_id)
         if proposed is None:
             return None
-        skill = await db.skill_by_id(conn, workspace, proposed.skill_id)
+        skill = await db_skills.skill_by_id(conn, workspace, proposed.skill_id)
         assert skill is not None
         return Publication(
             version=skill.head,

@@ -18,14 +18,15 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import approvals as db_approvals
-from registry.db import skills as db
+from registry.db import skills as db_skills
 from registry.domain.approvals import Approval
 from registry.domain.manifest import Manifest
 from registry.domain.model import ExpectedHead, Origin, Publication, Scope, check_slug
 from registry.services.context import Context
 from registry.services.read import locate
 from registry.services.write import content
-from registry.services.write.publish import WriteRequest, publish_manifest
+from registry.services.write.publish import publish_manifest
+from registry.services.write.request import OWNER_TAKES_CONTROL, Screening, WriteRequest
 
 
 @dataclass(frozen=True)
@@ -43,8 +44,8 @@ async def stored_version(ctx: Context, scope: Scope, slug: str, number: int) -> 
 
     async def work(conn: AsyncConnection) -> StoredVersion:
         _, row = await locate(conn, scope, slug, number)
-        manifest = await db.manifest_entries(conn, scope.workspace, row.manifest_id)
-        sources = await db.version_sources(conn, [row.id])
+        manifest = await db_skills.manifest_entries(conn, scope.workspace, row.manifest_id)
+        sources = await db_skills.version_sources(conn, [row.id])
         approvals = await db_approvals.for_version(conn, scope.workspace, row.id)
         return StoredVersion(row.number, manifest, sources[row.id], approvals)
 
@@ -73,11 +74,12 @@ async def republish(
         message=message,
         sources=tuple(stored.sources),
         restored_from=stored.number,
-        skill_changes={"auto_improve": False},
-        approvals=kept,
+        changes=OWNER_TAKES_CONTROL,
         repair=repair,
     )
-    return await publish_manifest(ctx, request, stored.manifest, {})
+    return await publish_manifest(
+        ctx, request, stored.manifest, {}, screening=Screening(approvals=kept)
+    )
 
 
 async def restore(

@@ -7,11 +7,9 @@ nothing (docs/write-path.md).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from registry.db import skills as db
+from registry.db import skills as db_skills
 from registry.domain.manifest import Manifest
 from registry.domain.model import AnyHead
 from registry.errors import (
@@ -23,12 +21,10 @@ from registry.errors import (
     SkillNotFound,
 )
 from registry.services.context import Context
-
-if TYPE_CHECKING:
-    from registry.services.write.publish import WriteRequest
+from registry.services.write.request import WriteRequest
 
 
-def early_checks(request: WriteRequest, head: db.SkillRow | None) -> None:
+def early_checks(request: WriteRequest, head: db_skills.SkillRow | None) -> None:
     """Refuse a write that cannot succeed before uploading anything for it.
 
     The same checks run again under the lock; these only save a doomed write its uploads.
@@ -37,7 +33,9 @@ def early_checks(request: WriteRequest, head: db.SkillRow | None) -> None:
     check_root(request, head, cas=not request.keep_draft)
 
 
-def check_root(request: WriteRequest, skill: db.SkillRow | None, *, cas: bool = True) -> None:
+def check_root(
+    request: WriteRequest, skill: db_skills.SkillRow | None, *, cas: bool = True
+) -> None:
     expected = request.expected_head
     if skill is None:
         if isinstance(expected, int):
@@ -53,7 +51,7 @@ def check_root(request: WriteRequest, skill: db.SkillRow | None, *, cas: bool = 
         raise HeadConflict(expected, skill.head)
 
 
-def check_root_or_keep_draft(request: WriteRequest, skill: db.SkillRow | None) -> int | None:
+def check_root_or_keep_draft(request: WriteRequest, skill: db_skills.SkillRow | None) -> int | None:
     """Run the root checks; return the draft's base if a lost CAS keeps the draft."""
     try:
         check_root(request, skill)
@@ -69,7 +67,7 @@ async def check_capacity_and_quota(
     ctx: Context,
     conn: AsyncConnection,
     request: WriteRequest,
-    skill: db.SkillRow | None,
+    skill: db_skills.SkillRow | None,
     manifest: Manifest,
 ) -> None:
     settings = ctx.settings
@@ -77,11 +75,11 @@ async def check_capacity_and_quota(
         limit = (
             settings.capacity_installed if request.kind == "installed" else settings.capacity_saved
         )
-        if await db.count_live(conn, request.scope, request.kind) >= limit:
+        if await db_skills.count_live(conn, request.scope, request.kind) >= limit:
             raise CapacityExceeded(limit, request.kind)
     replaced = 0 if skill is None else skill.head_size
     growth = manifest.total_size - replaced
     if growth > 0:
-        used = await db.workspace_usage(conn, request.scope.workspace)
+        used = await db_skills.workspace_usage(conn, request.scope.workspace)
         if used + growth > settings.workspace_quota_bytes:
             raise QuotaExceeded(settings.workspace_quota_bytes, used, growth)

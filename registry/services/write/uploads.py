@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from blobstore import BlobCorrupted, BlobNotFound, BlobStoreError
 from blobstore.digest import is_digest
 from registry.db import blobs as db_blobs
-from registry.db import uploads as db
+from registry.db import uploads as db_uploads
 from registry.domain.manifest import file_digest
 from registry.domain.model import PackageFile, Publication, check_scope_name
 from registry.errors import (
@@ -45,11 +45,10 @@ from registry.errors import (
     RegistryError,
     StorageUnavailable,
 )
-from registry.services.context import Context, shielded
+from registry.services.context import Context, offloaded, shielded
 from registry.services.write import publish
+from registry.services.write.request import WriteRequest
 
-# Above this size the digest is computed in a worker thread (BLAKE3 releases the GIL).
-_THREAD_THRESHOLD: Final = 256 * 1024
 _FETCH_CONCURRENCY: Final = 16
 # An upload whose claim lapsed before it could be confirmed (the process stalled for
 # `claim_ttl`) claims and stores again; this bounds how often.
@@ -82,9 +81,7 @@ def _check_digest(digest: str) -> str:
 
 
 async def _hash(data: bytes) -> str:
-    if len(data) > _THREAD_THRESHOLD:
-        return await asyncio.to_thread(file_digest, data)
-    return file_digest(data)
+    return await offloaded(len(data), file_digest, data)
 
 
 async def upload_blob(ctx: Context, workspace: str, digest: str, data: bytes) -> UploadedBlob:
@@ -122,7 +119,9 @@ async def _claim_store_confirm(
         )
 
     async def confirm(conn: AsyncConnection) -> bool:
-        return await db.confirm_upload(conn, write_id=write_id, digest=digest, now=ctx.clock.now())
+        return await db_uploads.confirm_upload(
+            conn, write_id=write_id, digest=digest, now=ctx.clock.now()
+        )
 
     statuses = await ctx.write(claim, workspace=workspace)
     try:
@@ -160,7 +159,7 @@ async def blob_size(ctx: Context, workspace: str, digest: str) -> int:
     now = ctx.clock.now()
 
     async def work(conn: AsyncConnection) -> dict[str, int]:
-        return await db.visible(conn, workspace, [digest], now)
+        return await db_uploads.visible(conn, workspace, [digest], now)
 
     sizes = await ctx.read(work)
     if digest not in sizes:
@@ -222,7 +221,7 @@ async def uploaded_files(
     now = ctx.clock.now()
 
     async def work(conn: AsyncConnection) -> dict[str, int]:
-        return await db.visible(conn, workspace, [f.digest for f in files], now)
+        return await db_uploads.visible(conn, workspace, [f.digest for f in files], now)
 
     sizes = await ctx.read(work)
     missing = sorted({f.digest for f in files} - sizes.keys())
@@ -238,7 +237,7 @@ async def uploaded_files(
 
 
 async def publish_uploaded(
-    ctx: Context, request: publish.WriteRequest, files: Sequence[ManifestFile]
+    ctx: Context, request: WriteRequest, files: Sequence[ManifestFile]
 ) -> Publication:
     """Publish a package whose blobs were uploaded beforehand (or are already referenced).
 

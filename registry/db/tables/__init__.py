@@ -1,0 +1,91 @@
+"""The relational model: SQLAlchemy 2.x typed mappings, one history for PostgreSQL and SQLite.
+
+Constraints live in the database, not only in Python: unique live slugs per scope, unique
+version numbers per skill, digest format checks, foreign keys from manifest rows to blobs.
+Every tenant row carries its workspace; every query the services make filters by it.
+
+Blob rows are global (content addressing shares bytes across workspaces); what a workspace
+may see is decided through its versions and manifests, never by digest alone.
+
+`base` holds the declarative base and portable column types; `core` the skills, versions,
+manifests, blobs and outbox; `history` proposals, approvals and exclusions; `ops` jobs, GC
+runs, materialisations and tokens. Every table is importable from `registry.db.tables`.
+"""
+
+from registry.db.tables.base import (
+    BLOB_STATUSES,
+    NAMING_CONVENTION,
+    ORIGINS,
+    SKILL_KINDS,
+    SKILL_STATES,
+    Base,
+    BigId,
+    UtcDateTime,
+)
+from registry.db.tables.core import (
+    Blob,
+    BlobClaim,
+    Event,
+    Manifest,
+    ManifestEntry,
+    ScanResult,
+    Skill,
+    Version,
+    VersionSource,
+)
+from registry.db.tables.history import (
+    PENDING_PROPOSAL_STATUSES,
+    PROPOSAL_DECISIONS,
+    PROPOSAL_STATUSES,
+    ContentApproval,
+    Proposal,
+    SourceExclusion,
+)
+from registry.db.tables.ops import (
+    GC_OUTCOMES,
+    JOB_STATUSES,
+    MATERIALIZE_MODES,
+    MATERIALIZE_OUTCOMES,
+    TOKEN_ROLES,
+    ApiToken,
+    GcRun,
+    Job,
+    Materialization,
+    MaterializationTarget,
+)
+
+__all__ = [
+    "BLOB_STATUSES",
+    "GC_OUTCOMES",
+    "JOB_STATUSES",
+    "MATERIALIZE_MODES",
+    "MATERIALIZE_OUTCOMES",
+    "NAMING_CONVENTION",
+    "ORIGINS",
+    "PENDING_PROPOSAL_STATUSES",
+    "PROPOSAL_DECISIONS",
+    "PROPOSAL_STATUSES",
+    "SKILL_KINDS",
+    "SKILL_STATES",
+    "TOKEN_ROLES",
+    "ApiToken",
+    "Base",
+    "BigId",
+    "Blob",
+    "BlobClaim",
+    "ContentApproval",
+    "Event",
+    "GcRun",
+    "Job",
+    "Manifest",
+    "ManifestEntry",
+    "Materialization",
+    "MaterializationTarget",
+    "Proposal",
+    "ScanResult",
+    "Skill",
+    "SourceExclusion",
+    "UtcDateTime",
+    "Version",
+    "VersionSource",
+]
