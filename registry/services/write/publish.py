@@ -68,6 +68,15 @@ class _Head:
     manifest: Manifest
 
 
+@dataclass(frozen=True, slots=True)
+class _Staged:
+    """What the blob stage did for one attempt: the write's claims and its uploads."""
+
+    write_id: str
+    claimed: bool
+    uploaded: frozenset[str]
+
+
 class _BlobsRaced(Exception):
     """A referenced blob was found missing or being deleted inside the publish transaction."""
 
@@ -180,9 +189,8 @@ async def _store_and_publish(
             ctx, request.scope, write_id, pending, scanned_clean=screening.scanned_clean
         )
         try:
-            return await _publish(
-                ctx, request, screening, manifest=manifest, write_id=write_id, uploaded=uploaded
-            )
+            staged = _Staged(write_id, claimed=bool(pending), uploaded=uploaded)
+            return await _publish(ctx, request, screening, manifest, staged)
         except _BlobsRaced as raced:
             missing = [d for d in raced.digests if d not in available]
             if missing:
@@ -222,25 +230,16 @@ async def _publish(
     ctx: Context,
     request: WriteRequest,
     screening: Screening,
-    *,
     manifest: Manifest,
-    write_id: str,
-    uploaded: frozenset[str],
+    staged: _Staged,
 ) -> Publication:
     """The locked transaction (`UnitOfWork.publish`): retried as a whole before its commit."""
 
     async def work(conn: AsyncConnection) -> Outcome[Publication]:
-        publication = await _apply(
-            ctx,
-            conn,
-            request,
-            screening,
-            manifest=manifest,
-            write_id=write_id,
-            uploaded=uploaded,
-        )
-        # A write that finds its package at the head changes nothing: roll back.
-        return Outcome(publication, commit=not publication.unchanged)
+        publication = await _apply(ctx, conn, request, screening, manifest=manifest, staged=staged)
+        # A write that finds its package at the head changes nothing but its own claims:
+        # it commits their release, or rolls back if it claimed nothing.
+        return Outcome(publication, commit=not publication.unchanged or staged.claimed)
 
     return await ctx.uow.publish(request.scope.workspace, work, hit=ctx.hit)
 
@@ -252,16 +251,20 @@ async def _apply(
     screening: Screening,
     *,
     manifest: Manifest,
-    write_id: str,
-    uploaded: frozenset[str],
+    staged: _Staged,
 ) -> Publication:
     """Root checks, compare-and-swap and every row of the new version (lock held)."""
     scope, now = request.scope, ctx.clock.now()
+    write_id, uploaded = staged.write_id, staged.uploaded
     skill = await db_skills.live_skill(conn, scope, request.slug)
     if skill is not None and request.may_be_unchanged:
         head = await db_skills.version(conn, skill, skill.head)
         assert head is not None
         if head.manifest_hash == manifest.hash:
+            # Another writer published this package first: the head references every
+            # blob this write claimed, so its claims are released (invariant I4).
+            if staged.claimed:
+                await db_blobs.release(conn, write_id)
             return Publication(
                 skill.head, head.manifest_hash, created=False, retired=None, unchanged=True
             )
