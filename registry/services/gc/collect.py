@@ -20,7 +20,7 @@ A run, each step idempotent so that a run killed anywhere is finished by the nex
 4. the store is listed (streamed) and every object without a row that is older than the
    grace period gets a `deleting` row (a conflict means a writer claimed it: skipped) and
    goes through tx2 and tx3;
-5. a local store's abandoned temp files are swept.
+5. a local store's abandoned temp files are swept (never one an upload still holds).
 
 No transaction is open while the blob store is called, so on SQLite (one write lock for
 the whole database) no writer waits on a blob-store round trip. A run starts a fenced
