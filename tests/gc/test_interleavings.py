@@ -68,6 +68,16 @@ async def assert_nothing_lost(env, *versions):
     assert report.clean, report.problems
 
 
+async def reached(park, task):
+    """Wait until `task` is held at `park`; if it ends first, raise what it raised."""
+    waiting = asyncio.ensure_future(park.reached.wait())
+    done, _ = await asyncio.wait({waiting, task}, return_when=asyncio.FIRST_COMPLETED)
+    if waiting not in done:
+        waiting.cancel()
+        task.result()
+        raise AssertionError("the task finished without reaching its park")
+
+
 def park_delete(env, digest, *, after=False):
     """Hold GC's delete of `digest` before it reaches the store (or after it returned)."""
     park = Park()
@@ -139,7 +149,7 @@ async def test_a_writer_claims_while_gc_holds_the_row_lock(env):
     await orphan_shared(env)
     gc_parked = env.failpoints.park("gc.locked")
     gc = asyncio.create_task(env.registry.gc())
-    await gc_parked.reached.wait()
+    await reached(gc_parked, gc)
 
     puts = env.store.calls["put"]
     uploaded = env.failpoints.park("write.uploaded")
@@ -148,7 +158,7 @@ async def test_a_writer_claims_while_gc_holds_the_row_lock(env):
     gc_parked.release.set()
     report = await gc
     assert report.blobs_reclaimed >= 3  # the donor's own blobs, and X unless claimed first
-    await uploaded.reached.wait()
+    await reached(uploaded, writer)
     uploaded.release.set()
     pub = await writer
     assert env.store.calls["put"] > puts
@@ -168,7 +178,7 @@ async def test_a_writer_commits_while_gc_deletes_an_object(make_env):
     await orphan_shared(env)
     deleting = park_delete(env, SHARED_DIGEST)
     gc = asyncio.create_task(env.registry.gc())
-    await deleting.reached.wait()
+    await reached(deleting, gc)
 
     other = Scope("globex")
     pub = await publish(env.registry, "elsewhere", scope=other)
@@ -193,12 +203,12 @@ async def test_a_writer_claims_a_digest_gc_is_deleting(env, upload):
     await orphan_shared(env)
     deleting = park_delete(env, SHARED_DIGEST, after=upload == "after_the_delete")
     gc = asyncio.create_task(env.registry.gc())
-    await deleting.reached.wait()
+    await reached(deleting, gc)
 
     puts = env.store.put_digests.count(SHARED_DIGEST)
     uploaded = env.failpoints.park("write.uploaded")
     writer = asyncio.create_task(publish(env.registry, "taker", files=with_shared("taker")))
-    await uploaded.reached.wait()
+    await reached(uploaded, writer)
     assert (await blob_rows(env.registry))[SHARED_DIGEST] == "deleting"
     assert await claims_on(env, SHARED_DIGEST) == 0
     assert env.store.put_digests.count(SHARED_DIGEST) == puts + 1
@@ -229,13 +239,13 @@ async def test_a_write_that_reaches_its_commit_during_the_purge_stores_again_aft
     await orphan_shared(env)
     deleting = park_delete(env, SHARED_DIGEST)
     gc = asyncio.create_task(env.registry.gc())
-    await deleting.reached.wait()
+    await reached(deleting, gc)
 
     puts = env.store.put_digests.count(SHARED_DIGEST)
     hits = env.failpoints.hits.copy()
     again = env.failpoints.park("write.claimed", nth=hits["write.claimed"] + 2)
     writer = asyncio.create_task(publish(env.registry, "taker", files=with_shared("taker")))
-    await again.reached.wait()
+    await reached(again, writer)
     # The first attempt got as far as `confirm`, which refused X: no commit.
     assert env.failpoints.hits["publish.checked"] == hits["publish.checked"] + 1
     assert env.failpoints.hits["publish.before_commit"] == hits["publish.before_commit"]
@@ -280,7 +290,7 @@ async def test_gc_stalled_past_half_its_lease_starts_no_delete(env):
     await orphan_shared(env)
     fenced = env.failpoints.park("gc.fenced")
     gc = asyncio.create_task(env.registry.gc())
-    await fenced.reached.wait()
+    await reached(fenced, gc)
     env.clock.advance(PURGE_LEASE / 2 + 1)
     fenced.release.set()
     report = await gc
@@ -303,7 +313,7 @@ async def test_a_run_finishing_after_its_fence_expired_leaves_a_row_taken_over(e
     await orphan_shared(env)
     deleted = park_delete(env, SHARED_DIGEST, after=True)
     gc = asyncio.create_task(env.registry.gc())
-    await deleted.reached.wait()
+    await reached(deleted, gc)
     assert SHARED_DIGEST not in await store_digests(env.raw)
 
     env.clock.advance(PURGE_LEASE)
