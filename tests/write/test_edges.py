@@ -23,12 +23,16 @@ from registry.db import unit
 from registry.db.cancel import guarded
 from registry.db.engine import write_connection
 from registry.db.locks import lock_workspace
-from registry.errors import HeadConflict, StorageUnavailable, WorkspaceBusy
+from registry.domain.retention import RetentionPolicy
+from registry.errors import HeadConflict, StorageUnavailable, VersionNotFound, WorkspaceBusy
+from registry.services.gc import retention
+from registry.services.gc.collect import collect
+from registry.services.gc.fsck import fsck
 from registry.services.write import publish
 from registry.services.write.request import WriteRequest
 from registry.settings import Settings
 from tests.support.faults import ScriptedFailpoints
-from tests.support.packages import package
+from tests.support.packages import as_bytes, package
 from tests.support.state import live_claims
 
 ACME = Scope("acme")
@@ -258,3 +262,142 @@ async def test_a_compare_and_swap_lost_under_the_lock_is_a_head_conflict(registr
     with pytest.raises(HeadConflict) as caught:
         await registry.ctx.write(stale_swap)
     assert (caught.value.expected, caught.value.current) == (1, 2)
+
+
+# ---------------------------------------------------------------- 9: pool exhaustion is typed
+
+
+@pytest.mark.parametrize(
+    "database_url",
+    ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)],
+    indirect=True,
+)
+async def test_a_write_that_finds_no_free_connection_gets_a_typed_error(make_registry):
+    # One connection in all, held by a writer parked inside its publish transaction: the
+    # next write queues for it and, when the wait passes its limit, fails with a typed,
+    # retryable error instead of SQLAlchemy's QueuePool TimeoutError.
+    settings = Settings(db_pool_size=1, db_max_overflow=0, db_pool_timeout=0.5)
+    failpoints = ScriptedFailpoints()
+    registry = await make_registry(settings=settings, failpoints=failpoints)
+    park = failpoints.park("publish.locked")
+    holder = asyncio.create_task(
+        registry.write_package(ACME, "first", package("first"), expected_head=None, actor="u")
+    )
+    await park.reached.wait()
+    with pytest.raises(StorageUnavailable) as caught:
+        await registry.write_package(
+            ACME, "second", package("second"), expected_head=None, actor="u"
+        )
+    assert caught.value.what == "database"
+    assert "no connection" in str(caught.value)
+    park.release.set()
+    assert (await holder).created
+
+
+async def test_many_concurrent_writes_queue_for_connections_instead_of_failing(make_registry):
+    settings = Settings(db_pool_size=2, db_max_overflow=0, db_pool_timeout=30.0)
+    registry = await make_registry(settings=settings)
+    slugs = [f"burst-{i:03d}" for i in range(60)]
+    results = await asyncio.gather(
+        *(
+            registry.write_package(ACME, s, package(s, files=1), expected_head=None, actor="u")
+            for s in slugs
+        ),
+        return_exceptions=True,
+    )
+    assert [r for r in results if isinstance(r, BaseException)] == []
+    assert await live_claims(registry) == 0
+
+
+# ---------------------------------------------------------------- 10, 11: reads and restores
+# racing retention's prune
+
+
+async def _two_versions(registry):
+    await registry.write_package(
+        ACME, "pdf-report", package("pdf-report", tag="one"), expected_head=None, actor="u"
+    )
+    await registry.write_package(
+        ACME, "pdf-report", package("pdf-report", tag="two"), expected_head=1, actor="u"
+    )
+
+
+async def _prune_to_head(registry):
+    report = await retention.prune(registry.ctx, RetentionPolicy(keep_versions=1))
+    assert [p.versions for p in report.skills] == [(1,)], report
+
+
+async def test_a_pinned_read_racing_a_prune_sees_the_whole_version(make_registry):
+    pruner = await make_registry()
+    await _two_versions(pruner)
+    failpoints = ScriptedFailpoints()
+    reader = await make_registry(failpoints=failpoints)
+    park = failpoints.park("read.located")
+    reading = asyncio.create_task(reader.read_package(ACME, "pdf-report", version=1))
+    await park.reached.wait()
+    await _prune_to_head(pruner)
+    park.release.set()
+    # Before: the version row and its manifest rows came from two snapshots, and the read
+    # returned an empty package (`files={}`, the hash of the empty manifest).
+    read = await reading
+    assert as_bytes(read.files) == as_bytes(package("pdf-report", tag="one"))
+    assert read.manifest.file_count == len(read.files) > 0
+    with pytest.raises(VersionNotFound):
+        await reader.read_package(ACME, "pdf-report", version=1)
+
+
+async def test_a_restore_racing_a_prune_is_version_not_found(make_registry):
+    pruner = await make_registry()
+    await _two_versions(pruner)
+    failpoints = ScriptedFailpoints()
+    owner = await make_registry(failpoints=failpoints)
+    park = failpoints.park("read.located")
+    restoring = asyncio.create_task(
+        owner.restore(ACME, "pdf-report", 1, expected_head=2, actor="o")
+    )
+    await park.reached.wait()
+    await _prune_to_head(pruner)
+    park.release.set()
+    # Before: a check-constraint violation on the manifest row (StorageUnavailable).
+    with pytest.raises(VersionNotFound):
+        await restoring
+    assert (await owner.read_package(ACME, "pdf-report")).version == 2
+
+
+async def test_a_restore_racing_a_prune_and_gc_is_version_not_found_both_times(make_registry):
+    pruner = await make_registry()
+    await _two_versions(pruner)
+    failpoints = ScriptedFailpoints()
+    owner = await make_registry(failpoints=failpoints)
+    park = failpoints.park("write.checked")
+    restoring = asyncio.create_task(
+        owner.restore(ACME, "pdf-report", 1, expected_head=2, actor="o")
+    )
+    await park.reached.wait()
+    await _prune_to_head(pruner)
+    await collect(pruner.ctx, grace=0)
+    park.release.set()
+    # Before: "IntegrityError: 2 blobs this version references are not stored ...; run
+    # skillreg fsck", on a registry fsck finds consistent.
+    with pytest.raises(VersionNotFound):
+        await restoring
+    with pytest.raises(VersionNotFound):
+        await owner.restore(ACME, "pdf-report", 1, expected_head=2, actor="o")
+    report = await fsck(owner.ctx)
+    assert report.clean, report.problems
+
+
+async def test_an_online_fsck_racing_a_prune_reports_no_false_problem(make_registry):
+    pruner = await make_registry()
+    await _two_versions(pruner)
+    failpoints = ScriptedFailpoints()
+    checker = await make_registry(failpoints=failpoints)
+    park = failpoints.park("fsck.manifests_read")
+    checking = asyncio.create_task(fsck(checker.ctx))
+    await park.reached.wait()
+    await _prune_to_head(pruner)
+    park.release.set()
+    # Before: the manifest rows and their entries came from two snapshots, and fsck
+    # reported `manifest_mismatch` for the manifest the prune removed.
+    report = await checking
+    assert report.clean, report.problems
