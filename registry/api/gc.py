@@ -1,4 +1,4 @@
-"""`registry.gc`: garbage collection, retention and the integrity check.
+"""`reg.gc`: garbage collection, retention and the integrity check.
 
 Every operation here is safe while writers run.
 """
@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from registry.domain.retention import RetentionPolicy
 from registry.services.context import Context
-from registry.services.gc import collect, figures, fsck, retention
+from registry.services.gc import collect as collect_service
+from registry.services.gc import figures as figures_service
+from registry.services.gc import fsck as fsck_service
+from registry.services.gc import retention
 from registry.services.gc.collect import GcReport
 from registry.services.gc.figures import GcFigures
 from registry.services.gc.fsck import FsckReport
@@ -15,7 +18,7 @@ from registry.services.gc.retention import RetentionReport
 
 
 class GarbageCollection:
-    """Garbage collection of one registry: `registry.gc`."""
+    """Garbage collection of one registry: `reg.gc`."""
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -27,7 +30,7 @@ class GarbageCollection:
         an unreferenced, unclaimed blob is kept after it was last touched; `dry_run`
         reports what a run would reclaim and changes nothing.
         """
-        return await collect.collect(self.ctx, grace=grace, dry_run=dry_run)
+        return await collect_service.collect(self.ctx, grace=grace, dry_run=dry_run)
 
     async def fsck(self, *, verify_content: bool = False, limit: int = 1000) -> FsckReport:
         """Check the registry end to end; `report.clean` is False on any inconsistency.
@@ -36,11 +39,11 @@ class GarbageCollection:
         existence and size). At most `limit` problems and orphans are listed; the
         counters cover all of them.
         """
-        return await fsck.fsck(self.ctx, verify_content=verify_content, limit=limit)
+        return await fsck_service.fsck(self.ctx, verify_content=verify_content, limit=limit)
 
     async def figures(self) -> GcFigures:
         """Bytes stored, referenced and orphaned, and what garbage collection reclaimed."""
-        return await figures.gc_figures(self.ctx)
+        return await figures_service.gc_figures(self.ctx)
 
     async def prune(
         self,

@@ -1,4 +1,4 @@
-"""`registry.marketplace`: the catalog of listings and the jobs that install and update them.
+"""`reg.marketplace`: the catalog of listings and the jobs that install and update them.
 
 The catalog holds listings (packages published for installation); an install or update is
 a durable job, queued idempotently and run by a `Worker` (or at once, by `install` and
@@ -26,7 +26,7 @@ from registry.services.read import Package, SkillPage
 
 
 class Marketplace:
-    """The marketplace of one registry: `registry.marketplace`."""
+    """The marketplace of one registry: `reg.marketplace`."""
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx

@@ -1,4 +1,4 @@
-"""`registry.ops`: what operators and load balancers ask of a running service."""
+"""`reg.ops`: what operators and load balancers ask of a running service."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from registry.services.ops.health import Readiness, ServiceStatus
 
 
 class Operations:
-    """The operator's view of one registry: `registry.ops`."""
+    """The operator's view of one registry: `reg.ops`."""
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx

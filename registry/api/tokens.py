@@ -1,6 +1,7 @@
-"""`registry.tokens`: the access tokens of the HTTP service.
+"""`reg.tokens`: the access tokens of the HTTP service.
 
-A token belongs to one workspace and carries one role; only its hash is stored.
+A token belongs to one workspace and carries one role; its secret is shown once, when it
+is created, and only a hash of it is stored.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ TokenList = list[TokenInfo]
 
 
 class Tokens:
-    """The access tokens of one registry: `registry.tokens`."""
+    """The access tokens of one registry: `reg.tokens`."""
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx

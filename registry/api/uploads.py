@@ -1,8 +1,9 @@
-"""`registry.uploads`: the two-phase upload, blobs first by digest, then a manifest.
+"""`reg.uploads`: the two-phase upload, blobs first by digest, then a manifest.
 
-A client that already knows some of its files' digests sends only the bytes the store
-lacks, then publishes a manifest naming them; the package is checked on the stored bytes,
-exactly like `Registry.write_package`.
+For large packages, or to skip what the workspace already has: a client asks `size` for
+each file's digest, `put`s the bytes the workspace lacks, then `publish`es a manifest that
+names them all. The package is validated and content-checked on the stored bytes, exactly
+like `Registry.write_package`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from registry.services.write.uploads import ManifestFile, UploadedBlob
 
 
 class Uploads:
-    """The two-phase upload of one registry: `registry.uploads`."""
+    """The two-phase upload of one registry: `reg.uploads`."""
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
