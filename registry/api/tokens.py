@@ -10,7 +10,8 @@ from registry.services.context import Context
 from registry.services.ops import tokens
 from registry.services.ops.tokens import IssuedToken, TokenInfo
 
-# `Tokens.list` shadows the builtin inside the class body, where annotations are resolved.
+# In the class body, `list` names the method `Tokens.list`: mypy rejects `list[...]` in any
+# annotation after it, so the list type is spelled here, outside.
 TokenList = list[TokenInfo]
 
 
