@@ -65,8 +65,8 @@ def gc(
 @run_async
 async def _collect(state: CliState, out: Output, *, grace: float | None, dry_run: bool) -> None:
     async with state.open() as reg:
-        report = await reg.gc(grace=grace, dry_run=dry_run)
-        figures = await reg.gc_figures()
+        report = await reg.gc.collect(grace=grace, dry_run=dry_run)
+        figures = await reg.gc.figures()
     out.emit(
         {**to_jsonable(report), "figures": to_jsonable(figures)},
         lambda c: _render_report(c, report),
@@ -107,7 +107,7 @@ def _render_report(console: Console, report: GcReport) -> None:
 async def stats(state: CliState, out: Output) -> None:
     """Bytes stored, referenced and orphaned; what GC reclaimed and when it last ran."""
     async with state.open() as reg:
-        figures = await reg.gc_figures()
+        figures = await reg.gc.figures()
     out.emit(figures, lambda c: render_figures(c, figures))
 
 
@@ -147,7 +147,7 @@ def render_figures(console: Console, f: GcFigures) -> None:
 async def fsck(state: CliState, out: Output, *, verify_content: bool, limit: int) -> None:
     """Check the registry end to end; exit 1 on any inconsistency. Lists orphans."""
     async with state.open() as reg:
-        report = await reg.fsck(verify_content=verify_content, limit=limit)
+        report = await reg.gc.fsck(verify_content=verify_content, limit=limit)
     out.emit(
         {**to_jsonable(report), "clean": report.clean},
         lambda c: _render_fsck(c, report),
