@@ -8,24 +8,17 @@ table each; the `code` attribute is the stable machine-readable name used by bot
 No exception ever carries file content: `ContentBlocked` names the path, the pattern class
 and the ordinal of the finding, never the value that matched.
 
-The form. An error that carries data is a dataclass: its fields are declared once, and the
-constructor (positional order and keyword names), the attributes and `details()` follow
-from them. Each class names its `code` as a class keyword (`code="head_conflict"`), which
-`RegistryError.__init_subclass__` requires, so no subclass inherits its base's code by
-omission. The message is a `template` formatted with the fields (`str.format` syntax), or
-a `__str__` where the wording depends on the values; `__post_init__` stores it in `args`,
-as `Exception.__init__` would, so `exc.args[0]` and tracebacks read as for any exception.
-A field whose metadata is `ATTRIBUTE_ONLY` is an attribute but not one of the details.
-
-Every class is decorated `@dataclass(eq=False, repr=False)`: `eq=False` keeps identity
-equality and hashing (an exception is an event, not a value) and `repr=False` keeps
-`Exception`'s repr, which shows the message. `RegistryError.__reduce__` restores the fields
-rather than calling the constructor with the message, so every error pickles and copies.
-
-`SkillExists(slug, current)` and `ProposalStale(proposal, base, current)` keep a written
-`__init__`: they put an argument of their own before the fields they inherit from
-`HeadConflict`, an order a dataclass cannot give a subclass. The errors without data (the
-category bases and `Inconsistency`) are plain classes that take a message.
+The form: an error that carries data is a `@dataclass(eq=False, repr=False)` whose fields
+give its constructor (positional order and keyword names), its attributes and `details()`
+(less a field marked `ATTRIBUTE_ONLY`). Its message is a `template` formatted with the
+fields, or a `__str__` where the wording depends on the values; `__post_init__` stores it in
+`args` as `Exception.__init__` would. `code` is a required class keyword, so no subclass
+inherits its base's code by omission. `eq=False` keeps identity equality and hashing,
+`repr=False` keeps `Exception`'s repr (the message), and `__reduce__` restores the fields
+instead of calling the constructor with the message, so errors pickle and copy.
+`SkillExists` and `ProposalStale` keep a written `__init__`: their argument order puts one
+of their own before the fields inherited from `HeadConflict`, which a dataclass cannot do.
+The category bases and `Inconsistency` carry no data: plain classes that take a message.
 """
 
 from __future__ import annotations
@@ -61,7 +54,8 @@ class RegistryError(Exception):
 
     def details(self) -> dict[str, object]:
         """Machine-readable fields of the error (JSON-safe)."""
-        return {f.name: getattr(self, f.name) for f in _fields(self) if _is_detail(f.metadata)}
+        data = [f for f in _fields(self) if f.metadata.get("details", True)]
+        return {f.name: getattr(self, f.name) for f in data}
 
     def __reduce__(self) -> tuple[Any, ...]:
         # `BaseException` pickles as `cls(*args)`, which would hand the message to a
@@ -78,10 +72,6 @@ def _rebuild(cls: type[RegistryError], args: tuple[object, ...]) -> RegistryErro
 def _fields(exc: object) -> tuple[Field[Any], ...]:
     # `object`: mypy cannot tell that a subclass of the plain `RegistryError` is a dataclass.
     return fields(exc) if is_dataclass(exc) else ()  # the category bases carry no data
-
-
-def _is_detail(metadata: MappingProxyType[str, object]) -> bool:
-    return metadata.get("details", True) is not False
 
 
 def _paren(detail: str) -> str:
