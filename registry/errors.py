@@ -535,7 +535,7 @@ class WorkspaceBusy(StorageUnavailable, code="workspace_busy"):
     template = "workspace {workspace!r} is busy: its lock was not granted within {timeout}s"
     workspace: str
     timeout: float
-    # Set for code that reads any `StorageUnavailable`'s; the details are the two above.
+    # A `StorageUnavailable` has `what` and `detail`; this one reports the two above instead.
     what: str = field(default="workspace lock", init=False, metadata=ATTRIBUTE_ONLY)
     detail: str = field(init=False, metadata=ATTRIBUTE_ONLY)
 
