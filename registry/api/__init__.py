@@ -23,6 +23,7 @@ are the reference.
 
 from __future__ import annotations
 
-from registry.api.registry import NotInitialized, Registry
+from registry.api.registry import Registry
+from registry.errors import NotInitialized
 
 __all__ = ["NotInitialized", "Registry"]

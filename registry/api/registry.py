@@ -26,7 +26,7 @@ from registry.domain.clock import Clock, SystemClock
 from registry.domain.model import ExpectedHead, FileInput, Origin, PackageFile, Publication, Scope
 from registry.domain.scanner import DefaultScanner, Scanner
 from registry.domain.states import Action
-from registry.errors import RegistryError, StorageUnavailable
+from registry.errors import NotInitialized
 from registry.failpoints import NO_FAILPOINTS, Failpoints
 from registry.services import read
 from registry.services.context import Context
@@ -48,23 +48,6 @@ from registry.services.write import edit, restore
 from registry.services.write.publish import write_package
 from registry.services.write.request import WriteRequest
 from registry.settings import Settings
-
-
-class NotInitialized(StorageUnavailable):
-    """The database has no schema, or an older one: run `skillreg init`."""
-
-    code = "not_initialized"
-
-    def __init__(self, current: str | None, head: str) -> None:
-        self.current = current
-        self.head = head
-        RegistryError.__init__(
-            self,
-            f"the database is at revision {current or 'none'}, the registry needs {head}: "
-            "run `skillreg init`",
-        )
-        self.what = "database"
-        self.detail = "not initialised"
 
 
 class Registry:

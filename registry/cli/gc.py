@@ -11,15 +11,15 @@ from rich.console import Console
 from registry.cli.common import CliState, json_option, run_async
 from registry.cli.exits import exit_code
 from registry.cli.output import Output, human_size, to_jsonable
-from registry.errors import IntegrityError
+from registry.errors import Inconsistency
 from registry.services.gc.collect import GcReport
 from registry.services.gc.figures import GcFigures
 from registry.services.gc.fsck import FsckReport
 
 _UNITS: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 _PART: Final = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
-# fsck found an inconsistency: the exit code of `IntegrityError` in the one table.
-INCONSISTENT: Final = exit_code(IntegrityError("fsck"))
+# fsck found an inconsistency: the exit code of `Inconsistency` in the one table.
+INCONSISTENT: Final = exit_code(Inconsistency("fsck"))
 
 
 def parse_duration(text: str) -> float:
