@@ -59,7 +59,7 @@ async def assert_nothing_lost(env, *versions):
     """Every version named reads back verified; fsck reads every referenced blob clean."""
     for slug, number in versions:
         await env.registry.read_package(ACME, slug, number)
-    report = await env.registry.fsck(verify_content=True)
+    report = await env.registry.gc.fsck(verify_content=True)
     assert report.clean, report.problems
 
 
@@ -77,7 +77,7 @@ async def test_a_writer_claims_a_digest_gc_has_marked(env, writer_park):
     """tx1 marked X `deleting`; a writer's claim resurrects it; tx2 leaves it alone."""
     await orphan_shared(env)
     gc_parked = env.failpoints.park("gc.marked")
-    gc = asyncio.create_task(env.registry.gc())
+    gc = asyncio.create_task(env.registry.gc.collect())
     await gc_parked.reached.wait()
     assert (await blob_rows(env.registry))[SHARED_DIGEST] == "deleting"
 
@@ -105,7 +105,7 @@ async def test_a_writer_claims_while_gc_holds_the_row_lock(env):
     """tx2 holds X's row lock: the claim waits, then inserts a fresh row and uploads again."""
     await orphan_shared(env)
     gc_parked = env.failpoints.park("gc.locked")
-    gc = asyncio.create_task(env.registry.gc())
+    gc = asyncio.create_task(env.registry.gc.collect())
     await gc_parked.reached.wait()
 
     puts = env.store.calls["put"]
@@ -141,14 +141,14 @@ async def test_writer_a_uploads_and_fails_while_writer_b_reuses_the_digest(env):
     # A released its claims; B's claim on X remains. GC, past every grace period but
     # within the claim's lifetime, reclaims A's own blobs and keeps X.
     env.clock.advance(HOUR / 2)
-    report = await env.registry.gc(grace=0)
+    report = await env.registry.gc.collect(grace=0)
     assert report.blobs_reclaimed == 3  # A's SKILL.md and its two files
     assert SHARED_DIGEST in await store_digests(env.raw)
 
     b_claimed.release.set()
     pub = await b
     env.clock.advance(2 * HOUR)
-    await env.registry.gc(grace=0)
+    await env.registry.gc.collect(grace=0)
     assert SHARED_DIGEST in await store_digests(env.raw)
     await assert_nothing_lost(env, ("writer-b", pub.version))
 
@@ -161,7 +161,7 @@ async def test_gc_between_a_commit_and_its_lost_reply(env):
     writer = asyncio.create_task(publish(env.registry))
     await committed.reached.wait()
     env.clock.advance(2 * HOUR)
-    report = await env.registry.gc(grace=0)
+    report = await env.registry.gc.collect(grace=0)
     assert report.blobs_reclaimed == 0
     committed.release.set()
     pub = await writer  # settled by finding its own version: reported as published
@@ -175,7 +175,7 @@ async def test_gc_reclaims_a_failed_write_then_its_retry_stores_again(env):
     with pytest.raises(InjectedFault):
         await publish(env.registry)
     env.clock.advance(2 * HOUR)
-    assert (await env.registry.gc()).blobs_reclaimed == 4
+    assert (await env.registry.gc.collect()).blobs_reclaimed == 4
     assert await store_digests(env.raw) == set()
 
     retry_claimed = env.failpoints.park("write.claimed")
@@ -183,7 +183,7 @@ async def test_gc_reclaims_a_failed_write_then_its_retry_stores_again(env):
     await retry_claimed.reached.wait()
     # GC again while the retry holds fresh claims: nothing of it is touched.
     env.clock.advance(2 * HOUR)
-    assert (await env.registry.gc(grace=0)).blobs_reclaimed == 0
+    assert (await env.registry.gc.collect(grace=0)).blobs_reclaimed == 0
     retry_claimed.release.set()
     pub = await retry
     assert pub.version == 1
@@ -207,7 +207,7 @@ async def test_a_writer_stalled_past_its_claim_uploads_again(env):
     digests = await store_digests(env.raw)
 
     env.clock.advance(HOUR + 1)  # past claim_ttl and the grace period
-    report = await env.registry.gc()
+    report = await env.registry.gc.collect()
     assert report.claims_expired == 4
     assert await store_digests(env.raw) == set()
 
@@ -231,7 +231,7 @@ async def test_a_writer_claims_an_untracked_object_gc_adopted(env):
     await env.raw.put(SHARED_DIGEST, SHARED)
     env.clock.advance(2 * HOUR)
     gc_parked = env.failpoints.park("gc.untracked_marked")
-    gc = asyncio.create_task(env.registry.gc())
+    gc = asyncio.create_task(env.registry.gc.collect())
     await gc_parked.reached.wait()
     assert (await blob_rows(env.registry))[SHARED_DIGEST] == "deleting"
 
@@ -255,10 +255,10 @@ async def test_a_write_deduplicated_against_a_pruned_head_stores_the_blob_again(
 
     # Meanwhile the head moves to a package without X, and v1 is pruned and collected.
     await publish(env.registry, files=package("pdf-report", tag="two"), expected=1)
-    pruned = await env.registry.prune_versions()
+    pruned = await env.registry.gc.prune()
     assert pruned.versions_pruned == 1
     env.clock.advance(2 * HOUR)
-    await env.registry.gc()
+    await env.registry.gc.collect()
     assert SHARED_DIGEST not in await store_digests(env.raw)
 
     w_uploaded.release.set()
@@ -274,7 +274,7 @@ async def test_two_gc_runs_at_once_delete_each_orphan_once(env):
     with pytest.raises(InjectedFault):
         await publish(env.registry, "csv-cleaner")
     env.clock.advance(2 * HOUR)
-    first, second = await asyncio.gather(env.registry.gc(), env.registry.gc())
+    first, second = await asyncio.gather(env.registry.gc.collect(), env.registry.gc.collect())
     assert first.blobs_reclaimed + second.blobs_reclaimed == 4
     assert await store_digests(env.raw) == await referenced_digests(env.registry)
     await assert_nothing_lost(env, ("pdf-report", 1))

@@ -50,7 +50,7 @@ from registry.domain.model import (
 )
 from registry.domain.package import ValidatedPackage, validate_package
 from registry.errors import (
-    IntegrityError,
+    Inconsistency,
     RegistryError,
     StorageUnavailable,
     VersionNotFound,
@@ -228,7 +228,7 @@ async def _store_and_publish(
         except _BlobsRaced as raced:
             missing = [d for d in raced.digests if d not in available]
             if missing:
-                raise IntegrityError(
+                raise Inconsistency(
                     f"{len(missing)} blobs this version references are not stored "
                     f"(first: {missing[0]}); run `skillreg fsck`"
                 ) from None

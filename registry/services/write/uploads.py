@@ -38,7 +38,7 @@ from registry.errors import (
     BlobDigestMismatch,
     BlobsMissing,
     BlobUnknown,
-    IntegrityError,
+    Inconsistency,
     InvalidName,
     LimitExceeded,
     ManifestInvalid,
@@ -183,7 +183,7 @@ async def _fetch(ctx: Context, digests: Sequence[str]) -> dict[str, bytes]:
     try:
         return dict(await asyncio.gather(*(one(d) for d in sorted(set(digests)))))
     except (BlobNotFound, BlobCorrupted) as exc:
-        raise IntegrityError(f"a referenced blob is unreadable: {exc}") from exc
+        raise Inconsistency(f"a referenced blob is unreadable: {exc}") from exc
     except BlobStoreError as exc:
         raise StorageUnavailable("blob store", str(exc)) from exc
 
