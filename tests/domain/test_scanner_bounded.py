@@ -238,6 +238,31 @@ def test_private_keys_are_found_as_before_when_no_body_hides_in_a_header(text):
     assert spans(new.finditer(text)) == spans(_OLD_PRIVATE_KEY.finditer(text))
 
 
+_HIDING_HEADER = st.builds(
+    "{}: {}{}".format,
+    st.sampled_from(["Comment", "A"]),
+    st.builds(lambda n: fakes.chars(fakes.BASE64, n, f"hidden {n}"), st.integers(0, 60)),
+    st.sampled_from(["", " ", "!"]),
+)
+_ANY_PEM_TEXTS = st.builds(
+    lambda begin, headers, gap, body: "".join([begin, *(f"\n{h}" for h in headers), gap, body]),
+    st.sampled_from([PEM_LINE, f"{BEGIN}RSA PRIVATE KEY{DASHES}"]),
+    st.lists(st.one_of(_HEADER, _HIDING_HEADER), max_size=9),
+    st.sampled_from(["\n", " ", "", "\n\n"]),
+    _BODY_LINE,
+)
+
+
+@given(_ANY_PEM_TEXTS)
+def test_a_private_key_is_found_only_where_the_old_pattern_found_one(text):
+    # So a file the old rules found clean is clean under the new ones: the fingerprint
+    # changed, but no verdict cached under the old one was wrong for the new one.
+    new, old = RULES["private_key"].pattern, _OLD_PRIVATE_KEY
+    for position in range(len(text)):
+        if new.match(text, position):
+            assert old.match(text, position)
+
+
 def test_a_body_inside_a_header_value_is_no_longer_a_key():
     text = f"{PEM_LINE}\nComment: {fakes.chars(fakes.BASE64, 48, 'hidden')}\n"
     assert _OLD_PRIVATE_KEY.search(text)
