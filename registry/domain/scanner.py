@@ -99,7 +99,12 @@ class Finding:
 
 
 class Scanner(Protocol):
-    """The content check seam. Implementations must be pure and deterministic."""
+    """The content check seam. Implementations must be pure and deterministic.
+
+    The services run `scan` in a worker thread for a large package, which frees the event
+    loop only if `scan` never holds the GIL for long in one call into C (a regex search over
+    a whole file does): see `registry/domain/windowed.py`.
+    """
 
     @property
     def fingerprint(self) -> str:
