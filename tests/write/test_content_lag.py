@@ -12,7 +12,7 @@ guest). The first is what the check controls; the probe reads it as the CPU time
 scanning thread used during the gap, and it must stay under `STALL_BOUND` (100 ms: a scan
 step takes a few milliseconds, and a step that held the GIL for the whole file took
 seconds). The gap itself must stay under `GAP_BOUND`, a margin generous enough for a
-loaded machine, where an idle loop's gaps reach 100 ms.
+loaded machine, where an idle loop's gaps come close to 100 ms.
 """
 
 from __future__ import annotations
@@ -72,11 +72,11 @@ class Probe:
     wakeups: list[Wakeup] = field(default_factory=list)
 
     def wake(self) -> None:
-        thread = self.scanner.thread
-        cpu = None
+        # The time first: a wake-up after the first scan started then knows its thread.
+        at, thread, cpu = time.monotonic(), self.scanner.thread, None
         if thread is not None:
             cpu = time.clock_gettime(time.pthread_getcpuclockid(thread))
-        self.wakeups.append(Wakeup(time.monotonic(), cpu))
+        self.wakeups.append(Wakeup(at, cpu))
 
     def gaps(self) -> list[tuple[float, float]]:
         """(gap, CPU time the scan used in it) for each gap that overlaps the scanning."""
