@@ -124,12 +124,22 @@ class Context:
 
 # Above this many bytes, CPU-bound work on file bytes (hashing, archive reading) runs in a
 # worker thread so a large package does not stall the event loop. BLAKE3 and zlib release
-# the GIL while they work, so the loop keeps serving other requests meanwhile.
+# the GIL while they work, so the loop keeps serving other requests meanwhile. A thread
+# helps only work that lets go of the GIL: one long call into C that holds it (a regex
+# search over a whole file) stalls the loop from a worker thread just the same, so such
+# work must come in short calls (the content check does: registry/domain/windowed.py).
 OFFLOAD_BYTES: Final = 256 * 1024
 
 
 async def offloaded(size: int, func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
     """`func(*args, **kwargs)`, in a worker thread if it works on more than `OFFLOAD_BYTES`."""
-    if size > OFFLOAD_BYTES:
+    return await offloaded_above(OFFLOAD_BYTES, size, func, *args, **kwargs)
+
+
+async def offloaded_above(
+    limit: int, size: int, func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs
+) -> T:
+    """`func(*args, **kwargs)`, in a worker thread if it works on more than `limit` bytes."""
+    if size > limit:
         return await asyncio.to_thread(func, *args, **kwargs)
     return func(*args, **kwargs)
