@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from registry import ANY, Scope
+from registry import ANY
 from registry.cli.main import cli
 from registry.domain.model import PackageFile
 from registry.settings import Settings
 from tests.corpus.fakes import AWS_ACCESS_KEY_ID
 from tests.corpus.hostile import CASES, CORPUS_LIMITS, VALID_FILES
+from tests.support.scopes import ACME
 from tests.support.state import db_state, live_claims, store_digests
 
-ACME = Scope("acme")
 ALL_TABLES = (
     "skills",
     "versions",
