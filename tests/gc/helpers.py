@@ -1,4 +1,4 @@
-"""Shared pieces of the GC tests: a clock the test drives, and publishing shortcuts."""
+"""Shared pieces of the GC tests: a clock the test drives, settings, and store lookups."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import sqlalchemy as sa
 
 from registry import Registry, Scope
 from registry.settings import Settings
-from tests.support.packages import package
+from tests.support.scopes import ACME
 
-ACME = Scope("acme")
 HOUR = 3600.0
 
 
@@ -38,17 +37,6 @@ def gc_settings(**overrides: object) -> Settings:
     values: dict[str, object] = {"gc_clock_skew": 0.0, "gc_grace": HOUR, "claim_ttl": HOUR}
     values.update(overrides)
     return Settings(**values)
-
-
-async def publish(registry: Registry, slug: str = "pdf-report", expected=None, **kwargs):
-    files = kwargs.pop("files", None)
-    return await registry.write_package(
-        kwargs.pop("scope", ACME),
-        slug,
-        files if files is not None else package(slug, **kwargs),
-        expected_head=expected,
-        actor="u1",
-    )
 
 
 async def referenced_digests(registry: Registry) -> set[str]:

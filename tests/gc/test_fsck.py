@@ -12,9 +12,9 @@ import sqlalchemy as sa
 
 from blobstore import compute_digest
 from registry.db.tables import Blob
-from tests.gc.helpers import ACME, publish
 from tests.support.faults import InjectedFault, ScriptedFailpoints
-from tests.support.packages import package
+from tests.support.packages import package, publish
+from tests.support.scopes import ACME
 from tests.support.state import store_digests
 
 

@@ -14,9 +14,10 @@ import pytest
 from blobstore import compute_digest
 from registry.db import blobs as db_blobs
 from registry.db.engine import write_connection
-from tests.gc.helpers import ACME, HOUR, gc_settings, publish, read_all, referenced_digests
+from tests.gc.helpers import HOUR, gc_settings, read_all, referenced_digests
 from tests.support.faults import InjectedFault
-from tests.support.packages import package
+from tests.support.packages import package, publish
+from tests.support.scopes import ACME
 from tests.support.state import blob_rows, db_state, live_claims, store_digests
 
 

@@ -16,9 +16,10 @@ import sqlalchemy as sa
 from blobstore import compute_digest
 from registry import ANY
 from registry.settings import Settings
-from tests.gc.helpers import ACME, HOUR, gc_settings, publish, referenced_digests
+from tests.gc.helpers import HOUR, gc_settings, referenced_digests
 from tests.support.faults import InjectedFault
-from tests.support.packages import package
+from tests.support.packages import package, publish
+from tests.support.scopes import ACME
 from tests.support.state import blob_rows, store_digests
 
 SHARED = b"# Shared notes\n\nThe same bytes in more than one package.\n"

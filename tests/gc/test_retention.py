@@ -15,9 +15,10 @@ from registry.domain.model import Origin
 from registry.domain.retention import RetentionPolicy
 from registry.errors import ProposalNotFound, VersionNotFound
 from registry.services.gc import retention
-from tests.gc.helpers import ACME, HOUR, ManualClock, gc_settings, publish, referenced_digests
+from tests.gc.helpers import HOUR, ManualClock, gc_settings, referenced_digests
 from tests.support.faults import ScriptedFailpoints
-from tests.support.packages import package
+from tests.support.packages import package, publish
+from tests.support.scopes import ACME
 from tests.support.state import store_digests
 
 DAY = 24 * HOUR

@@ -22,9 +22,10 @@ import uvicorn
 from registry.api import Registry
 from registry.domain.access import Role
 from registry.http.app import create_app
+from tests.support.scopes import ACME, GLOBEX
 
-WORKSPACE = "acme"
-OTHER = "globex"
+WORKSPACE = ACME.workspace
+OTHER = GLOBEX.workspace
 
 
 @dataclass

@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from registry.domain.access import Role
-from registry.domain.model import Origin, Scope
+from registry.domain.model import Origin
 from registry.http.app import create_app
 from registry.http.auth import CATALOG_PUBLISH, ROLES
 from tests.corpus.archives import LISTING, good_zip, tar_of
 from tests.http.helpers import digest, form, publish, raw
 from tests.support.packages import package
+from tests.support.scopes import ACME
 
 Request = Callable[[Any, str, str], Awaitable[tuple[str, str, dict[str, Any]]]]
 """(served, workspace, unique suffix) -> (method, path, httpx keyword arguments).
@@ -145,7 +146,6 @@ async def _get_job(served, w: str, n: str):
     return "GET", f"/v1/workspaces/{w}/jobs/{queued.job.id}", {}
 
 
-ACME = Scope("acme")
 DEMO = package("demo")
 DEMO_BLOB = digest(DEMO["SKILL.md"])
 SKILL = "/v1/workspaces/{w}/skills/demo"

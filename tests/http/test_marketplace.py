@@ -11,18 +11,18 @@ import asyncio
 import io
 import tarfile
 
-from registry.domain.model import Origin, Scope
+from registry.domain.model import Origin
 from registry.settings import Settings
 from tests.corpus.archives import CASES, GOOD_FILES, LISTING, good_tar_gz, good_zip, tar_of
 from tests.http.conftest import WORKSPACE
 from tests.marketplace.support import corpus_settings
 from tests.support.faults import ScriptedFailpoints
+from tests.support.scopes import ACME
 from tests.support.state import db_state, store_digests
 
 CATALOG = "/v1/catalog/listings"
 JOBS = f"/v1/workspaces/{WORKSPACE}/jobs"
 INSTALLS = f"/v1/workspaces/{WORKSPACE}/installs"
-ACME = Scope(WORKSPACE)
 TABLES = ("skills", "versions", "manifests", "manifest_entries", "events", "blobs", "jobs")
 
 

@@ -7,11 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import sqlalchemy as sa
-from click.testing import CliRunner
 
-from registry.cli.main import cli
 from registry.domain.access import Role, parse_token, secret_hash
 from registry.errors import InvalidName, TokenNotFound, Unauthenticated
+from tests.support.cli import initialised, settings_env
 from tests.support.state import table_rows
 
 
@@ -111,13 +110,7 @@ async def test_bad_roles_and_workspaces_are_refused(registry):
 
 
 def test_the_token_commands(database_url, tmp_path):
-    env = {"SKILLREG_DATABASE_URL": database_url, "SKILLREG_BLOB_URL": f"file://{tmp_path / 'b'}"}
-    runner = CliRunner()
-
-    def run(*args: str):
-        return runner.invoke(cli, list(args), env=env)
-
-    assert run("init").exit_code == 0
+    run = initialised(settings_env(database_url, tmp_path / "b"))
     created = run(
         "token", "create", "--workspace", "acme", "--role", "owner", "--name", "ci", "--json"
     )

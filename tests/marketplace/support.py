@@ -14,7 +14,6 @@ from tests.corpus.archives import CORPUS_ARCHIVE_LIMITS
 from tests.support.packages import skill_md
 
 LISTING = "pdf-report"
-ACME = Scope("acme")
 
 
 class ManualClock:

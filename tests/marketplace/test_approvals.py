@@ -6,8 +6,9 @@ import pytest
 
 from registry import FindingRef
 from registry.errors import ContentBlocked
-from tests.marketplace.support import ACME, LISTING, listing_files, publish_listing
+from tests.marketplace.support import LISTING, listing_files, publish_listing
 from tests.support.history import github_token
+from tests.support.scopes import ACME
 
 CONFIG = "references/config.md"
 APPROVED = github_token("listing-approved")

@@ -4,27 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from registry import Scope
 from registry.domain.model import Origin
 from registry.errors import ArchiveRejected
 from tests.corpus.archives import CASES, GOOD_FILES, LISTING, good_tar_gz, good_zip
 from tests.marketplace.support import corpus_settings
 from tests.support.faults import InstrumentedStore
-from tests.support.state import db_state, live_claims, store_digests
+from tests.support.scopes import CATALOG
+from tests.support.state import WRITE_TABLES, db_state, live_claims, store_digests
 
-ALL_TABLES = (
-    "skills",
-    "versions",
-    "version_sources",
-    "manifests",
-    "manifest_entries",
-    "events",
-    "blobs",
-    "blob_claims",
-    "scan_results",
-    "jobs",
-)
-CATALOG = Scope("catalog")
+ALL_TABLES = (*WRITE_TABLES, "jobs")
 
 
 async def test_every_hostile_archive_is_refused_and_stores_nothing(make_registry, local_store):

@@ -13,7 +13,6 @@ from registry.errors import (
 )
 from registry.settings import Settings
 from tests.marketplace.support import (
-    ACME,
     LISTING,
     baseline,
     events,
@@ -24,6 +23,7 @@ from tests.marketplace.support import (
 )
 from tests.support.faults import InstrumentedStore
 from tests.support.packages import as_bytes, package
+from tests.support.scopes import ACME
 from tests.support.state import db_state
 
 

@@ -21,7 +21,6 @@ import sqlalchemy as sa
 from registry import PackageFile, Registry, Scope
 from registry.db.engine import create_engine
 from tests.marketplace.support import (
-    ACME,
     LISTING,
     ManualClock,
     events,
@@ -30,6 +29,7 @@ from tests.marketplace.support import (
     publish_listing,
     versions,
 )
+from tests.support.scopes import ACME
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE = 600.0

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from registry import Scope
-from tests.marketplace.support import ACME, LISTING, publish_listing, versions
-
-CATALOG = Scope("catalog")
+from tests.marketplace.support import LISTING, publish_listing, versions
+from tests.support.scopes import ACME, CATALOG
 
 
 async def test_a_listing_version_a_copy_follows_survives_retention_and_merges_still_work(

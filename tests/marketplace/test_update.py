@@ -12,7 +12,6 @@ from registry.errors import HeadConflict, NotInstalled, SkillNotFound, StorageUn
 from registry.services.marketplace import install as marketplace
 from registry.settings import Settings
 from tests.marketplace.support import (
-    ACME,
     LISTING,
     ManualClock,
     baseline,
@@ -23,6 +22,7 @@ from tests.marketplace.support import (
 )
 from tests.support.faults import InjectedFault, InstrumentedStore, ScriptedFailpoints
 from tests.support.packages import as_bytes, package
+from tests.support.scopes import ACME
 from tests.support.state import db_state, live_claims
 
 OWNER_RUN = PackageFile(b"print('the owner was here')\n", executable=True)

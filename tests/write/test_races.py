@@ -6,14 +6,12 @@ import asyncio
 
 import pytest
 
-from registry import Scope
 from registry.errors import CapacityExceeded, HeadConflict
 from registry.settings import Settings
 from tests.support.faults import InjectedFault, ScriptedFailpoints
 from tests.support.packages import as_bytes, package, skill_md
+from tests.support.scopes import ACME
 from tests.support.state import blob_rows, live_claims, store_digests
-
-ACME = Scope("acme")
 
 
 class BarrierFailpoints:
