@@ -8,7 +8,7 @@ period of an hour, so a run reclaims every orphan and checks every listing page 
 the rows: the most a run has to do for a store of this size. Both databases share one
 store per size; before each run the orphans are put back (objects and rows), untimed.
 
-Each repetition times one full run (`Registry.gc()`), then, in turn, its references:
+Each repetition times one full run (`reg.gc.collect()`), then, in turn, its references:
 
 - `listing`: the store's own listing (`iter_digests`) consumed alone;
 - `count`: one `SELECT count(*), sum(size) FROM blobs`, a pass over the blob rows;
@@ -138,7 +138,7 @@ async def _measure(
         if warmup:
             tracemalloc.start()
         started = time.perf_counter()
-        report = await registry.gc()
+        report = await registry.gc.collect()
         elapsed = time.perf_counter() - started
         if warmup:
             traced_peak = tracemalloc.get_traced_memory()[1]

@@ -85,7 +85,7 @@ async def reconcile_target(run: Run) -> Result:
         started = time.perf_counter()
         await seed_packages(backend.engine, store, SCOPE, packages, at=datetime.now(UTC) - AGE)
         seeding = time.perf_counter() - started
-        fsck = await backend.registry.fsck()
+        fsck = await backend.registry.gc.fsck()
         if not fsck.clean or fsck.skills_checked != count:
             msg = f"the seeded registry is not clean: {fsck.problems[:3]}"
             raise AssertionError(msg)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Final, TypeVar, cast
 from urllib.parse import urlencode
 
 import boto3
+import botocore.handlers
 from botocore.config import Config
 from botocore.exceptions import (
     BotoCoreError,
@@ -140,6 +141,8 @@ class S3BlobStore:
         region: str | None = None,
         max_concurrency: int = 16,
         retry_attempts: int = 4,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 20.0,
         retry_base_delay: float = 0.05,
         retry_max_delay: float = 2.0,
         page_size: int = _MAX_PAGE_SIZE,
@@ -166,6 +169,10 @@ class S3BlobStore:
             max_pool_connections=max_concurrency,
             # One attempt per botocore call: retrying is done above it, once, with tenacity.
             retries={"mode": "standard", "total_max_attempts": 1},
+            # botocore waits 60 s for each by default; a store that accepts connections and
+            # never answers would hold a write for minutes (times the retries).
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
             # Custom endpoints (MinIO, moto, Ceph) rarely resolve bucket subdomains.
             s3={"addressing_style": "path"} if endpoint_url else {},
         )
@@ -174,6 +181,10 @@ class S3BlobStore:
         self._client: S3Client = session.client(
             "s3", endpoint_url=endpoint_url, region_name=region, config=config
         )
+        # No `Expect: 100-continue`: when the connection is cut right after the interim
+        # `100 Continue`, botocore's reader loops on an empty socket at 100% CPU for ever.
+        # Without it a refused upload costs its body's bytes once, which is bounded.
+        self._client.meta.events.unregister("before-call.s3", botocore.handlers.add_expect_header)
         # Our own threads, as many as the semaphore admits: the loop's default executor is
         # small (CPU count + 4) and shared, and `close()` must be able to release them.
         self._executor = ThreadPoolExecutor(max_concurrency, thread_name_prefix="blobstore-s3")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from registry.api import NotInitialized, Registry
+from registry.api import Registry
 from registry.domain.approvals import FindingRef
 from registry.domain.model import (
     ANY,
@@ -20,6 +20,7 @@ from registry.domain.model import (
     Publication,
     Scope,
 )
+from registry.errors import NotInitialized
 from registry.services.history.diff import ProposalRef
 from registry.services.materialize.lockfile import LockedSkill, LockFile
 from registry.services.materialize.reconcile import ReconcileReport, SkillOutcome

@@ -7,148 +7,171 @@ table each; the `code` attribute is the stable machine-readable name used by bot
 
 No exception ever carries file content: `ContentBlocked` names the path, the pattern class
 and the ordinal of the finding, never the value that matched.
+
+The form: an error that carries data is a `@dataclass(eq=False, repr=False)` whose fields
+give its constructor (positional order and keyword names), its attributes and `details()`
+(less a field marked `ATTRIBUTE_ONLY`). Its message is a `template` formatted with the
+fields, or a `__str__` where the wording depends on the values; `__post_init__` stores it in
+`args` as `Exception.__init__` would. `code` is a required class keyword, so no subclass
+inherits its base's code by omission. `eq=False` keeps identity equality and hashing,
+`repr=False` keeps `Exception`'s repr (the message), and `__reduce__` restores the fields
+instead of calling the constructor with the message, so errors pickle and copy.
+`SkillExists` and `ProposalStale` keep a written `__init__`: their argument order puts one
+of their own before the fields inherited from `HeadConflict`, which a dataclass cannot do.
+The category bases and `Inconsistency` carry no data: plain classes that take a message.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from dataclasses import Field, dataclass, field, fields, is_dataclass
+from types import MappingProxyType
+from typing import Any, ClassVar, Final
+
+# Field metadata: the field is an attribute of the exception, not one of its `details()`.
+ATTRIBUTE_ONLY: Final = MappingProxyType({"details": False})
 
 
 class RegistryError(Exception):
     """Base class of every error the registry raises on purpose."""
 
     code: ClassVar[str] = "registry_error"
+    # The message, formatted with the fields; empty: the message given to the constructor.
+    template: ClassVar[str] = ""
+
+    def __init_subclass__(cls, *, code: str, **kwargs: Any) -> None:
+        # Every class names its own code: a subclass cannot silently reuse its base's.
+        super().__init_subclass__(**kwargs)
+        cls.code = code
+
+    def __post_init__(self) -> None:
+        # A dataclass's `__init__` does not call `Exception.__init__`; this stands in for it.
+        self.args = (str(self),)
+
+    def __str__(self) -> str:
+        if not self.template:
+            return super().__str__()
+        return self.template.format_map({f.name: getattr(self, f.name) for f in _fields(self)})
 
     def details(self) -> dict[str, object]:
         """Machine-readable fields of the error (JSON-safe)."""
-        return {}
+        data = [f for f in _fields(self) if f.metadata.get("details", True)]
+        return {f.name: getattr(self, f.name) for f in data}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # `BaseException` pickles as `cls(*args)`, which would hand the message to a
+        # constructor that takes fields: rebuild without `__init__`, then restore `__dict__`.
+        return (_rebuild, (type(self), self.args), self.__dict__)
+
+
+def _rebuild(cls: type[RegistryError], args: tuple[object, ...]) -> RegistryError:
+    exc = cls.__new__(cls)
+    exc.args = args
+    return exc
+
+
+def _fields(exc: object) -> tuple[Field[Any], ...]:
+    # `object`: mypy cannot tell that a subclass of the plain `RegistryError` is a dataclass.
+    return fields(exc) if is_dataclass(exc) else ()  # the category bases carry no data
+
+
+def _paren(detail: str) -> str:
+    return f" ({detail})" if detail else ""
+
+
+def _at(path: str | None) -> str:
+    return f" at {path!r}" if path else ""
 
 
 # ---------------------------------------------------------------- refused input (exit 3)
 
 
-class RefusedInput(RegistryError):
+class RefusedInput(RegistryError, code="refused_input"):
     """The input was refused; nothing was stored."""
 
-    code = "refused_input"
 
-
-class InvalidName(RefusedInput):
+@dataclass(eq=False, repr=False)
+class InvalidName(RefusedInput, code="invalid_name"):
     """A slug, workspace or agent name breaks the naming rules."""
 
-    code = "invalid_name"
-
-    def __init__(self, kind: str, value: str, rule: str) -> None:
-        self.kind = kind
-        self.value = value
-        self.rule = rule
-        super().__init__(f"invalid {kind} {value!r}: {rule}")
-
-    def details(self) -> dict[str, object]:
-        return {"kind": self.kind, "value": self.value, "rule": self.rule}
+    template = "invalid {kind} {value!r}: {rule}"
+    kind: str
+    value: str
+    rule: str
 
 
-class PathRejected(RefusedInput):
+@dataclass(eq=False, repr=False)
+class PathRejected(RefusedInput, code="path_rejected"):
     """A path inside a package breaks a path rule."""
 
-    code = "path_rejected"
+    path: str
+    rule: str
+    detail: str = ""
 
-    def __init__(self, path: str, rule: str, detail: str = "") -> None:
-        self.path = path
-        self.rule = rule
-        self.detail = detail
-        suffix = f" ({detail})" if detail else ""
-        super().__init__(f"path {path!r} rejected: {rule}{suffix}")
-
-    def details(self) -> dict[str, object]:
-        return {"path": self.path, "rule": self.rule, "detail": self.detail}
+    def __str__(self) -> str:
+        return f"path {self.path!r} rejected: {self.rule}{_paren(self.detail)}"
 
 
-class LimitExceeded(RefusedInput):
+@dataclass(eq=False, repr=False)
+class LimitExceeded(RefusedInput, code="limit_exceeded"):
     """A package, or one file in it, is larger than a configured limit."""
 
-    code = "limit_exceeded"
+    rule: str
+    limit: int
+    actual: int
+    path: str | None = None
 
-    def __init__(self, rule: str, limit: int, actual: int, path: str | None = None) -> None:
-        self.rule = rule
-        self.limit = limit
-        self.actual = actual
-        self.path = path
-        where = f" at {path!r}" if path else ""
-        super().__init__(f"{rule}{where}: {actual} exceeds the limit of {limit}")
-
-    def details(self) -> dict[str, object]:
-        return {"rule": self.rule, "limit": self.limit, "actual": self.actual, "path": self.path}
+    def __str__(self) -> str:
+        return f"{self.rule}{_at(self.path)}: {self.actual} exceeds the limit of {self.limit}"
 
 
-class FrontmatterInvalid(RefusedInput):
+@dataclass(eq=False, repr=False)
+class FrontmatterInvalid(RefusedInput, code="frontmatter_invalid"):
     """`SKILL.md` is missing, or its frontmatter is not valid."""
 
-    code = "frontmatter_invalid"
+    path: str = field(default="SKILL.md", init=False)  # always the root's; said for clients
+    rule: str
+    detail: str = ""
+    line: int | None = None
 
-    def __init__(self, rule: str, detail: str = "", line: int | None = None) -> None:
-        self.path = "SKILL.md"
-        self.rule = rule
-        self.detail = detail
-        self.line = line
-        where = f" (line {line})" if line is not None else ""
-        suffix = f": {detail}" if detail else ""
-        super().__init__(f"SKILL.md{where} rejected: {rule}{suffix}")
-
-    def details(self) -> dict[str, object]:
-        return {"path": self.path, "rule": self.rule, "detail": self.detail, "line": self.line}
+    def __str__(self) -> str:
+        where = f" (line {self.line})" if self.line is not None else ""
+        suffix = f": {self.detail}" if self.detail else ""
+        return f"SKILL.md{where} rejected: {self.rule}{suffix}"
 
 
-class ContentBlocked(RefusedInput):
+@dataclass(eq=False, repr=False)
+class ContentBlocked(RefusedInput, code="content_blocked"):
     """A credential-like value was found. The value itself is never carried."""
 
-    code = "content_blocked"
-
-    def __init__(self, path: str, pattern_class: str, ordinal: int) -> None:
-        self.path = path
-        self.pattern_class = pattern_class
-        self.ordinal = ordinal
-        super().__init__(
-            f"content blocked in {path!r}: finding #{ordinal} looks like a {pattern_class}"
-        )
-
-    def details(self) -> dict[str, object]:
-        return {"path": self.path, "pattern_class": self.pattern_class, "ordinal": self.ordinal}
+    template = "content blocked in {path!r}: finding #{ordinal} looks like a {pattern_class}"
+    path: str
+    pattern_class: str
+    ordinal: int
 
 
-class CapacityExceeded(RefusedInput):
+@dataclass(eq=False, repr=False)
+class CapacityExceeded(RefusedInput, code="capacity_exceeded"):
     """The scope already holds as many skills of this budget as it may."""
 
-    code = "capacity_exceeded"
-
-    def __init__(self, limit: int, budget: str = "saved") -> None:
-        self.limit = limit
-        self.budget = budget
-        super().__init__(f"capacity exceeded: at most {limit} {budget} skills per scope")
-
-    def details(self) -> dict[str, object]:
-        return {"limit": self.limit, "budget": self.budget}
+    template = "capacity exceeded: at most {limit} {budget} skills per scope"
+    limit: int
+    budget: str = "saved"
 
 
-class QuotaExceeded(RefusedInput):
+@dataclass(eq=False, repr=False)
+class QuotaExceeded(RefusedInput, code="quota_exceeded"):
     """The workspace's storage quota would be exceeded by this write."""
 
-    code = "quota_exceeded"
-
-    def __init__(self, limit: int, used: int, needed: int) -> None:
-        self.limit = limit
-        self.used = used
-        self.needed = needed
-        super().__init__(
-            f"storage quota exceeded: {used} bytes used, the write adds {needed}, "
-            f"the limit is {limit}"
-        )
-
-    def details(self) -> dict[str, object]:
-        return {"limit": self.limit, "used": self.used, "needed": self.needed}
+    template = (
+        "storage quota exceeded: {used} bytes used, the write adds {needed}, the limit is {limit}"
+    )
+    limit: int
+    used: int
+    needed: int
 
 
-class ArchiveRejected(RefusedInput):
+@dataclass(eq=False, repr=False)
+class ArchiveRejected(RefusedInput, code="archive_rejected"):
     """An archive (marketplace import) breaks an extraction rule; nothing was extracted.
 
     `member` is the entry's name as the archive spells it (decoded leniently for display,
@@ -156,528 +179,389 @@ class ArchiveRejected(RefusedInput):
     (docs/marketplace.md lists them).
     """
 
-    code = "archive_rejected"
+    member: str
+    rule: str
+    detail: str = ""
 
-    def __init__(self, member: str, rule: str, detail: str = "") -> None:
-        self.member = member
-        self.rule = rule
-        self.detail = detail
-        where = f" entry {member!r}" if member else ""
-        suffix = f" ({detail})" if detail else ""
-        super().__init__(f"archive{where} rejected: {rule}{suffix}")
-
-    def details(self) -> dict[str, object]:
-        return {"member": self.member, "rule": self.rule, "detail": self.detail}
+    def __str__(self) -> str:
+        where = f" entry {self.member!r}" if self.member else ""
+        return f"archive{where} rejected: {self.rule}{_paren(self.detail)}"
 
 
-class SourceExcluded(RefusedInput):
+@dataclass(eq=False, repr=False)
+class SourceExcluded(RefusedInput, code="source_excluded"):
     """The write lists a source that is excluded from the workspace."""
 
-    code = "source_excluded"
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-        super().__init__(f"source {source!r} is excluded from this workspace")
-
-    def details(self) -> dict[str, object]:
-        return {"source": self.source}
+    template = "source {source!r} is excluded from this workspace"
+    source: str
 
 
-class FindingNotFound(RefusedInput):
+@dataclass(eq=False, repr=False)
+class FindingNotFound(RefusedInput, code="finding_not_found"):
     """An approval names a finding (path and ordinal) that the content check did not find."""
 
-    code = "finding_not_found"
-
-    def __init__(self, path: str, ordinal: int) -> None:
-        self.path = path
-        self.ordinal = ordinal
-        super().__init__(f"no finding #{ordinal} in {path!r} to approve")
-
-    def details(self) -> dict[str, object]:
-        return {"path": self.path, "ordinal": self.ordinal}
+    template = "no finding #{ordinal} in {path!r} to approve"
+    path: str
+    ordinal: int
 
 
-class TargetInvalid(RefusedInput):
+@dataclass(eq=False, repr=False)
+class TargetInvalid(RefusedInput, code="target_invalid"):
     """A materialisation target cannot be used: not a directory, or its private area is not."""
 
-    code = "target_invalid"
+    path: str
+    rule: str
+    detail: str = ""
 
-    def __init__(self, path: str, rule: str, detail: str = "") -> None:
-        self.path = path
-        self.rule = rule
-        self.detail = detail
-        suffix = f" ({detail})" if detail else ""
-        super().__init__(f"target {path!r} cannot be used: {rule}{suffix}")
-
-    def details(self) -> dict[str, object]:
-        return {"path": self.path, "rule": self.rule, "detail": self.detail}
+    def __str__(self) -> str:
+        return f"target {self.path!r} cannot be used: {self.rule}{_paren(self.detail)}"
 
 
-class LockFileInvalid(RefusedInput):
+@dataclass(eq=False, repr=False)
+class LockFileInvalid(RefusedInput, code="lock_file_invalid"):
     """A lock file is malformed, or does not belong to the scope it is used with."""
 
-    code = "lock_file_invalid"
+    rule: str
+    detail: str = ""
 
-    def __init__(self, rule: str, detail: str = "") -> None:
-        self.rule = rule
-        self.detail = detail
-        suffix = f": {detail}" if detail else ""
-        super().__init__(f"lock file rejected: {rule}{suffix}")
-
-    def details(self) -> dict[str, object]:
-        return {"rule": self.rule, "detail": self.detail}
+    def __str__(self) -> str:
+        return f"lock file rejected: {self.rule}" + (f": {self.detail}" if self.detail else "")
 
 
-class BlobDigestMismatch(RefusedInput):
+@dataclass(eq=False, repr=False)
+class BlobDigestMismatch(RefusedInput, code="digest_mismatch"):
     """Uploaded bytes do not hash to the digest they were sent under; nothing was stored."""
 
-    code = "digest_mismatch"
-
-    def __init__(self, expected: str, actual: str) -> None:
-        self.expected = expected
-        self.actual = actual
-        super().__init__(f"digest mismatch: the bytes sent as {expected} hash to {actual}")
-
-    def details(self) -> dict[str, object]:
-        return {"expected": self.expected, "actual": self.actual}
+    template = "digest mismatch: the bytes sent as {expected} hash to {actual}"
+    expected: str
+    actual: str
 
 
-class ManifestInvalid(RefusedInput):
+@dataclass(eq=False, repr=False)
+class ManifestInvalid(RefusedInput, code="manifest_invalid"):
     """A manifest sent by a client is malformed or contradicts the blobs it names."""
 
-    code = "manifest_invalid"
+    rule: str
+    detail: str
+    path: str | None = None
 
-    def __init__(self, rule: str, detail: str, path: str | None = None) -> None:
-        self.rule = rule
-        self.detail = detail
-        self.path = path
-        where = f" at {path!r}" if path else ""
-        super().__init__(f"manifest rejected{where}: {rule} ({detail})")
-
-    def details(self) -> dict[str, object]:
-        return {"rule": self.rule, "detail": self.detail, "path": self.path}
+    def __str__(self) -> str:
+        return f"manifest rejected{_at(self.path)}: {self.rule} ({self.detail})"
 
 
-class BlobsMissing(RefusedInput):
+@dataclass(eq=False, repr=False)
+class BlobsMissing(RefusedInput, code="blobs_missing"):
     """A manifest names blobs this workspace has not uploaded (or may not see).
 
     Content addressing is global, so a digest alone is no proof of having the bytes: a
     manifest may only name blobs the workspace uploaded or already references.
     """
 
-    code = "blobs_missing"
+    digests: list[str]
 
-    def __init__(self, digests: list[str]) -> None:
-        self.digests = sorted(digests)
-        super().__init__(
-            f"{len(self.digests)} blobs named by the manifest were not uploaded to this workspace"
-        )
+    def __post_init__(self) -> None:
+        self.digests = sorted(self.digests)  # the same details whatever order they were found
+        super().__post_init__()
 
-    def details(self) -> dict[str, object]:
-        return {"digests": self.digests}
+    def __str__(self) -> str:
+        n = len(self.digests)
+        return f"{n} blobs named by the manifest were not uploaded to this workspace"
 
 
 # ---------------------------------------------------------------- conflicts (exit 4)
 
 
-class Conflict(RegistryError):
+class Conflict(RegistryError, code="conflict"):
     """The write lost a race or contradicts the current state; nothing was changed."""
 
-    code = "conflict"
 
-
-class HeadConflict(Conflict):
+@dataclass(eq=False, repr=False)
+class HeadConflict(Conflict, code="head_conflict"):
     """Compare-and-swap failed: the head is not the one the caller expected."""
 
-    code = "head_conflict"
+    expected: int | None
+    current: int | None
 
-    def __init__(self, expected: int | None, current: int | None) -> None:
-        self.expected = expected
-        self.current = current
-        want = "no skill" if expected is None else f"version {expected}"
-        found = "no skill" if current is None else f"version {current}"
-        super().__init__(f"head conflict: expected {want}, found {found}")
-
-    def details(self) -> dict[str, object]:
-        return {"expected": self.expected, "current": self.current}
+    def __str__(self) -> str:
+        want = "no skill" if self.expected is None else f"version {self.expected}"
+        found = "no skill" if self.current is None else f"version {self.current}"
+        return f"head conflict: expected {want}, found {found}"
 
 
-class SkillExists(HeadConflict):
+@dataclass(eq=False, repr=False, init=False)
+class SkillExists(HeadConflict, code="skill_exists"):
     """A create (expected head `None`) found the skill already there."""
 
-    code = "skill_exists"
+    slug: str
 
     def __init__(self, slug: str, current: int) -> None:
         self.slug = slug
         super().__init__(None, current)
-        self.args = (f"skill {slug!r} already exists at version {current}",)
 
-    def details(self) -> dict[str, object]:
-        return {"slug": self.slug, "expected": None, "current": self.current}
+    def __str__(self) -> str:
+        return f"skill {self.slug!r} already exists at version {self.current}"
 
 
-class OwnershipConflict(Conflict):
+@dataclass(eq=False, repr=False)
+class OwnershipConflict(Conflict, code="ownership_conflict"):
     """A marketplace write would replace an owner-saved skill (or the reverse)."""
 
-    code = "ownership_conflict"
-
-    def __init__(self, slug: str, kind: str) -> None:
-        self.slug = slug
-        self.kind = kind
-        super().__init__(f"skill {slug!r} is an owner-{kind} skill and cannot be replaced")
-
-    def details(self) -> dict[str, object]:
-        return {"slug": self.slug, "kind": self.kind}
+    template = "skill {slug!r} is an owner-{kind} skill and cannot be replaced"
+    slug: str
+    kind: str
 
 
-class StateConflict(Conflict):
+@dataclass(eq=False, repr=False)
+class StateConflict(Conflict, code="state_conflict"):
     """The action is not allowed in the skill's (or proposal's) current state."""
 
-    code = "state_conflict"
-
-    def __init__(self, action: str, state: str) -> None:
-        self.action = action
-        self.state = state
-        super().__init__(f"{action} is not allowed in state {state!r}")
-
-    def details(self) -> dict[str, object]:
-        return {"action": self.action, "state": self.state}
+    template = "{action} is not allowed in state {state!r}"
+    action: str
+    state: str
 
 
-class NotInstalled(Conflict):
+@dataclass(eq=False, repr=False)
+class NotInstalled(Conflict, code="not_installed"):
     """A marketplace update names a skill that is not an installed copy of a listing."""
 
-    code = "not_installed"
-
-    def __init__(self, slug: str, kind: str) -> None:
-        self.slug = slug
-        self.kind = kind
-        super().__init__(
-            f"skill {slug!r} is an owner-{kind} skill, not an installed marketplace copy"
-        )
-
-    def details(self) -> dict[str, object]:
-        return {"slug": self.slug, "kind": self.kind}
+    template = "skill {slug!r} is an owner-{kind} skill, not an installed marketplace copy"
+    slug: str
+    kind: str
 
 
-class JobLeaseLost(Conflict):
+@dataclass(eq=False, repr=False)
+class JobLeaseLost(Conflict, code="job_lease_lost"):
     """A worker lost its lease on a job (another may have taken it); its outcome is dropped."""
 
-    code = "job_lease_lost"
-
-    def __init__(self, job_id: int, owner: str) -> None:
-        self.job_id = job_id
-        self.owner = owner
-        super().__init__(f"job {job_id}: worker {owner!r} no longer holds its lease")
-
-    def details(self) -> dict[str, object]:
-        return {"job_id": self.job_id, "owner": self.owner}
+    template = "job {job_id}: worker {owner!r} no longer holds its lease"
+    job_id: int
+    owner: str
 
 
-class DraftKept(HeadConflict):
+@dataclass(eq=False, repr=False)
+class DraftKept(HeadConflict, code="draft_kept"):
     """An owner's edit lost its compare-and-swap; the draft was stored as proposal `proposal`."""
 
-    code = "draft_kept"
+    proposal: int
 
-    def __init__(self, expected: int | None, current: int | None, proposal: int) -> None:
-        super().__init__(expected, current)
-        self.proposal = proposal
-        self.args = (f"{self.args[0]}; the draft was kept as proposal {proposal}",)
-
-    def details(self) -> dict[str, object]:
-        return {"expected": self.expected, "current": self.current, "proposal": self.proposal}
+    def __str__(self) -> str:
+        return f"{super().__str__()}; the draft was kept as proposal {self.proposal}"
 
 
-class ProposalStale(HeadConflict):
+@dataclass(eq=False, repr=False, init=False)
+class ProposalStale(HeadConflict, code="proposal_stale"):
     """A proposal cannot be applied: the head moved away from the version it was made on."""
 
-    code = "proposal_stale"
+    proposal: int
 
     def __init__(self, proposal: int, base: int, current: int | None) -> None:
-        super().__init__(base, current)
         self.proposal = proposal
-        self.args = (
-            f"proposal {proposal} is stale: it was made on version {base}, the head is {current}",
+        super().__init__(base, current)
+
+    def __str__(self) -> str:
+        return (
+            f"proposal {self.proposal} is stale: it was made on version {self.expected}, "
+            f"the head is {self.current}"
         )
 
-    def details(self) -> dict[str, object]:
-        return {"proposal": self.proposal, "expected": self.expected, "current": self.current}
 
-
-class TargetBusy(Conflict):
+@dataclass(eq=False, repr=False)
+class TargetBusy(Conflict, code="target_busy"):
     """Another reconciler holds the target's lock file."""
 
-    code = "target_busy"
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        super().__init__(
-            f"another reconciler is running on target {path!r}; wait for it (or pass --wait)"
-        )
-
-    def details(self) -> dict[str, object]:
-        return {"path": self.path}
+    template = "another reconciler is running on target {path!r}; wait for it (or pass --wait)"
+    path: str
 
 
-class TargetMismatch(Conflict):
+@dataclass(eq=False, repr=False)
+class TargetMismatch(Conflict, code="target_mismatch"):
     """The target belongs to another scope, or was created in another mode."""
 
-    code = "target_mismatch"
-
-    def __init__(self, path: str, field: str, recorded: str, requested: str) -> None:
-        self.path = path
-        self.field = field
-        self.recorded = recorded
-        self.requested = requested
-        super().__init__(
-            f"target {path!r} was created with {field} {recorded!r}, not {requested!r}; "
-            "use another directory"
-        )
-
-    def details(self) -> dict[str, object]:
-        return {
-            "path": self.path,
-            "field": self.field,
-            "recorded": self.recorded,
-            "requested": self.requested,
-        }
+    template = (
+        "target {path!r} was created with {field} {recorded!r}, not {requested!r}; "
+        "use another directory"
+    )
+    path: str
+    field: str
+    recorded: str
+    requested: str
 
 
-class EntryInTheWay(Conflict):
+@dataclass(eq=False, repr=False)
+class EntryInTheWay(Conflict, code="entry_in_the_way"):
     """A file or folder the reconciler does not manage occupies a skill's place in a target."""
 
-    code = "entry_in_the_way"
-
-    def __init__(self, path: str, kind: str) -> None:
-        self.path = path
-        self.kind = kind
-        super().__init__(
-            f"{path!r} is a {kind} the reconciler did not create; move it away to materialise "
-            "the skill there"
-        )
-
-    def details(self) -> dict[str, object]:
-        return {"path": self.path, "kind": self.kind}
+    template = (
+        "{path!r} is a {kind} the reconciler did not create; move it away to materialise "
+        "the skill there"
+    )
+    path: str
+    kind: str
 
 
-class LockMismatch(Conflict):
+@dataclass(eq=False, repr=False)
+class LockMismatch(Conflict, code="lock_mismatch"):
     """A lock file names a version whose manifest hash is not the registry's."""
 
-    code = "lock_mismatch"
-
-    def __init__(self, slug: str, version: int, locked: str, actual: str) -> None:
-        self.slug = slug
-        self.version = version
-        self.locked = locked
-        self.actual = actual
-        super().__init__(
-            f"lock file pins {slug} version {version} at manifest {locked[:16]}, "
-            f"the registry has {actual[:16]}"
-        )
-
-    def details(self) -> dict[str, object]:
-        return {
-            "slug": self.slug,
-            "version": self.version,
-            "locked": self.locked,
-            "actual": self.actual,
-        }
+    # `.16` cuts the hashes to 16 characters.
+    template = (
+        "lock file pins {slug} version {version} at manifest {locked:.16}, "
+        "the registry has {actual:.16}"
+    )
+    slug: str
+    version: int
+    locked: str
+    actual: str
 
 
-class NotInUse(Conflict):
+@dataclass(eq=False, repr=False)
+class NotInUse(Conflict, code="not_in_use"):
     """A pinned skill is deleted, archived or its use is paused, so it is not materialised."""
 
-    code = "not_in_use"
-
-    def __init__(self, slug: str, reason: str) -> None:
-        self.slug = slug
-        self.reason = reason
-        super().__init__(f"skill {slug!r} is not materialised: {reason}")
-
-    def details(self) -> dict[str, object]:
-        return {"slug": self.slug, "reason": self.reason}
+    template = "skill {slug!r} is not materialised: {reason}"
+    slug: str
+    reason: str
 
 
 # ---------------------------------------------------------------- not found (exit 5)
 
 
-class NotFound(RegistryError):
+class NotFound(RegistryError, code="not_found"):
     """The thing does not exist (or belongs to another workspace, which looks the same)."""
 
-    code = "not_found"
+
+@dataclass(eq=False, repr=False)
+class SkillNotFound(NotFound, code="skill_not_found"):
+    template = "skill {workspace}/{slug} (agent {agent!r}) not found"
+    workspace: str
+    agent: str
+    slug: str
 
 
-class SkillNotFound(NotFound):
-    code = "skill_not_found"
-
-    def __init__(self, workspace: str, agent: str, slug: str) -> None:
-        self.workspace = workspace
-        self.agent = agent
-        self.slug = slug
-        super().__init__(f"skill {workspace}/{slug} (agent {agent!r}) not found")
-
-    def details(self) -> dict[str, object]:
-        return {"workspace": self.workspace, "agent": self.agent, "slug": self.slug}
+@dataclass(eq=False, repr=False)
+class VersionNotFound(NotFound, code="version_not_found"):
+    template = "version {version} of skill {slug!r} not found"
+    slug: str
+    version: int
 
 
-class VersionNotFound(NotFound):
-    code = "version_not_found"
-
-    def __init__(self, slug: str, version: int) -> None:
-        self.slug = slug
-        self.version = version
-        super().__init__(f"version {version} of skill {slug!r} not found")
-
-    def details(self) -> dict[str, object]:
-        return {"slug": self.slug, "version": self.version}
-
-
-class ListingNotFound(NotFound):
+@dataclass(eq=False, repr=False)
+class ListingNotFound(NotFound, code="listing_not_found"):
     """The catalog has no listing with this id (or not this version of it)."""
 
-    code = "listing_not_found"
+    listing: str
+    version: int | None = None
 
-    def __init__(self, listing: str, version: int | None = None) -> None:
-        self.listing = listing
-        self.version = version
-        which = f"listing {listing!r}" if version is None else f"version {version} of {listing!r}"
-        super().__init__(f"{which} not found in the catalog")
-
-    def details(self) -> dict[str, object]:
-        return {"listing": self.listing, "version": self.version}
+    def __str__(self) -> str:
+        which = f"version {self.version} of " if self.version is not None else "listing "
+        return f"{which}{self.listing!r} not found in the catalog"
 
 
-class JobNotFound(NotFound):
-    code = "job_not_found"
-
-    def __init__(self, job_id: int) -> None:
-        self.job_id = job_id
-        super().__init__(f"job {job_id} not found")
-
-    def details(self) -> dict[str, object]:
-        return {"job_id": self.job_id}
+@dataclass(eq=False, repr=False)
+class JobNotFound(NotFound, code="job_not_found"):
+    template = "job {job_id} not found"
+    job_id: int
 
 
-class VersionUnavailable(NotFound):
+@dataclass(eq=False, repr=False)
+class VersionUnavailable(NotFound, code="version_unavailable"):
     """The version exists but may not be read or restored (it lists an excluded source)."""
 
-    code = "version_unavailable"
-
-    def __init__(self, slug: str, version: int, source: str) -> None:
-        self.slug = slug
-        self.version = version
-        self.source = source
-        super().__init__(
-            f"version {version} of skill {slug!r} is unavailable: source {source!r} is excluded"
-        )
-
-    def details(self) -> dict[str, object]:
-        return {"slug": self.slug, "version": self.version, "source": self.source}
+    template = "version {version} of skill {slug!r} is unavailable: source {source!r} is excluded"
+    slug: str
+    version: int
+    source: str
 
 
-class ProposalNotFound(NotFound):
-    code = "proposal_not_found"
-
-    def __init__(self, proposal: int) -> None:
-        self.proposal = proposal
-        super().__init__(f"proposal {proposal} not found")
-
-    def details(self) -> dict[str, object]:
-        return {"proposal": self.proposal}
+@dataclass(eq=False, repr=False)
+class ProposalNotFound(NotFound, code="proposal_not_found"):
+    template = "proposal {proposal} not found"
+    proposal: int
 
 
-class BlobUnknown(NotFound):
+@dataclass(eq=False, repr=False)
+class BlobUnknown(NotFound, code="blob_not_found"):
     """No blob with this digest is visible to the workspace (stored or not, it looks the same)."""
 
-    code = "blob_not_found"
-
-    def __init__(self, digest: str) -> None:
-        self.digest = digest
-        super().__init__(f"blob {digest} not found in this workspace")
-
-    def details(self) -> dict[str, object]:
-        return {"digest": self.digest}
+    template = "blob {digest} not found in this workspace"
+    digest: str
 
 
-class TokenNotFound(NotFound):
-    code = "token_not_found"
-
-    def __init__(self, token_id: str) -> None:
-        self.token_id = token_id
-        super().__init__(f"access token {token_id!r} not found")
-
-    def details(self) -> dict[str, object]:
-        return {"token_id": self.token_id}
+@dataclass(eq=False, repr=False)
+class TokenNotFound(NotFound, code="token_not_found"):
+    template = "access token {token_id!r} not found"
+    token_id: str
 
 
 # ---------------------------------------------------------------- access (HTTP 401/403; exit 1)
 
 
-class AccessDenied(RegistryError):
+class AccessDenied(RegistryError, code="access_denied"):
     """The caller may not make this request. Only entry points that authenticate raise it."""
 
-    code = "access_denied"
 
-
-class Unauthenticated(AccessDenied):
+@dataclass(eq=False, repr=False)
+class Unauthenticated(AccessDenied, code="unauthenticated"):
     """No access token, or one that is malformed, unknown or revoked (never says which)."""
 
-    code = "unauthenticated"
-
-    def __init__(self) -> None:
-        super().__init__("a valid access token is required")
+    template = "a valid access token is required"
 
 
-class Forbidden(AccessDenied):
+@dataclass(eq=False, repr=False)
+class Forbidden(AccessDenied, code="forbidden"):
     """The token belongs to the workspace but its role is below the one the request needs."""
 
-    code = "forbidden"
-
-    def __init__(self, needed: str, held: str) -> None:
-        self.needed = needed
-        self.held = held
-        super().__init__(f"this request needs the {needed!r} role; the token has {held!r}")
-
-    def details(self) -> dict[str, object]:
-        return {"needed": self.needed, "held": self.held}
+    template = "this request needs the {needed!r} role; the token has {held!r}"
+    needed: str
+    held: str
 
 
 # ---------------------------------------------------------------- infrastructure (exit 1)
 
 
-class StorageUnavailable(RegistryError):
+@dataclass(eq=False, repr=False)
+class StorageUnavailable(RegistryError, code="storage_unavailable"):
     """The database or the blob store failed in a way retrying did not fix."""
 
-    code = "storage_unavailable"
-
-    def __init__(self, what: str, detail: str) -> None:
-        self.what = what
-        self.detail = detail
-        super().__init__(f"{what} unavailable: {detail}")
-
-    def details(self) -> dict[str, object]:
-        return {"what": self.what, "detail": self.detail}
+    template = "{what} unavailable: {detail}"
+    what: str
+    detail: str
 
 
-class WorkspaceBusy(StorageUnavailable):
+@dataclass(eq=False, repr=False)
+class WorkspaceBusy(StorageUnavailable, code="workspace_busy"):
     """The workspace lock (or the database's write lock) was not granted in time."""
 
-    code = "workspace_busy"
+    template = "workspace {workspace!r} is busy: its lock was not granted within {timeout}s"
+    workspace: str
+    timeout: float
+    # A `StorageUnavailable` has `what` and `detail`; this one reports the two above instead.
+    what: str = field(default="workspace lock", init=False, metadata=ATTRIBUTE_ONLY)
+    detail: str = field(init=False, metadata=ATTRIBUTE_ONLY)
 
-    def __init__(self, workspace: str, timeout: float) -> None:
-        self.workspace = workspace
-        self.timeout = timeout
-        RegistryError.__init__(
-            self, f"workspace {workspace!r} is busy: its lock was not granted within {timeout}s"
+    def __post_init__(self) -> None:
+        self.detail = f"not granted within {self.timeout}s"
+        super().__post_init__()
+
+
+@dataclass(eq=False, repr=False)
+class NotInitialized(StorageUnavailable, code="not_initialized"):
+    """The database has no schema, or an older one: run `skillreg init`."""
+
+    current: str | None = field(metadata=ATTRIBUTE_ONLY)
+    head: str = field(metadata=ATTRIBUTE_ONLY)
+    what: str = field(default="database", init=False)
+    detail: str = field(default="not initialised", init=False)
+
+    def __str__(self) -> str:
+        return (
+            f"the database is at revision {self.current or 'none'}, the registry needs "
+            f"{self.head}: run `skillreg init`"
         )
-        self.what = "workspace lock"
-        self.detail = f"not granted within {timeout}s"
-
-    def details(self) -> dict[str, object]:
-        return {"workspace": self.workspace, "timeout": self.timeout}
 
 
-class IntegrityError(RegistryError):
-    """Stored data does not match what the registry recorded (a corrupted blob, say)."""
+class Inconsistency(RegistryError, code="integrity_error"):
+    """Stored data does not match what the registry recorded (a corrupted blob, say).
 
-    code = "integrity_error"
+    Not `IntegrityError`: that is SQLAlchemy's name for a violated constraint.
+    """

@@ -4,12 +4,19 @@
   `SKILLREG_TEST_POSTGRES_URL`); each test gets its own fresh database.
 - S3: `tests/plugins/s3.py` (moto's server on an ephemeral loopback port).
 - Registries: `tests/plugins/registry.py` (a registry per test on each database).
+- The command line: `tests/plugins/cli.py` (`embedded`: the embedded default in a fresh
+  working directory); `tests/support/cli.py` runs `skillreg` in-process.
 On CI (`CI` set) a service that cannot start fails the run instead of skipping.
 """
 
 from hypothesis import HealthCheck, settings
 
-pytest_plugins = ["tests.plugins.s3", "tests.plugins.postgres", "tests.plugins.registry"]
+pytest_plugins = [
+    "tests.plugins.s3",
+    "tests.plugins.postgres",
+    "tests.plugins.registry",
+    "tests.plugins.cli",
+]
 
 # Performance is measured by `make bench`, never by timing inside tests: a shared, noisy
 # machine must not turn a slow example into a failure.

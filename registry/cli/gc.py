@@ -11,15 +11,15 @@ from rich.console import Console
 from registry.cli.common import CliState, json_option, run_async
 from registry.cli.exits import exit_code
 from registry.cli.output import Output, human_size, to_jsonable
-from registry.errors import IntegrityError
+from registry.errors import Inconsistency
 from registry.services.gc.collect import GcReport
 from registry.services.gc.figures import GcFigures
 from registry.services.gc.fsck import FsckReport
 
 _UNITS: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 _PART: Final = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
-# fsck found an inconsistency: the exit code of `IntegrityError` in the one table.
-INCONSISTENT: Final = exit_code(IntegrityError("fsck"))
+# fsck found an inconsistency: the exit code of `Inconsistency` in the one table.
+INCONSISTENT: Final = exit_code(Inconsistency("fsck"))
 
 
 def parse_duration(text: str) -> float:
@@ -65,8 +65,8 @@ def gc(
 @run_async
 async def _collect(state: CliState, out: Output, *, grace: float | None, dry_run: bool) -> None:
     async with state.open() as reg:
-        report = await reg.gc(grace=grace, dry_run=dry_run)
-        figures = await reg.gc_figures()
+        report = await reg.gc.collect(grace=grace, dry_run=dry_run)
+        figures = await reg.gc.figures()
     out.emit(
         {**to_jsonable(report), "figures": to_jsonable(figures)},
         lambda c: _render_report(c, report),
@@ -107,7 +107,7 @@ def _render_report(console: Console, report: GcReport) -> None:
 async def stats(state: CliState, out: Output) -> None:
     """Bytes stored, referenced and orphaned; what GC reclaimed and when it last ran."""
     async with state.open() as reg:
-        figures = await reg.gc_figures()
+        figures = await reg.gc.figures()
     out.emit(figures, lambda c: render_figures(c, figures))
 
 
@@ -147,7 +147,7 @@ def render_figures(console: Console, f: GcFigures) -> None:
 async def fsck(state: CliState, out: Output, *, verify_content: bool, limit: int) -> None:
     """Check the registry end to end; exit 1 on any inconsistency. Lists orphans."""
     async with state.open() as reg:
-        report = await reg.fsck(verify_content=verify_content, limit=limit)
+        report = await reg.gc.fsck(verify_content=verify_content, limit=limit)
     out.emit(
         {**to_jsonable(report), "clean": report.clean},
         lambda c: _render_fsck(c, report),

@@ -107,7 +107,7 @@ async def catalog_publish(
     expected = parse_expect(expect)
     files = await asyncio.to_thread(read_folder, directory, max_files=state.settings.max_files)
     async with state.open() as reg:
-        pub = await reg.publish_listing(
+        pub = await reg.marketplace.publish_listing(
             listing, files, actor=actor, message=message, expected_head=expected
         )
     out.emit(
@@ -140,7 +140,7 @@ async def catalog_import(
                 progress.advance(task)
 
         async with state.open() as reg:
-            result = await reg.import_listing(
+            result = await reg.marketplace.import_listing(
                 listing, archive, actor=actor, message=message, on_entry=entry
             )
     pub = result.publication
@@ -168,7 +168,7 @@ async def catalog_import(
 async def catalog_list(state: CliState, out: Output, *, limit: int, after: str | None) -> None:
     """List the catalog's listings."""
     async with state.open() as reg:
-        page = await reg.list_listings(limit=limit, after=after)
+        page = await reg.marketplace.list_listings(limit=limit, after=after)
 
     def render(console: Console) -> None:
         if not page.items:
@@ -200,7 +200,7 @@ async def catalog_show(state: CliState, out: Output, *, ref: str) -> None:
     """Show a listing version (LISTING[@VERSION]) and its files."""
     listing, version = parse_listing(ref)
     async with state.open() as reg:
-        found = await reg.listing(listing, version)
+        found = await reg.marketplace.listing(listing, version)
     data = {
         "listing": found.listing,
         "version": found.version,
@@ -312,7 +312,7 @@ async def _run_now(
         return JobOutcome(job)
     with _progress(out) as progress:
         task = None if progress is None else progress.add_task(label, total=1)
-        outcome = await reg.worker().run_job(job.id)
+        outcome = await reg.marketplace.worker().run_job(job.id)
         if progress is not None and task is not None:
             progress.advance(task)
     return outcome
@@ -348,8 +348,10 @@ async def install(
     listing, version = parse_listing(ref)
     scope = make_scope(workspace, agent)
     async with state.open() as reg:
-        found = await reg.listing(listing, version)
-        enqueued = await reg.enqueue_install(scope, listing, found.version, actor=actor, key=key)
+        found = await reg.marketplace.listing(listing, version)
+        enqueued = await reg.marketplace.enqueue_install(
+            scope, listing, found.version, actor=actor, key=key
+        )
         label = f"installing {listing}@{found.version} ({found.manifest.file_count} files)"
         outcome = await _run_now(reg, out, enqueued.job, label, queue_only=queue_only)
     _report(out, outcome)
@@ -392,7 +394,7 @@ async def update(
         raise click.BadParameter(msg)
     scope = make_scope(workspace, agent)
     async with state.open() as reg:
-        enqueued = await reg.enqueue_update(
+        enqueued = await reg.marketplace.enqueue_update(
             scope,
             slug,
             version=version,
@@ -444,7 +446,7 @@ async def jobs_run(
             out.console.print(_outcome_line(outcome.job), soft_wrap=True)
 
     async with state.open() as reg:
-        worker = reg.worker(worker_id=worker_id)
+        worker = reg.marketplace.worker(worker_id=worker_id)
         ran = await worker.run(once=once, drain=drain, on_outcome=report)
     out.emit(
         {"worker": worker.worker_id, "ran": ran, "jobs": [_job_dict(j) for j in done]},
@@ -470,7 +472,9 @@ async def jobs_list(
 ) -> None:
     """List jobs, newest first."""
     async with state.open() as reg:
-        page = await reg.list_jobs(status=status, workspace=workspace, limit=limit, before=before)
+        page = await reg.marketplace.list_jobs(
+            status=status, workspace=workspace, limit=limit, before=before
+        )
 
     def render(console: Console) -> None:
         if not page.items:
@@ -507,7 +511,7 @@ async def jobs_list(
 async def jobs_show(state: CliState, out: Output, *, job_id: int) -> None:
     """Show one job: its payload, attempts, lease, last error and result."""
     async with state.open() as reg:
-        job = await reg.job(job_id)
+        job = await reg.marketplace.job(job_id)
 
     def render(console: Console) -> None:
         console.print(_outcome_line(job), soft_wrap=True)

@@ -49,7 +49,7 @@ async def create(
 ) -> None:
     """Create a token. Its secret is printed once and stored only as a hash."""
     async with state.open() as reg:
-        issued = await reg.create_token(workspace, role, name=name, actor=actor)
+        issued = await reg.tokens.create(workspace, role, name=name, actor=actor)
 
     def render(console: Console) -> None:
         console.print(
@@ -69,7 +69,7 @@ async def create(
 async def revoke(state: CliState, out: Output, *, token_id: str, actor: str) -> None:
     """Revoke the token TOKEN_ID (the id `token list` shows). Revoking twice is a no-op."""
     async with state.open() as reg:
-        info = await reg.revoke_token(token_id, actor=actor)
+        info = await reg.tokens.revoke(token_id, actor=actor)
     out.emit(_info(info), lambda c: c.print(f"revoked token {info.id} ({info.workspace})"))
 
 
@@ -81,7 +81,7 @@ async def revoke(state: CliState, out: Output, *, token_id: str, actor: str) -> 
 async def list_(state: CliState, out: Output, *, workspace: str, include_revoked: bool) -> None:
     """List the tokens of a workspace (never their secrets)."""
     async with state.open() as reg:
-        infos = await reg.list_tokens(workspace, include_revoked=include_revoked)
+        infos = await reg.tokens.list(workspace, include_revoked=include_revoked)
 
     def render(console: Console) -> None:
         if not infos:

@@ -47,7 +47,7 @@ async def run_job_worker(registry: Registry, stop: asyncio.Event) -> None:
     """Run due jobs until `stop` is set; a failed poll (the database away) is retried."""
     while not stop.is_set():
         try:
-            await registry.run_jobs(stop=stop)
+            await registry.marketplace.run_jobs(stop=stop)
         except Exception:  # noqa: BLE001 - the worker outlives an outage; the log says why
             _log.warning("the job worker failed; it polls again", exc_info=True)
             with contextlib.suppress(TimeoutError):

@@ -108,7 +108,7 @@ async def authorize(
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise Unauthenticated
     registry = registry_of(request)
-    token = await registry.authenticate(credentials.credentials)
+    token = await registry.tokens.authenticate(credentials.credentials)
     workspace = request.path_params.get("workspace")
     if workspace is not None and workspace != token.workspace:
         raise HttpProblem("not_found", "not found")

@@ -10,14 +10,13 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from registry.db.figures import JobFigures
 from registry.domain.manifest import Manifest
 from registry.domain.model import Publication, Scope
 from registry.http.preconditions import entity_tag
 from registry.services.gc.figures import GcFigures
 from registry.services.marketplace.catalog import ListingVersion
 from registry.services.marketplace.jobs import JobPage, JobRow
-from registry.services.ops.health import MaterializationFigures
+from registry.services.ops.health import JobFigures, MaterializationFigures
 from registry.services.read import PackageInfo, SkillPage
 from registry.services.write.uploads import ManifestFile
 

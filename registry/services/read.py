@@ -15,7 +15,7 @@ from registry.db import skills as db_skills
 from registry.domain.manifest import Manifest
 from registry.domain.model import PackageFile, Scope
 from registry.errors import (
-    IntegrityError,
+    Inconsistency,
     SkillNotFound,
     StorageUnavailable,
     VersionNotFound,
@@ -110,6 +110,7 @@ async def package_info(
 
     async def work(conn: AsyncConnection) -> PackageInfo:
         skill, row = await locate(conn, scope, slug, version)
+        await ctx.hit("read.located")
         manifest = await db_skills.manifest_entries(conn, scope.workspace, row.manifest_id)
         return PackageInfo(
             scope=scope,
@@ -139,7 +140,7 @@ async def read_files(ctx: Context, manifest: Manifest) -> dict[str, PackageFile]
     try:
         fetched = dict(await asyncio.gather(*(fetch(d) for d in digests)))
     except (BlobNotFound, BlobCorrupted) as exc:
-        raise IntegrityError(f"a referenced blob is unreadable: {exc}") from exc
+        raise Inconsistency(f"a referenced blob is unreadable: {exc}") from exc
     except BlobStoreError as exc:
         raise StorageUnavailable("blob store", str(exc)) from exc
     return {e.path: PackageFile(fetched[e.digest], e.executable) for e in manifest.entries}

@@ -28,7 +28,7 @@ async def test_seeded_skills_and_blobs_are_consistent_and_collectable(registry, 
         registry.engine, local_store.root, BLOBS, blobs, referenced=10, files_per_package=4, at=at
     )
 
-    report = await registry.fsck(verify_content=True)
+    report = await registry.gc.fsck(verify_content=True)
     assert report.clean, report.problems
     assert report.skills_checked == 4 + 3  # 10 referenced blobs in packages of 4, 4, 2
     assert report.orphan_count == 2
@@ -36,12 +36,12 @@ async def test_seeded_skills_and_blobs_are_consistent_and_collectable(registry, 
         read = await registry.read_package(PACKAGES, slug)
         assert {path: f.data for path, f in read.files.items()} == files
 
-    collected = await registry.gc()
+    collected = await registry.gc.collect()
     assert collected.blobs_reclaimed == 2
 
     # Putting the orphans back (what the GC scenario does before each run) is idempotent.
     await seed_orphans(registry.engine, local_store.root, blobs[10:], at=at)
     await seed_orphans(registry.engine, local_store.root, blobs[10:], at=at)
-    again = await registry.fsck()
+    again = await registry.gc.fsck()
     assert again.clean
     assert again.orphan_count == 2

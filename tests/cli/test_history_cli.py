@@ -2,42 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import shutil
-from pathlib import Path
 
-import pytest
-from click.testing import CliRunner
-
-from registry.cli.main import cli
 from registry.cli.packages import example_root
-
-
-@pytest.fixture
-def embedded(tmp_path, monkeypatch):
-    """The embedded default: SQLite and blobs under ./.skillreg of the working directory."""
-    for name in ("SKILLREG_DATABASE_URL", "SKILLREG_BLOB_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-def run(*args, code=0):
-    result = CliRunner().invoke(cli, [str(a) for a in args])
-    assert result.exit_code == code, result.output
-    return result.output
-
-
-def run_json(*args, code=0):
-    return json.loads(run(*args, "--json", code=code))
-
-
-def tree(root: Path) -> dict[str, tuple[bytes, bool]]:
-    return {
-        p.relative_to(root).as_posix(): (p.read_bytes(), bool(p.stat().st_mode & 0o100))
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
+from tests.support.cli import database_options, run, run_json, tree
 
 
 def test_publish_three_versions_then_history_diff_restore_and_get_byte_for_byte(embedded):
@@ -80,7 +48,7 @@ def test_publish_three_versions_then_history_diff_restore_and_get_byte_for_byte(
 
 
 def test_controls_proposals_and_exclusion_through_the_cli(database_url, tmp_path):
-    base = ["--database-url", database_url, "--blob-url", f"file://{tmp_path / 'blobs'}"]
+    base = database_options(database_url, tmp_path / "blobs")
     run(*base, "init")
     skill = tmp_path / "csv-cleaner"
     shutil.copytree(example_root() / "csv-cleaner", skill)

@@ -1,4 +1,4 @@
-"""Shared pieces of the GC tests: a clock the test drives, and publishing shortcuts."""
+"""Shared pieces of the GC tests: a clock the test drives, settings, and store lookups."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import sqlalchemy as sa
 
 from registry import Registry, Scope
 from registry.settings import Settings
-from tests.support.packages import package
+from tests.support.scopes import ACME
 
-ACME = Scope("acme")
 HOUR = 3600.0
 # GC's fence on the rows whose objects it is deleting (`gc_purge_lease`; no clock skew).
 PURGE_LEASE = 600.0
@@ -45,17 +44,6 @@ def gc_settings(**overrides: object) -> Settings:
     }
     values.update(overrides)
     return Settings(**values)
-
-
-async def publish(registry: Registry, slug: str = "pdf-report", expected=None, **kwargs):
-    files = kwargs.pop("files", None)
-    return await registry.write_package(
-        kwargs.pop("scope", ACME),
-        slug,
-        files if files is not None else package(slug, **kwargs),
-        expected_head=expected,
-        actor="u1",
-    )
 
 
 async def referenced_digests(registry: Registry) -> set[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 import click
@@ -14,6 +13,7 @@ from registry import Registry, Scope
 from registry.cli.gc import parse_duration
 from registry.cli.main import cli
 from registry.domain.model import PackageFile
+from tests.support.cli import database_options, run, run_json
 from tests.support.faults import ScriptedFailpoints
 from tests.support.packages import package
 
@@ -29,20 +29,11 @@ def write_folder(root: Path, files) -> Path:
     return root
 
 
-def run(*args: str, code: int = 0) -> dict:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    assert result.exit_code == code, result.output
-    return json.loads(result.output) if "--json" in args else {"text": result.output}
-
-
 @pytest.fixture
-def embedded(tmp_path, monkeypatch) -> Path:
-    """The embedded default: `./.skillreg/` under a fresh working directory."""
-    for name in ("SKILLREG_DATABASE_URL", "SKILLREG_BLOB_URL", "SKILLREG_GC_GRACE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
+def embedded(embedded: Path) -> Path:
+    """The embedded default (`./.skillreg/` under a fresh working directory), initialised."""
     run("init")
-    return tmp_path
+    return embedded
 
 
 def test_must_show_an_interrupted_publish_is_listed_reclaimed_and_fsck_is_clean(embedded):
@@ -66,21 +57,21 @@ def test_must_show_an_interrupted_publish_is_listed_reclaimed_and_fsck_is_clean(
 
     asyncio.run(interrupted())
 
-    listed = run("fsck", "--json")
+    listed = run_json("fsck")
     assert listed["clean"]
     orphans = {o["digest"] for o in listed["orphans"]}
     assert listed["orphan_count"] == len(orphans) == 4
     assert all(o["status"] == "pending" and o["stored"] for o in listed["orphans"])
-    human = run("fsck")["text"]
+    human = run("fsck")
     for digest in orphans:
         assert digest in human
 
-    reclaimed = run("gc", "--grace", "0s", "--json")
+    reclaimed = run_json("gc", "--grace", "0s")
     assert reclaimed["blobs_reclaimed"] == 4
     assert reclaimed["figures"]["orphan_blobs"] == 0
     assert reclaimed["figures"]["last_gc_at"] is not None
 
-    verified = run("fsck", "--verify-content", "--json")
+    verified = run_json("fsck", "--verify-content")
     assert verified["clean"]
     assert verified["orphan_count"] == 0
     assert verified["problems"] == []
@@ -91,41 +82,40 @@ def test_must_show_an_interrupted_publish_is_listed_reclaimed_and_fsck_is_clean(
 
 
 def test_fsck_exits_non_zero_and_names_the_blob_and_its_versions(database_url, tmp_path):
-    blob_url = f"file://{tmp_path / 'blobs'}"
-    urls = ("--database-url", database_url, "--blob-url", blob_url)
+    urls = database_options(database_url, tmp_path / "blobs")
     folder = write_folder(tmp_path / "pdf-report", package("pdf-report"))
     run(*urls, "init")
     run(*urls, "publish", str(folder), "--workspace", "acme")
-    info = run(*urls, "show", "acme/pdf-report", "--json")
+    info = run_json(*urls, "show", "acme/pdf-report")
     digest = next(f["digest"] for f in info["files"] if f["path"] == "SKILL.md")
     path = tmp_path / "blobs" / digest[:2] / digest[2:4] / digest
     path.chmod(0o644)
     path.write_bytes(b"X" + path.read_bytes()[1:])
 
-    assert run(*urls, "fsck", "--json")["clean"]  # same size: only reading finds it
-    report = run(*urls, "fsck", "--verify-content", "--json", code=1)
+    assert run_json(*urls, "fsck")["clean"]  # same size: only reading finds it
+    report = run_json(*urls, "fsck", "--verify-content", code=1)
     assert not report["clean"]
     assert [(p["kind"], p["digest"], p["references"]) for p in report["problems"]] == [
         ("blob_corrupted", digest, ["acme/pdf-report@1"])
     ]
-    text = run(*urls, "fsck", "--verify-content", code=1)["text"]
+    text = run(*urls, "fsck", "--verify-content", code=1)
     assert "blob_corrupted" in text
     assert digest in text
     assert "acme/pdf-report@1" in text
 
 
 def test_gc_dry_run_and_stats(database_url, tmp_path):
-    urls = ("--database-url", database_url, "--blob-url", f"file://{tmp_path / 'blobs'}")
+    urls = database_options(database_url, tmp_path / "blobs")
     run(*urls, "init")
-    stats = run(*urls, "gc", "stats", "--json")
+    stats = run_json(*urls, "gc", "stats")
     assert (stats["gc_runs"], stats["last_gc_at"], stats["bytes_stored"]) == (0, None, 0)
-    assert "last GC           never" in run(*urls, "gc", "stats")["text"]
-    plan = run(*urls, "gc", "--dry-run", "--grace", "90m", "--json")
+    assert "last GC           never" in run(*urls, "gc", "stats")
+    plan = run_json(*urls, "gc", "--dry-run", "--grace", "90m")
     assert (plan["dry_run"], plan["grace_seconds"], plan["run_id"]) == (True, 5400.0, None)
-    assert "gc (dry run): would reclaim 0 blobs" in run(*urls, "gc", "--dry-run")["text"]
-    done = run(*urls, "gc", "--json")
+    assert "gc (dry run): would reclaim 0 blobs" in run(*urls, "gc", "--dry-run")
+    done = run_json(*urls, "gc")
     assert done["grace_seconds"] == 3600.0
-    assert run(*urls, "gc", "stats", "--json")["gc_runs"] == 1
+    assert run_json(*urls, "gc", "stats")["gc_runs"] == 1
     result = CliRunner().invoke(cli, [*urls, "gc", "--grace", "soon"])
     assert result.exit_code == 2
     assert "expected a duration" in result.output

@@ -12,9 +12,9 @@ import sqlalchemy as sa
 
 from blobstore import compute_digest
 from registry.db.tables import Blob
-from tests.gc.helpers import ACME, publish
 from tests.support.faults import InjectedFault, ScriptedFailpoints
-from tests.support.packages import package
+from tests.support.packages import package, publish
+from tests.support.scopes import ACME
 from tests.support.state import store_digests
 
 
@@ -35,7 +35,7 @@ def kinds(report):
 
 async def test_a_clean_registry_is_clean(env):
     await shared_history(env.registry)
-    report = await env.registry.fsck(verify_content=True)
+    report = await env.registry.gc.fsck(verify_content=True)
     assert report.clean
     assert (report.skills_checked, report.versions_checked, report.manifests_checked) == (1, 2, 2)
     assert report.blobs_checked == len(await store_digests(env.raw)) == 7
@@ -47,9 +47,9 @@ async def test_a_blob_corrupted_on_disk_is_reported_with_its_digest_and_versions
     digest = await shared_history(env.registry)
     env.backend.corrupt(digest)
     # Without reading, a same-size corruption is invisible: existence and size only.
-    assert (await env.registry.fsck()).clean
+    assert (await env.registry.gc.fsck()).clean
 
-    report = await env.registry.fsck(verify_content=True)
+    report = await env.registry.gc.fsck(verify_content=True)
     assert kinds(report) == ["blob_corrupted"]
     problem = report.problems[0]
     assert problem.digest == digest
@@ -61,7 +61,7 @@ async def test_a_blob_corrupted_on_disk_is_reported_with_its_digest_and_versions
 async def test_a_missing_blob_is_reported_without_reading(env):
     digest = await shared_history(env.registry)
     env.backend.remove(digest)
-    report = await env.registry.fsck()
+    report = await env.registry.gc.fsck()
     assert kinds(report) == ["blob_missing"]
     assert report.problems[0].digest == digest
     assert report.problems[0].references == ("acme/pdf-report@1", "acme/pdf-report@2")
@@ -75,7 +75,7 @@ async def test_orphans_are_listed_with_their_bytes_and_are_not_problems(env):
     stray = b"stray bytes"
     await env.raw.put(compute_digest(stray), stray)
 
-    report = await env.registry.fsck()
+    report = await env.registry.gc.fsck()
     assert report.clean
     by_status = {}
     for orphan in report.orphans:
@@ -87,7 +87,7 @@ async def test_orphans_are_listed_with_their_bytes_and_are_not_problems(env):
     assert report.orphan_bytes == sizes + len(stray)
     assert all(o.stored and not o.claimed for o in report.orphans)
 
-    limited = await env.registry.fsck(limit=2)
+    limited = await env.registry.gc.fsck(limit=2)
     assert (len(limited.orphans), limited.orphan_count) == (2, 5)
 
 
@@ -99,7 +99,7 @@ async def tamper(registry, sql, **params):
 async def test_a_row_size_that_disagrees_with_the_store(registry):
     digest = await shared_history(registry)
     await tamper(registry, "UPDATE blobs SET size = size + 1 WHERE digest = :d", d=digest)
-    report = await registry.fsck()
+    report = await registry.gc.fsck()
     assert sorted(kinds(report)) == [
         "blob_size_mismatch",
         "entry_size_mismatch",
@@ -116,7 +116,7 @@ async def test_a_manifest_whose_rows_do_not_hash_to_it(registry):
         "UPDATE manifest_entries SET executable = NOT executable "
         "WHERE path = 'SKILL.md' AND manifest_id = (SELECT min(id) FROM manifests)",
     )
-    report = await registry.fsck()
+    report = await registry.gc.fsck()
     assert kinds(report) == ["manifest_mismatch"]
     assert "its rows hash to" in report.problems[0].message
     assert report.problems[0].references == ("acme/pdf-report@1",)
@@ -125,7 +125,7 @@ async def test_a_manifest_whose_rows_do_not_hash_to_it(registry):
 async def test_a_head_that_names_no_version(registry):
     await shared_history(registry)
     await tamper(registry, "UPDATE skills SET head = 7")
-    report = await registry.fsck()
+    report = await registry.gc.fsck()
     assert kinds(report) == ["head_missing"]
     assert report.problems[0].message == "skill head acme/pdf-report@7 names no version"
 
@@ -133,7 +133,7 @@ async def test_a_head_that_names_no_version(registry):
 async def test_a_version_that_disagrees_with_its_manifest(registry):
     await shared_history(registry)
     await tamper(registry, "UPDATE versions SET total_size = 1 WHERE number = 2")
-    report = await registry.fsck()
+    report = await registry.gc.fsck()
     assert kinds(report) == ["version_manifest_mismatch"]
     assert report.problems[0].message.startswith("version acme/pdf-report@2 records 4 files / 1 B")
 
@@ -142,7 +142,7 @@ async def test_a_version_that_disagrees_with_its_manifest(registry):
 async def test_a_reference_to_a_blob_being_deleted(registry, status):
     digest = await shared_history(registry)
     await tamper(registry, "UPDATE blobs SET status = :s WHERE digest = :d", s=status, d=digest)
-    report = await registry.fsck()
+    report = await registry.gc.fsck()
     assert kinds(report) == ["referenced_not_live"]
     assert f"its row is {status!r}" in report.problems[0].message
 
@@ -157,13 +157,13 @@ async def test_a_live_row_without_its_object(registry):
                 digest=ghost, size=12, status="live", created_at=now, touched_at=now
             )
         )
-    report = await registry.fsck()
+    report = await registry.gc.fsck()
     assert kinds(report) == ["live_blob_missing"]
     assert report.problems[0].digest == ghost
 
 
 async def test_fsck_of_an_empty_registry(make_registry):
     registry = await make_registry(failpoints=ScriptedFailpoints())
-    report = await registry.fsck(verify_content=True)
+    report = await registry.gc.fsck(verify_content=True)
     assert report.clean
     assert (report.blobs_checked, report.orphan_count, report.store_objects) == (0, 0, 0)

@@ -15,17 +15,10 @@ import pytest
 from blobstore import compute_digest
 from registry.db import blobs as db_blobs
 from registry.db.engine import write_connection
-from tests.gc.helpers import (
-    ACME,
-    HOUR,
-    PURGE_LEASE,
-    gc_settings,
-    publish,
-    read_all,
-    referenced_digests,
-)
+from tests.gc.helpers import HOUR, PURGE_LEASE, gc_settings, read_all, referenced_digests
 from tests.support.faults import InjectedFault
-from tests.support.packages import package
+from tests.support.packages import package, publish
+from tests.support.scopes import ACME
 from tests.support.state import blob_rows, db_state, live_claims, store_digests
 
 
@@ -44,7 +37,7 @@ async def assert_converged(env):
     referenced = await referenced_digests(env.registry)
     assert await store_digests(env.raw) == referenced
     assert await blob_rows(env.registry) == dict.fromkeys(referenced, "live")
-    report = await env.registry.fsck(verify_content=True)
+    report = await env.registry.gc.fsck(verify_content=True)
     assert report.clean, report.problems
     assert report.orphan_count == 0
 
@@ -53,13 +46,13 @@ async def test_a_failed_writes_blobs_are_kept_for_the_grace_period_then_reclaime
     await publish(env.registry)
     orphans = await orphaned_write(env, tag="v2", expected=1)
     assert orphans
-    assert (await env.registry.gc()).blobs_reclaimed == 0
+    assert (await env.registry.gc.collect()).blobs_reclaimed == 0
     env.clock.advance(HOUR - 1)
-    assert (await env.registry.gc()).blobs_reclaimed == 0
+    assert (await env.registry.gc.collect()).blobs_reclaimed == 0
     assert orphans <= await store_digests(env.raw)
 
     env.clock.advance(2)
-    report = await env.registry.gc()
+    report = await env.registry.gc.collect()
     assert report.blobs_reclaimed == len(orphans)
     assert report.bytes_reclaimed == sum(
         len(b) for b in _bytes_of(package("pdf-report", tag="v2"), orphans)
@@ -83,7 +76,7 @@ async def test_referenced_blobs_survive_any_grace_and_clock(env):
         await publish(env.registry, slug)
         await publish(env.registry, slug, tag="two", expected=1)
     env.clock.advance(30 * 24 * HOUR)
-    report = await env.registry.gc(grace=0)
+    report = await env.registry.gc.collect(grace=0)
     assert report.blobs_reclaimed == 0
     await assert_converged(env)
     for slug in ("pdf-report", "csv-cleaner", "release-notes"):
@@ -110,12 +103,12 @@ async def test_an_unexpired_claim_keeps_its_blob_past_the_grace_period(env):
             )
     await env.raw.put(digest, data)
     env.clock.advance(HOUR - 1)
-    report = await env.registry.gc(grace=0)
+    report = await env.registry.gc.collect(grace=0)
     assert (report.blobs_reclaimed, report.claims_expired) == (0, 0)
     assert digest in await store_digests(env.raw)
 
     env.clock.advance(2)
-    report = await env.registry.gc(grace=0)
+    report = await env.registry.gc.collect(grace=0)
     assert (report.blobs_reclaimed, report.claims_expired) == (1, 1)
     assert await live_claims(env.registry) == 0
     await assert_converged(env)
@@ -126,13 +119,13 @@ async def test_an_object_without_a_row_is_reclaimed_once_past_the_grace_period(e
     data = b"uploaded by a writer that crashed before its claim was recorded"
     digest = compute_digest(data)
     await env.raw.put(digest, data)
-    report = await env.registry.fsck()
+    report = await env.registry.gc.fsck()
     assert [(o.digest, o.status) for o in report.orphans] == [(digest, "untracked")]
     assert report.clean
 
-    assert (await env.registry.gc()).blobs_reclaimed == 0
+    assert (await env.registry.gc.collect()).blobs_reclaimed == 0
     env.clock.advance(2 * HOUR)
-    report = await env.registry.gc()
+    report = await env.registry.gc.collect()
     assert (report.blobs_reclaimed, report.untracked_reclaimed) == (1, 1)
     assert report.bytes_reclaimed == len(data)
     await assert_converged(env)
@@ -147,16 +140,16 @@ async def test_dry_run_changes_nothing_and_predicts_the_run(env):
     rows, objects = await db_state(env.registry), await store_digests(env.raw)
     blobs = await blob_rows(env.registry)
 
-    plan = await env.registry.gc(dry_run=True)
+    plan = await env.registry.gc.collect(dry_run=True)
     assert plan.dry_run
     assert plan.run_id is None
     assert (plan.blobs_reclaimed, plan.untracked_reclaimed) == (len(orphans) + 1, 1)
     assert await db_state(env.registry) == rows
     assert await store_digests(env.raw) == objects
     assert await blob_rows(env.registry) == blobs
-    assert (await env.registry.gc_figures()).gc_runs == 0
+    assert (await env.registry.gc.figures()).gc_runs == 0
 
-    done = await env.registry.gc()
+    done = await env.registry.gc.collect()
     assert (done.blobs_reclaimed, done.bytes_reclaimed, done.untracked_reclaimed) == (
         plan.blobs_reclaimed,
         plan.bytes_reclaimed,
@@ -175,7 +168,7 @@ async def test_small_batches_reclaim_everything(make_env):
         data = f"stray {i}".encode()
         await env.raw.put(compute_digest(data), data)
     env.clock.advance(2 * HOUR)
-    report = await env.registry.gc()
+    report = await env.registry.gc.collect()
     assert report.blobs_reclaimed == len(orphans) + 3
     # tx1 marked at most a batch at a time, tx2 deleted at most a chunk at a time.
     assert env.failpoints.hits["gc.marked"] >= len(orphans) // 2
@@ -215,34 +208,34 @@ async def test_gc_killed_anywhere_then_restarted_converges(make_env, point, how)
     if how == "fail":
         env.failpoints.fail(point, nth=2 if point == "gc.object_deleted" else 1)
         with pytest.raises(InjectedFault):
-            await env.registry.gc()
+            await env.registry.gc.collect()
     else:
         env.failpoints.cancel(point, nth=2 if point == "gc.object_deleted" else 1)
         with pytest.raises(asyncio.CancelledError):
-            await env.registry.gc()
+            await env.registry.gc.collect()
 
     # Killed mid-sweep: whatever it left (rows marked `deleting`, fenced rows, a fenced
     # row whose object is gone) hides no referenced blob.
-    report = await env.registry.fsck(verify_content=True)
+    report = await env.registry.gc.fsck(verify_content=True)
     assert report.clean, report.problems
     await read_all(env.registry)
 
     # A killed run's fence holds its rows until it expires (nothing tells a killed run
     # from a stalled one with a delete in flight); then the next run finishes them.
     env.clock.advance(PURGE_LEASE)
-    await env.registry.gc()
+    await env.registry.gc.collect()
     await assert_converged(env)
-    figures = await env.registry.gc_figures()
+    figures = await env.registry.gc.figures()
     assert figures.orphan_blobs == 0
     assert figures.gc_runs == 1  # the killed run is recorded as failed, not finished
 
 
 async def test_runs_and_figures(env):
-    figures = await env.registry.gc_figures()
+    figures = await env.registry.gc.figures()
     assert (figures.gc_runs, figures.last_gc_at, figures.blobs_stored) == (0, None, 0)
     await publish(env.registry)
     orphans = await orphaned_write(env, "csv-cleaner")
-    figures = await env.registry.gc_figures()
+    figures = await env.registry.gc.figures()
     info = await env.registry.package_info(ACME, "pdf-report")
     assert figures.blobs_referenced == len(info.manifest.entries)
     assert figures.bytes_referenced == info.manifest.total_size
@@ -250,9 +243,9 @@ async def test_runs_and_figures(env):
     assert figures.reclaimable_blobs == 0  # within the grace period
 
     env.clock.advance(2 * HOUR)
-    assert (await env.registry.gc_figures()).reclaimable_blobs == len(orphans)
-    report = await env.registry.gc()
-    figures = await env.registry.gc_figures()
+    assert (await env.registry.gc.figures()).reclaimable_blobs == len(orphans)
+    report = await env.registry.gc.collect()
+    figures = await env.registry.gc.figures()
     assert figures.gc_runs == 1
     assert figures.last_gc_at == report.finished_at
     assert figures.last_gc is not None
@@ -275,7 +268,7 @@ async def test_a_local_stores_abandoned_temp_files_are_swept(make_registry, loca
     os.utime(stale, (old, old))
     fresh = local_store.root / ".tmp" / "in-flight.tmp"
     fresh.write_bytes(b"an upload in progress")
-    report = await registry.gc()
+    report = await registry.gc.collect()
     assert report.temp_files_removed == 1
     assert not stale.exists()
     assert fresh.exists()
@@ -307,7 +300,7 @@ async def test_gc_with_no_grace_leaves_an_upload_s_temp_file(
     try:
         assert await asyncio.to_thread(written.wait, 30)
         clock.advance(60)  # the temp file is older than the run's cutoff
-        report = await registry.gc(grace=0)
+        report = await registry.gc.collect(grace=0)
         assert report.temp_files_removed == 0
     finally:
         proceed.set()
@@ -319,4 +312,4 @@ async def test_gc_with_no_grace_leaves_an_upload_s_temp_file(
 
 async def test_negative_grace_is_refused(env):
     with pytest.raises(ValueError, match="negative"):
-        await env.registry.gc(grace=-1)
+        await env.registry.gc.collect(grace=-1)

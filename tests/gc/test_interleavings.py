@@ -14,12 +14,13 @@ import pytest
 import sqlalchemy as sa
 
 from blobstore import compute_digest
-from registry import ANY, Scope
+from registry import ANY
 from registry.errors import StorageUnavailable
 from registry.settings import Settings
-from tests.gc.helpers import ACME, HOUR, PURGE_LEASE, gc_settings, publish, referenced_digests
+from tests.gc.helpers import HOUR, PURGE_LEASE, gc_settings, referenced_digests
 from tests.support.faults import InjectedFault, Park
-from tests.support.packages import package
+from tests.support.packages import package, publish
+from tests.support.scopes import ACME, GLOBEX
 from tests.support.state import blob_rows, store_digests
 
 SHARED = b"# Shared notes\n\nThe same bytes in more than one package.\n"
@@ -64,7 +65,7 @@ async def assert_nothing_lost(env, *versions):
     for version in versions:
         scope, slug, number = version if len(version) == 3 else (ACME, *version)
         await env.registry.read_package(scope, slug, number)
-    report = await env.registry.fsck(verify_content=True)
+    report = await env.registry.gc.fsck(verify_content=True)
     assert report.clean, report.problems
 
 
@@ -115,7 +116,7 @@ async def test_a_writer_claims_a_digest_gc_has_marked(env, writer_park):
     """tx1 marked X `deleting`; a writer's claim resurrects it; tx2 leaves it alone."""
     await orphan_shared(env)
     gc_parked = env.failpoints.park("gc.marked")
-    gc = asyncio.create_task(env.registry.gc())
+    gc = asyncio.create_task(env.registry.gc.collect())
     await gc_parked.reached.wait()
     assert (await blob_rows(env.registry))[SHARED_DIGEST] == "deleting"
 
@@ -148,7 +149,7 @@ async def test_a_writer_claims_while_gc_holds_the_row_lock(env):
     """
     await orphan_shared(env)
     gc_parked = env.failpoints.park("gc.locked")
-    gc = asyncio.create_task(env.registry.gc())
+    gc = asyncio.create_task(env.registry.gc.collect())
     await reached(gc_parked, gc)
 
     puts = env.store.calls["put"]
@@ -177,17 +178,16 @@ async def test_a_writer_commits_while_gc_deletes_an_object(make_env):
     env = await make_env(gc_settings(sqlite_busy_timeout=0.5))
     await orphan_shared(env)
     deleting = park_delete(env, SHARED_DIGEST)
-    gc = asyncio.create_task(env.registry.gc())
+    gc = asyncio.create_task(env.registry.gc.collect())
     await reached(deleting, gc)
 
-    other = Scope("globex")
-    pub = await publish(env.registry, "elsewhere", scope=other)
+    pub = await publish(env.registry, "elsewhere", scope=GLOBEX)
     assert (pub.version, pub.created) == (1, True)
     deleting.release.set()
     report = await gc
     assert report.blobs_reclaimed == 4
     assert SHARED_DIGEST not in await store_digests(env.raw)
-    await assert_nothing_lost(env, (other, "elsewhere", 1))
+    await assert_nothing_lost(env, (GLOBEX, "elsewhere", 1))
 
 
 @pytest.mark.parametrize("upload", ["before_the_delete", "after_the_delete"])
@@ -202,7 +202,7 @@ async def test_a_writer_claims_a_digest_gc_is_deleting(env, upload):
     """
     await orphan_shared(env)
     deleting = park_delete(env, SHARED_DIGEST, after=upload == "after_the_delete")
-    gc = asyncio.create_task(env.registry.gc())
+    gc = asyncio.create_task(env.registry.gc.collect())
     await reached(deleting, gc)
 
     puts = env.store.put_digests.count(SHARED_DIGEST)
@@ -238,7 +238,7 @@ async def test_a_write_that_reaches_its_commit_during_the_purge_stores_again_aft
     """
     await orphan_shared(env)
     deleting = park_delete(env, SHARED_DIGEST)
-    gc = asyncio.create_task(env.registry.gc())
+    gc = asyncio.create_task(env.registry.gc.collect())
     await reached(deleting, gc)
 
     puts = env.store.put_digests.count(SHARED_DIGEST)
@@ -270,10 +270,10 @@ async def test_a_fence_left_by_a_killed_run_holds_until_it_expires(env):
     await orphan_shared(env)
     env.failpoints.fail("gc.fenced")
     with pytest.raises(InjectedFault):
-        await env.registry.gc()
+        await env.registry.gc.collect()
     assert (await blob_rows(env.registry))[SHARED_DIGEST] == "deleting"
 
-    assert (await env.registry.gc()).blobs_reclaimed == 0
+    assert (await env.registry.gc.collect()).blobs_reclaimed == 0
     with pytest.raises(StorageUnavailable):
         await publish(env.registry, "taker", files=with_shared("taker"))
     assert SHARED_DIGEST in await store_digests(env.raw)
@@ -281,7 +281,7 @@ async def test_a_fence_left_by_a_killed_run_holds_until_it_expires(env):
     env.clock.advance(PURGE_LEASE)
     pub = await publish(env.registry, "taker", files=with_shared("taker"))
     assert (await blob_rows(env.registry))[SHARED_DIGEST] == "live"
-    assert (await env.registry.gc()).blobs_reclaimed == 3  # the donor's own blobs
+    assert (await env.registry.gc.collect()).blobs_reclaimed == 3  # the donor's own blobs
     await assert_nothing_lost(env, ("taker", pub.version))
 
 
@@ -289,7 +289,7 @@ async def test_gc_stalled_past_half_its_lease_starts_no_delete(env):
     """The second half of the lease is the margin for a delete in flight; none starts in it."""
     await orphan_shared(env)
     fenced = env.failpoints.park("gc.fenced")
-    gc = asyncio.create_task(env.registry.gc())
+    gc = asyncio.create_task(env.registry.gc.collect())
     await reached(fenced, gc)
     env.clock.advance(PURGE_LEASE / 2 + 1)
     fenced.release.set()
@@ -299,7 +299,7 @@ async def test_gc_stalled_past_half_its_lease_starts_no_delete(env):
     assert set((await blob_rows(env.registry)).values()) == {"deleting"}
 
     env.clock.advance(PURGE_LEASE / 2)  # the fence has expired: the next run takes over
-    assert (await env.registry.gc()).blobs_reclaimed == 4
+    assert (await env.registry.gc.collect()).blobs_reclaimed == 4
     assert await blob_rows(env.registry) == {}
 
 
@@ -312,7 +312,7 @@ async def test_a_run_finishing_after_its_fence_expired_leaves_a_row_taken_over(e
     """
     await orphan_shared(env)
     deleted = park_delete(env, SHARED_DIGEST, after=True)
-    gc = asyncio.create_task(env.registry.gc())
+    gc = asyncio.create_task(env.registry.gc.collect())
     await reached(deleted, gc)
     assert SHARED_DIGEST not in await store_digests(env.raw)
 
@@ -346,14 +346,14 @@ async def test_writer_a_uploads_and_fails_while_writer_b_reuses_the_digest(env):
     # A released its claims; B's claim on X remains. GC, past every grace period but
     # within the claim's lifetime, reclaims A's own blobs and keeps X.
     env.clock.advance(HOUR / 2)
-    report = await env.registry.gc(grace=0)
+    report = await env.registry.gc.collect(grace=0)
     assert report.blobs_reclaimed == 3  # A's SKILL.md and its two files
     assert SHARED_DIGEST in await store_digests(env.raw)
 
     b_claimed.release.set()
     pub = await b
     env.clock.advance(2 * HOUR)
-    await env.registry.gc(grace=0)
+    await env.registry.gc.collect(grace=0)
     assert SHARED_DIGEST in await store_digests(env.raw)
     await assert_nothing_lost(env, ("writer-b", pub.version))
 
@@ -366,7 +366,7 @@ async def test_gc_between_a_commit_and_its_lost_reply(env):
     writer = asyncio.create_task(publish(env.registry))
     await committed.reached.wait()
     env.clock.advance(2 * HOUR)
-    report = await env.registry.gc(grace=0)
+    report = await env.registry.gc.collect(grace=0)
     assert report.blobs_reclaimed == 0
     committed.release.set()
     pub = await writer  # settled by finding its own version: reported as published
@@ -380,7 +380,7 @@ async def test_gc_reclaims_a_failed_write_then_its_retry_stores_again(env):
     with pytest.raises(InjectedFault):
         await publish(env.registry)
     env.clock.advance(2 * HOUR)
-    assert (await env.registry.gc()).blobs_reclaimed == 4
+    assert (await env.registry.gc.collect()).blobs_reclaimed == 4
     assert await store_digests(env.raw) == set()
 
     retry_claimed = env.failpoints.park("write.claimed")
@@ -388,7 +388,7 @@ async def test_gc_reclaims_a_failed_write_then_its_retry_stores_again(env):
     await retry_claimed.reached.wait()
     # GC again while the retry holds fresh claims: nothing of it is touched.
     env.clock.advance(2 * HOUR)
-    assert (await env.registry.gc(grace=0)).blobs_reclaimed == 0
+    assert (await env.registry.gc.collect(grace=0)).blobs_reclaimed == 0
     retry_claimed.release.set()
     pub = await retry
     assert pub.version == 1
@@ -412,7 +412,7 @@ async def test_a_writer_stalled_past_its_claim_uploads_again(env):
     digests = await store_digests(env.raw)
 
     env.clock.advance(HOUR + 1)  # past claim_ttl and the grace period
-    report = await env.registry.gc()
+    report = await env.registry.gc.collect()
     assert report.claims_expired == 4
     assert await store_digests(env.raw) == set()
 
@@ -436,7 +436,7 @@ async def test_a_writer_claims_an_untracked_object_gc_adopted(env):
     await env.raw.put(SHARED_DIGEST, SHARED)
     env.clock.advance(2 * HOUR)
     gc_parked = env.failpoints.park("gc.untracked_marked")
-    gc = asyncio.create_task(env.registry.gc())
+    gc = asyncio.create_task(env.registry.gc.collect())
     await gc_parked.reached.wait()
     assert (await blob_rows(env.registry))[SHARED_DIGEST] == "deleting"
 
@@ -460,10 +460,10 @@ async def test_a_write_deduplicated_against_a_pruned_head_stores_the_blob_again(
 
     # Meanwhile the head moves to a package without X, and v1 is pruned and collected.
     await publish(env.registry, files=package("pdf-report", tag="two"), expected=1)
-    pruned = await env.registry.prune_versions()
+    pruned = await env.registry.gc.prune()
     assert pruned.versions_pruned == 1
     env.clock.advance(2 * HOUR)
-    await env.registry.gc()
+    await env.registry.gc.collect()
     assert SHARED_DIGEST not in await store_digests(env.raw)
 
     w_uploaded.release.set()
@@ -479,7 +479,7 @@ async def test_two_gc_runs_at_once_delete_each_orphan_once(env):
     with pytest.raises(InjectedFault):
         await publish(env.registry, "csv-cleaner")
     env.clock.advance(2 * HOUR)
-    first, second = await asyncio.gather(env.registry.gc(), env.registry.gc())
+    first, second = await asyncio.gather(env.registry.gc.collect(), env.registry.gc.collect())
     assert first.blobs_reclaimed + second.blobs_reclaimed == 4
     assert await store_digests(env.raw) == await referenced_digests(env.registry)
     await assert_nothing_lost(env, ("pdf-report", 1))

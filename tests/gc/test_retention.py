@@ -15,9 +15,10 @@ from registry.domain.model import Origin
 from registry.domain.retention import RetentionPolicy
 from registry.errors import ProposalNotFound, VersionNotFound
 from registry.services.gc import retention
-from tests.gc.helpers import ACME, HOUR, ManualClock, gc_settings, publish, referenced_digests
+from tests.gc.helpers import HOUR, ManualClock, gc_settings, referenced_digests
 from tests.support.faults import ScriptedFailpoints
-from tests.support.packages import package
+from tests.support.packages import package, publish
+from tests.support.scopes import ACME
 from tests.support.state import store_digests
 
 DAY = 24 * HOUR
@@ -69,10 +70,10 @@ async def pruned_events(registry):
 async def test_retention_is_off_by_default(reg, clock):
     await versions(reg)
     clock.advance(365 * DAY)
-    report = await reg.gc()
+    report = await reg.gc.collect()
     assert report.retention is None
     assert await surviving(reg) == [1, 2, 3, 4, 5]
-    assert (await reg.prune_versions()).versions_pruned == 0
+    assert (await reg.gc.prune()).versions_pruned == 0
 
 
 async def test_keep_the_newest_versions_then_gc_frees_their_blobs(reg, clock, local_store):
@@ -80,7 +81,7 @@ async def test_keep_the_newest_versions_then_gc_frees_their_blobs(reg, clock, lo
     await versions(reg, "csv-cleaner", count=2)
     before = await store_digests(local_store)
 
-    report = await reg.prune_versions(keep_versions=2)
+    report = await reg.gc.prune(keep_versions=2)
     assert (report.skills_pruned, report.versions_pruned, report.manifests_deleted) == (1, 3, 3)
     assert [(s.slug, s.versions) for s in report.skills] == [("pdf-report", (1, 2, 3))]
     assert await surviving(reg) == [4, 5]
@@ -95,12 +96,12 @@ async def test_keep_the_newest_versions_then_gc_frees_their_blobs(reg, clock, lo
     # The freed blobs wait out the grace period from the prune, then go.
     freed = before - await referenced_digests(reg)
     assert freed
-    assert (await reg.gc()).blobs_reclaimed == 0
+    assert (await reg.gc.collect()).blobs_reclaimed == 0
     clock.advance(2 * HOUR)
-    gc = await reg.gc()
+    gc = await reg.gc.collect()
     assert gc.blobs_reclaimed == len(freed)
     assert await store_digests(local_store) == await referenced_digests(reg)
-    assert (await reg.fsck(verify_content=True)).clean
+    assert (await reg.gc.fsck(verify_content=True)).clean
     # History goes on from the head: a pruned number is never reused.
     pub = await publish(reg, tag="v6", expected=5)
     assert pub.version == 6
@@ -108,14 +109,14 @@ async def test_keep_the_newest_versions_then_gc_frees_their_blobs(reg, clock, lo
 
 async def test_keep_days_and_the_union_of_both_rules(reg, clock):
     await versions(reg, count=5, every=DAY, clock=clock)  # v5 is one day old, v1 five
-    plan = await reg.prune_versions(keep_days=2.5, dry_run=True)
+    plan = await reg.gc.prune(keep_days=2.5, dry_run=True)
     assert plan.dry_run
     assert [s.versions for s in plan.skills] == [(1, 2, 3)]
     assert await surviving(reg) == [1, 2, 3, 4, 5]  # a dry run changes nothing
 
-    report = await reg.prune_versions(keep_days=3.5, keep_versions=4)
+    report = await reg.gc.prune(keep_days=3.5, keep_versions=4)
     assert [s.versions for s in report.skills] == [(1,)]
-    report = await reg.prune_versions(keep_days=2.5)
+    report = await reg.gc.prune(keep_days=2.5)
     assert [s.versions for s in report.skills] == [(2, 3)]
     assert await surviving(reg) == [4, 5]
 
@@ -123,7 +124,7 @@ async def test_keep_days_and_the_union_of_both_rules(reg, clock):
 async def test_the_head_is_never_pruned(reg, clock):
     await versions(reg, count=3)
     clock.advance(100 * DAY)
-    await reg.prune_versions(keep_days=1)
+    await reg.gc.prune(keep_days=1)
     assert await surviving(reg, head=3) == [3]
 
 
@@ -132,7 +133,7 @@ async def test_a_marketplace_baseline_is_never_pruned(reg):
     baseline = (await reg.package_info(ACME, "pdf-report", 2)).manifest.hash
     async with reg.engine.begin() as conn:
         await conn.execute(sa.update(Skill).values(baseline_manifest_hash=baseline))
-    await reg.prune_versions(keep_versions=1)
+    await reg.gc.prune(keep_versions=1)
     assert await surviving(reg) == [2, 5]
 
 
@@ -202,7 +203,7 @@ async def test_versions_and_manifests_other_rows_name_are_kept(reg, clock, local
     # v1's version row is gone but its manifest is the proposal's: its blobs stay.
     assert report.manifests_deleted == 2
     clock.advance(2 * HOUR)
-    await reg.gc()
+    await reg.gc.collect()
     assert await store_digests(local_store) == await referenced_digests(reg)
     async with reg.engine.connect() as conn:
         kept = await conn.scalar(
@@ -210,14 +211,14 @@ async def test_versions_and_manifests_other_rows_name_are_kept(reg, clock, local
             {"m": rows[1].manifest_id},
         )
     assert kept == len(package("pdf-report"))
-    assert (await reg.fsck(verify_content=True)).clean
+    assert (await reg.gc.fsck(verify_content=True)).clean
 
 
 async def test_retention_decides_again_under_the_lock(reg, failpoints):
     """The head moved between the plan and the lock: the prune follows the new head."""
     await versions(reg, count=3)
     planned = failpoints.park("retention.planned")
-    prune = asyncio.create_task(reg.prune_versions(keep_versions=2))
+    prune = asyncio.create_task(reg.gc.prune(keep_versions=2))
     await planned.reached.wait()
     await publish(reg, tag="v4", expected=3)
     planned.release.set()
@@ -229,10 +230,10 @@ async def test_retention_decides_again_under_the_lock(reg, failpoints):
 async def test_gc_runs_the_configured_policy_first(make_registry, clock):
     reg = await make_registry(clock=clock, settings=gc_settings(retention_keep_versions=1))
     await versions(reg, count=3)
-    report = await reg.gc()
+    report = await reg.gc.collect()
     assert report.retention is not None
     assert report.retention.versions_pruned == 2
-    assert (await reg.gc_figures()).last_gc.versions_pruned == 2
+    assert (await reg.gc.figures()).last_gc.versions_pruned == 2
     assert await surviving(reg, head=3) == [3]
 
 
@@ -241,12 +242,12 @@ async def test_shared_blobs_of_a_pruned_version_stay(reg, clock, local_store):
     await publish(reg, files=same)
     await publish(reg, files=package("pdf-report", tag="other"), expected=1)
     await publish(reg, files=same, expected=2)  # v3 has v1's package (a restore, say)
-    report = await reg.prune_versions(keep_versions=1)
+    report = await reg.gc.prune(keep_versions=1)
     assert [s.versions for s in report.skills] == [(1, 2)]
     # v1's manifest is v3's too: only v2's is deleted.
     assert report.manifests_deleted == 1
     clock.advance(2 * HOUR)
-    await reg.gc()
+    await reg.gc.collect()
     assert await store_digests(local_store) == await referenced_digests(reg)
     await reg.read_package(ACME, "pdf-report", 3)
 
@@ -278,7 +279,7 @@ async def test_closed_proposals_go_by_the_same_policy_and_gc_frees_their_blobs(
     made = await nightly_proposals(reg, clock, nights=5)
     before = await referenced_digests(reg)
 
-    report = await reg.prune_versions(keep_versions=2)
+    report = await reg.gc.prune(keep_versions=2)
     # Four were superseded; the newest two closed ones stay, the pending one always does.
     assert (report.proposals_pruned, report.versions_pruned) == (2, 0)
     assert [s.proposals for s in report.skills] == [tuple(made[:2])]
@@ -291,16 +292,16 @@ async def test_closed_proposals_go_by_the_same_policy_and_gc_frees_their_blobs(
     assert [e[2]["proposals"] for e in events] == [made[:2]]
 
     clock.advance(2 * HOUR)
-    await reg.gc()
+    await reg.gc.collect()
     after = await referenced_digests(reg)
     assert after < before  # the pruned candidates' own files are unreferenced now
     assert await store_digests(local_store) == after
-    assert (await reg.fsck(verify_content=True)).clean
+    assert (await reg.gc.fsck(verify_content=True)).clean
 
 
 async def test_a_dry_run_counts_the_manifests_closed_proposals_would_free(reg, clock):
     await nightly_proposals(reg, clock, nights=3)
-    planned = await reg.prune_versions(keep_days=1.5, dry_run=True)
+    planned = await reg.gc.prune(keep_days=1.5, dry_run=True)
     assert (planned.proposals_pruned, planned.manifests_deleted) == (1, 1)
-    done = await reg.prune_versions(keep_days=1.5)
+    done = await reg.gc.prune(keep_days=1.5)
     assert (done.proposals_pruned, done.manifests_deleted) == (1, 1)

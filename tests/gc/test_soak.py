@@ -127,13 +127,13 @@ async def soak(make_registry, stores, *, writes: int, writers: int = 4) -> None:
             # outlives its claims, so stale writers meet GC on both databases.
             clock.advance(settings.claim_ttl / 2)
             try:
-                await gc_registry.gc(grace=0)
+                await gc_registry.gc.collect(grace=0)
                 outcomes["gc"] += 1
             except (InjectedFault, asyncio.CancelledError, RegistryError):
                 outcomes["gc killed"] += 1
             if rounds % 10 == 0:
                 # Online fsck: it must never see a problem while everything runs.
-                report = await gc_registry.fsck()
+                report = await gc_registry.gc.fsck()
                 assert report.clean, report.problems
                 outcomes["fsck"] += 1
 
@@ -172,17 +172,17 @@ async def verify(registry, clock, store, acked) -> None:
     for scope, slug, version, files in acked:
         package = await registry.read_package(scope, slug, version)
         assert as_bytes(package.files) == as_bytes(files)
-    report = await registry.fsck(verify_content=True)
+    report = await registry.gc.fsck(verify_content=True)
     assert report.clean, report.problems
 
     # Past every claim and grace period, one more GC leaves no orphan at all.
     clock.advance(2 * HOUR)
-    final = await registry.gc()
+    final = await registry.gc.collect()
     referenced = await referenced_digests(registry)
     assert await store_digests(store) == referenced
     assert await blob_rows(registry) == dict.fromkeys(referenced, "live")
     assert await live_claims(registry) == 0
-    report = await registry.fsck(verify_content=True)
+    report = await registry.gc.fsck(verify_content=True)
     assert report.clean, report.problems
     assert report.orphan_count == 0
     assert final.store_objects >= len(referenced)

@@ -13,7 +13,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from tests.harness.postgres import Janitor, ensure_server
+from tests.harness.postgres import ensure_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,14 +38,7 @@ def main() -> int:
         _check(f"sqlite+aiosqlite:///{tmp}/dbcheck.db")
     server = ensure_server()
     name = f"skillreg_dbcheck_{uuid.uuid4().hex[:8]}"
-    janitor = Janitor(
-        user=server.user,
-        password=server.password,
-        host=server.host,
-        port=server.port,
-        dbname=name,
-        maintenance_dbname=server.maintenance_db,
-    )
+    janitor = server.janitor(name)
     janitor.init()
     try:
         _check(server.url(name))

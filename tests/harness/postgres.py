@@ -53,6 +53,18 @@ class Server:
             connect_timeout=5,
         )
 
+    def janitor(self, dbname: str, *, template: str | None = None) -> Janitor:
+        """A `Janitor` that creates (`init`, from `template` if given) and drops `dbname`."""
+        return Janitor(
+            user=self.user,
+            password=self.password,
+            host=self.host,
+            port=self.port,
+            dbname=dbname,
+            maintenance_dbname=self.maintenance_db,
+            template_dbname=template,
+        )
+
 
 def _from_env(url: str) -> Server:
     parts = urlsplit(url.replace("postgresql+psycopg://", "postgresql://"))

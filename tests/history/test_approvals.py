@@ -5,15 +5,14 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from registry import FindingRef, Scope
+from registry import FindingRef
 from registry.db.tables import ContentApproval
 from registry.domain.scanner import value_hash
 from registry.errors import ContentBlocked, FindingNotFound, StateConflict
 from tests.support.history import CODENAME, StricterScanner, events, github_token
-from tests.support.packages import package
+from tests.support.packages import SLUG, package
+from tests.support.scopes import ACME
 
-ACME = Scope("acme")
-SLUG = "pdf-report"
 SECRET = github_token("approved-1")
 NEW_SECRET = github_token("new-1")
 CONFIG = "references/config.md"

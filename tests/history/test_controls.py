@@ -7,12 +7,9 @@ import pytest
 from registry import Origin, Scope
 from registry.errors import SkillNotFound, StateConflict
 from tests.support.history import event_count, events
-from tests.support.packages import package
+from tests.support.packages import SLUG, package
+from tests.support.scopes import ACME, OTHER
 from tests.support.state import db_state
-
-ACME = Scope("acme")
-OTHER = Scope("other-co")
-SLUG = "pdf-report"
 
 
 async def create(registry, scope=ACME):

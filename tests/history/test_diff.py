@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from registry import PackageFile, Scope
+from registry import PackageFile
 from registry.domain.manifest import file_digest
 from registry.domain.textdiff import PREVIEW_LINES
-from tests.support.packages import skill_md
+from tests.support.packages import SLUG, skill_md
+from tests.support.scopes import ACME
 
-ACME = Scope("acme")
-SLUG = "pdf-report"
 LONG_OLD = "".join(f"line {i}\n" for i in range(100))
 LONG_NEW = "".join(f"line {i}{' changed' if i % 3 == 0 else ''}\n" for i in range(100))
 

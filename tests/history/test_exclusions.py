@@ -6,20 +6,19 @@ import pytest
 
 from registry import Scope
 from registry.errors import SkillNotFound, SourceExcluded, VersionUnavailable
+from tests.support import packages
 from tests.support.faults import InjectedFault, ScriptedFailpoints
 from tests.support.history import CODENAME, StricterScanner, events
-from tests.support.packages import as_bytes, package
+from tests.support.packages import SLUG, as_bytes, package
+from tests.support.scopes import ACME
 from tests.support.state import db_state
 
-ACME = Scope("acme")
-SLUG = "pdf-report"
 TABLES = ("skills", "versions", "version_sources", "events", "source_exclusions", "proposals")
 
 
-async def publish(registry, tag, sources, *, slug=SLUG, expected=None, scope=ACME):
-    return await registry.write_package(
-        scope, slug, package(slug, tag=tag), expected_head=expected, actor="u", sources=sources
-    )
+async def publish(registry, tag, sources, **options):
+    """The shared `publish`, with what varies here first: the content's tag and its sources."""
+    return await packages.publish(registry, tag=tag, sources=sources, actor="u", **options)
 
 
 async def test_excluding_a_source_the_head_depends_on_rolls_back_to_the_newest_independent(

@@ -6,10 +6,8 @@ import pytest
 
 from registry import Scope
 from registry.errors import SkillNotFound
-from tests.support.packages import as_bytes, package
-
-ACME = Scope("acme")
-SLUG = "pdf-report"
+from tests.support.packages import SLUG, as_bytes, package
+from tests.support.scopes import ACME
 
 
 async def test_history_lists_versions_newest_first_with_their_metadata(registry):

@@ -10,11 +10,9 @@ from registry.db.tables import Manifest, ManifestEntry, Proposal
 from registry.errors import DraftKept, ProposalNotFound, ProposalStale, StateConflict
 from tests.support.faults import InstrumentedStore, ScriptedFailpoints
 from tests.support.history import event_count, events
-from tests.support.packages import as_bytes, package
+from tests.support.packages import SLUG, as_bytes, package
+from tests.support.scopes import ACME
 from tests.support.state import blob_rows, db_state, live_claims
-
-ACME = Scope("acme")
-SLUG = "pdf-report"
 
 
 async def owned(registry):

@@ -10,11 +10,9 @@ from registry import Origin, Scope
 from registry.errors import DraftKept, HeadConflict, SkillNotFound, VersionNotFound
 from tests.support.faults import InstrumentedStore, ScriptedFailpoints
 from tests.support.history import event_count, events
-from tests.support.packages import as_bytes, package
+from tests.support.packages import SLUG, as_bytes, package
+from tests.support.scopes import ACME
 from tests.support.state import db_state, live_claims
-
-ACME = Scope("acme")
-SLUG = "pdf-report"
 
 
 async def three_versions(registry):

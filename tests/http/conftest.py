@@ -22,9 +22,10 @@ import uvicorn
 from registry.api import Registry
 from registry.domain.access import Role
 from registry.http.app import create_app
+from tests.support.scopes import ACME, GLOBEX
 
-WORKSPACE = "acme"
-OTHER = "globex"
+WORKSPACE = ACME.workspace
+OTHER = GLOBEX.workspace
 
 
 @dataclass
@@ -77,9 +78,9 @@ async def serve(make_registry) -> AsyncIterator[Serve]:
         running.append((server, task, client))
         served = Served(url, reg, client)
         for role in Role:
-            issued = await reg.create_token(WORKSPACE, role.value, name=f"{role}", actor="test")
+            issued = await reg.tokens.create(WORKSPACE, role.value, name=f"{role}", actor="test")
             served.tokens[role.value] = issued.token
-            issued = await reg.create_token(OTHER, role.value, name=f"{role}", actor="test")
+            issued = await reg.tokens.create(OTHER, role.value, name=f"{role}", actor="test")
             served.other_tokens[role.value] = issued.token
         return served
 

@@ -7,9 +7,10 @@ import json
 from blake3 import blake3
 
 from registry.domain.model import PackageFile
+from tests.support.scopes import ACME
 
-SKILLS = "/v1/workspaces/acme/skills"
-BLOBS = "/v1/workspaces/acme/blobs"
+SKILLS = f"/v1/workspaces/{ACME.workspace}/skills"
+BLOBS = f"/v1/workspaces/{ACME.workspace}/blobs"
 
 
 def digest(data: bytes) -> str:
@@ -51,7 +52,7 @@ async def publish(
     *,
     headers: dict[str, str] | None = None,
     role: str = "write",
-    workspace: str = "acme",
+    workspace: str = ACME.workspace,
 ):
     """PUT a multipart package; `headers` default to a create."""
     parts, data = form(files)
@@ -61,6 +62,6 @@ async def publish(
         data=data,
         headers={
             **(headers or {"If-None-Match": "*"}),
-            **served.auth(role, other=workspace != "acme"),
+            **served.auth(role, other=workspace != ACME.workspace),
         },
     )

@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from registry.domain.access import Role
-from registry.domain.model import Origin, Scope
+from registry.domain.model import Origin
 from registry.http.app import create_app
 from registry.http.auth import CATALOG_PUBLISH, ROLES
 from tests.corpus.archives import LISTING, good_zip, tar_of
 from tests.http.helpers import digest, form, publish, raw
 from tests.support.packages import package
+from tests.support.scopes import ACME
 
 Request = Callable[[Any, str, str], Awaitable[tuple[str, str, dict[str, Any]]]]
 """(served, workspace, unique suffix) -> (method, path, httpx keyword arguments).
@@ -141,11 +142,10 @@ async def _update(_served, w: str, n: str):
 
 
 async def _get_job(served, w: str, n: str):
-    queued = await served.registry.enqueue_install(ACME, LISTING, key=f"matrix-{n}")
+    queued = await served.registry.marketplace.enqueue_install(ACME, LISTING, key=f"matrix-{n}")
     return "GET", f"/v1/workspaces/{w}/jobs/{queued.job.id}", {}
 
 
-ACME = Scope("acme")
 DEMO = package("demo")
 DEMO_BLOB = digest(DEMO["SKILL.md"])
 SKILL = "/v1/workspaces/{w}/skills/demo"
@@ -222,8 +222,8 @@ async def _setup(served) -> None:
     for workspace in ("acme", "globex"):
         r = await publish(served, "demo", DEMO, workspace=workspace)
         assert r.status_code == 201, r.text
-    await served.registry.import_listing(LISTING, good_zip(), actor="publisher")
-    assert (await served.registry.install(ACME, LISTING)).succeeded
+    await served.registry.marketplace.import_listing(LISTING, good_zip(), actor="publisher")
+    assert (await served.registry.marketplace.install(ACME, LISTING)).succeeded
 
 
 async def test_the_matrix(served):
@@ -255,7 +255,7 @@ async def test_only_the_catalog_workspace_publishes_listings_with_its_write_role
     counter = itertools.count()
     wrong = []
     for role in Role:
-        issued = await served.registry.create_token("catalog", role.value, actor="test")
+        issued = await served.registry.tokens.create("catalog", role.value, actor="test")
         headers = {"Authorization": f"Bearer {issued.token}"}
         response = await _call(served, _put_listing, "catalog", f"c{next(counter)}", headers)
         allowed = role.allows(ROLES["put_listing"])
@@ -267,8 +267,8 @@ async def test_only_the_catalog_workspace_publishes_listings_with_its_write_role
 
 async def test_no_token_or_a_bad_token_is_401_everywhere(served):
     await _setup(served)
-    revoked = await served.registry.create_token("acme", "admin", actor="test")
-    await served.registry.revoke_token(revoked.info.id, actor="test")
+    revoked = await served.registry.tokens.create("acme", "admin", actor="test")
+    await served.registry.tokens.revoke(revoked.info.id, actor="test")
     good = served.tokens["admin"]
     wrong_secret = good[:-4] + ("AAAA" if not good.endswith("AAAA") else "BBBB")
     unknown = "skr_" + "0" * 16 + "_" + "A" * 43

@@ -11,13 +11,12 @@ import tarfile
 
 import pytest
 
-from registry.domain.model import Origin, Scope
+from registry.domain.model import Origin
 from registry.errors import HeadConflict
 from tests.http.helpers import BLOBS, SKILLS, digest, manifest, publish, raw
 from tests.support.packages import package
+from tests.support.scopes import ACME
 from tests.support.state import db_state
-
-ACME = Scope("acme")
 
 
 async def etag_of(served, slug):

@@ -11,23 +11,23 @@ import asyncio
 import io
 import tarfile
 
-from registry.domain.model import Origin, Scope
+from registry.domain.model import Origin
 from registry.settings import Settings
 from tests.corpus.archives import CASES, GOOD_FILES, LISTING, good_tar_gz, good_zip, tar_of
 from tests.http.conftest import WORKSPACE
 from tests.marketplace.support import corpus_settings
 from tests.support.faults import ScriptedFailpoints
+from tests.support.scopes import ACME
 from tests.support.state import db_state, store_digests
 
 CATALOG = "/v1/catalog/listings"
 JOBS = f"/v1/workspaces/{WORKSPACE}/jobs"
 INSTALLS = f"/v1/workspaces/{WORKSPACE}/installs"
-ACME = Scope(WORKSPACE)
 TABLES = ("skills", "versions", "manifests", "manifest_entries", "events", "blobs", "jobs")
 
 
 async def _catalog_token(served, role: str = "write") -> dict[str, str]:
-    issued = await served.registry.create_token("catalog", role, actor="test")
+    issued = await served.registry.tokens.create("catalog", role, actor="test")
     return {"Authorization": f"Bearer {issued.token}"}
 
 
@@ -99,7 +99,7 @@ async def test_publish_read_install_and_follow_the_job(served):
         "marketplace.install",
     )
     assert r.headers["location"].endswith(f"{JOBS}/{job_id}")
-    assert await served.registry.run_jobs(drain=True) == 1
+    assert await served.registry.marketplace.run_jobs(drain=True) == 1
     job = (await served.client.get(f"{JOBS}/{job_id}", headers=served.auth("read"))).json()
     assert (job["status"], job["result"]["outcome"], job["result"]["version"]) == (
         "succeeded",
@@ -126,7 +126,7 @@ async def test_an_update_job_fast_forwards_an_unedited_copy_and_proposes_for_an_
     served,
 ):
     assert (await _publish(served, good_zip())).status_code == 201
-    await served.registry.install(ACME, LISTING)
+    await served.registry.marketplace.install(ACME, LISTING)
     etag = (await served.client.get(f"{CATALOG}/{LISTING}", headers=served.auth("read"))).headers[
         "etag"
     ]
@@ -134,7 +134,7 @@ async def test_an_update_job_fast_forwards_an_unedited_copy_and_proposes_for_an_
     update = f"/v1/workspaces/{WORKSPACE}/skills/{LISTING}/update"
     r = await served.client.post(update, json={}, headers=served.auth("write"))
     assert r.status_code == 202, r.text
-    await served.registry.run_jobs(drain=True)
+    await served.registry.marketplace.run_jobs(drain=True)
     job = (await served.client.get(r.headers["location"], headers=served.auth("read"))).json()
     assert (job["status"], job["result"]["outcome"], job["result"]["listing_version"]) == (
         "succeeded",
@@ -157,7 +157,7 @@ async def test_an_update_job_fast_forwards_an_unedited_copy_and_proposes_for_an_
     assert r.status_code == 200
     r = await served.client.post(update, json={"policy": "propose"}, headers=served.auth("write"))
     assert r.status_code == 202
-    await served.registry.run_jobs(drain=True)
+    await served.registry.marketplace.run_jobs(drain=True)
     job = (await served.client.get(r.headers["location"], headers=served.auth("read"))).json()
     assert job["status"] == "succeeded", job
     assert job["result"]["outcome"] == "proposed"
@@ -299,7 +299,7 @@ async def test_the_apps_worker_outlives_a_failed_poll(make_registry, caplog):
         stop.set()  # the second poll ran: the worker survived the first
         return 0
 
-    registry.run_jobs = run_jobs  # type: ignore[method-assign]
+    registry.marketplace.run_jobs = run_jobs  # type: ignore[method-assign]
     async with asyncio.timeout(30):  # a hang guard
         await run_job_worker(registry, stop)
     assert len(calls) == 2

@@ -67,7 +67,7 @@ async def test_status_is_for_admins_and_counts_uploads_and_events(served):
     assert storage["orphan_bytes"] >= len(data)
     assert storage["bytes_stored"] >= storage["bytes_referenced"] > 0
     assert storage["last_gc"] is None
-    report = await served.registry.gc(grace=0)
+    report = await served.registry.gc.collect(grace=0)
     r = await served.client.get("/v1/status", headers=served.auth("admin"))
     last = r.json()["storage"]["last_gc"]
     assert last is not None
@@ -146,13 +146,13 @@ async def test_status_reports_the_job_backlog(served):
     admin = served.auth("admin")
     jobs = (await served.client.get("/v1/status", headers=admin)).json()["jobs"]
     assert (jobs["backlog"], jobs["oldest_at"], jobs["failed"]) == (0, None, 0)
-    await served.registry.publish_listing("tidy", package("tidy"), actor="publisher")
-    await served.registry.enqueue_install(Scope("acme"), "tidy")
+    await served.registry.marketplace.publish_listing("tidy", package("tidy"), actor="publisher")
+    await served.registry.marketplace.enqueue_install(Scope("acme"), "tidy")
     jobs = (await served.client.get("/v1/status", headers=admin)).json()["jobs"]
     assert jobs["backlog"] == 1
     assert jobs["due"] == 1
     assert jobs["running"] == 0
     assert jobs["oldest_at"] is not None
-    await served.registry.run_jobs(drain=True)
+    await served.registry.marketplace.run_jobs(drain=True)
     jobs = (await served.client.get("/v1/status", headers=admin)).json()["jobs"]
     assert jobs["backlog"] == 0

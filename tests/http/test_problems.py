@@ -27,7 +27,7 @@ EXPECTED_STATUS = {
     errors.Unauthenticated: 401,
     errors.WorkspaceBusy: 429,
     errors.StorageUnavailable: 503,
-    errors.IntegrityError: 500,
+    errors.Inconsistency: 500,
 }
 
 

@@ -7,11 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import sqlalchemy as sa
-from click.testing import CliRunner
 
-from registry.cli.main import cli
 from registry.domain.access import Role, parse_token, secret_hash
 from registry.errors import InvalidName, TokenNotFound, Unauthenticated
+from tests.support.cli import initialised, settings_env
 from tests.support.state import table_rows
 
 
@@ -32,7 +31,7 @@ async def events(registry, kind: str) -> list:
 
 
 async def test_a_token_is_stored_as_a_hash_and_shown_once(registry):
-    issued = await registry.create_token("acme", "write", name="ci", actor="admin-1")
+    issued = await registry.tokens.create("acme", "write", name="ci", actor="admin-1")
     presented = parse_token(issued.token)
     assert presented is not None
     assert presented.token_id == issued.info.id
@@ -40,7 +39,7 @@ async def test_a_token_is_stored_as_a_hash_and_shown_once(registry):
     assert len(rows) == 1
     assert presented.secret not in repr(rows)
     assert secret_hash(presented.secret) in repr(rows)
-    listed = await registry.list_tokens("acme")
+    listed = await registry.tokens.list("acme")
     assert [(t.id, t.role, t.name) for t in listed] == [(issued.info.id, Role.WRITE, "ci")]
     assert presented.secret not in repr(listed)
     created = await events(registry, "token_created")
@@ -56,23 +55,23 @@ async def test_a_token_is_stored_as_a_hash_and_shown_once(registry):
 
 
 async def test_authenticate_and_revoke(registry):
-    issued = await registry.create_token("acme", "read", actor="t")
-    assert (await registry.authenticate(issued.token)).id == issued.info.id
-    revoked = await registry.revoke_token(issued.info.id, actor="t")
+    issued = await registry.tokens.create("acme", "read", actor="t")
+    assert (await registry.tokens.authenticate(issued.token)).id == issued.info.id
+    revoked = await registry.tokens.revoke(issued.info.id, actor="t")
     assert revoked.revoked
     with pytest.raises(Unauthenticated):
-        await registry.authenticate(issued.token)
-    again = await registry.revoke_token(issued.info.id, actor="t")
+        await registry.tokens.authenticate(issued.token)
+    again = await registry.tokens.revoke(issued.info.id, actor="t")
     assert again.revoked_at == revoked.revoked_at
     assert len(await events(registry, "token_revoked")) == 1  # revoking twice changes nothing
     with pytest.raises(TokenNotFound):
-        await registry.revoke_token("0" * 16, actor="t")
-    assert await registry.list_tokens("acme") == []
-    assert len(await registry.list_tokens("acme", include_revoked=True)) == 1
+        await registry.tokens.revoke("0" * 16, actor="t")
+    assert await registry.tokens.list("acme") == []
+    assert len(await registry.tokens.list("acme", include_revoked=True)) == 1
 
 
 async def test_every_failure_to_authenticate_is_the_same_error(registry):
-    issued = await registry.create_token("acme", "read", actor="t")
+    issued = await registry.tokens.create("acme", "read", actor="t")
     presented = parse_token(issued.token)
     candidates = [
         "",
@@ -83,41 +82,35 @@ async def test_every_failure_to_authenticate_is_the_same_error(registry):
     ]
     for bearer in candidates:
         with pytest.raises(Unauthenticated) as caught:
-            await registry.authenticate(bearer)
+            await registry.tokens.authenticate(bearer)
         assert str(caught.value) == "a valid access token is required"
 
 
 async def test_last_use_is_recorded_at_most_once_a_minute(make_registry):
     clock = SteppedClock()
     registry = await make_registry(clock=clock)
-    issued = await registry.create_token("acme", "read", actor="t")
-    await registry.authenticate(issued.token)
-    first = (await registry.list_tokens("acme"))[0].last_used_at
+    issued = await registry.tokens.create("acme", "read", actor="t")
+    await registry.tokens.authenticate(issued.token)
+    first = (await registry.tokens.list("acme"))[0].last_used_at
     assert first == clock.current
     clock.current += timedelta(seconds=30)
-    await registry.authenticate(issued.token)
-    assert (await registry.list_tokens("acme"))[0].last_used_at == first
+    await registry.tokens.authenticate(issued.token)
+    assert (await registry.tokens.list("acme"))[0].last_used_at == first
     clock.current += timedelta(seconds=31)
-    await registry.authenticate(issued.token)
-    assert (await registry.list_tokens("acme"))[0].last_used_at == clock.current
+    await registry.tokens.authenticate(issued.token)
+    assert (await registry.tokens.list("acme"))[0].last_used_at == clock.current
 
 
 async def test_bad_roles_and_workspaces_are_refused(registry):
     with pytest.raises(InvalidName):
-        await registry.create_token("acme", "root", actor="t")
+        await registry.tokens.create("acme", "root", actor="t")
     with pytest.raises(InvalidName):
-        await registry.create_token("-acme", "read", actor="t")
+        await registry.tokens.create("-acme", "read", actor="t")
     assert await table_rows(registry, "api_tokens") == []
 
 
 def test_the_token_commands(database_url, tmp_path):
-    env = {"SKILLREG_DATABASE_URL": database_url, "SKILLREG_BLOB_URL": f"file://{tmp_path / 'b'}"}
-    runner = CliRunner()
-
-    def run(*args: str):
-        return runner.invoke(cli, list(args), env=env)
-
-    assert run("init").exit_code == 0
+    run = initialised(settings_env(database_url, tmp_path / "b"))
     created = run(
         "token", "create", "--workspace", "acme", "--role", "owner", "--name", "ci", "--json"
     )

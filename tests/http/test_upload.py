@@ -213,7 +213,7 @@ async def test_gc_keeps_an_upload_while_its_claim_lasts_and_reclaims_it_after(se
     await upload_all(served, kept)
     await upload_all(served, dropped)
     orphan = digest(dropped["orphan.bin"])
-    await served.registry.gc(grace=0)
+    await served.registry.gc.collect(grace=0)
     assert orphan in await store_digests(served.registry.blobs)  # its claim holds it
     r = await served.client.put(
         f"{SKILLS}/kept",
@@ -224,7 +224,7 @@ async def test_gc_keeps_an_upload_while_its_claim_lasts_and_reclaims_it_after(se
 
     settings = served.registry.settings
     clock.current += timedelta(seconds=settings.claim_ttl + settings.gc_clock_skew + 1)
-    await served.registry.gc(grace=0)
+    await served.registry.gc.collect(grace=0)
     stored = await store_digests(served.registry.blobs)
     assert orphan not in stored  # claim expired, nothing names it: reclaimed
     assert all(digest(raw(v)) in stored for v in kept.values())  # named by a version: kept

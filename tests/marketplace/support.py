@@ -14,7 +14,6 @@ from tests.corpus.archives import CORPUS_ARCHIVE_LIMITS
 from tests.support.packages import skill_md
 
 LISTING = "pdf-report"
-ACME = Scope("acme")
 
 
 class ManualClock:
@@ -57,7 +56,7 @@ def corpus_settings(**overrides: Any) -> Settings:
 
 
 async def publish_listing(registry: Registry, version: int = 1, **kwargs: Any):
-    return await registry.publish_listing(
+    return await registry.marketplace.publish_listing(
         kwargs.pop("slug", LISTING),
         listing_files(kwargs.pop("slug_files", LISTING), version=version, **kwargs),
         actor="publisher",

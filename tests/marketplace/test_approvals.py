@@ -6,8 +6,9 @@ import pytest
 
 from registry import FindingRef
 from registry.errors import ContentBlocked
-from tests.marketplace.support import ACME, LISTING, listing_files, publish_listing
+from tests.marketplace.support import LISTING, listing_files, publish_listing
 from tests.support.history import github_token
+from tests.support.scopes import ACME
 
 CONFIG = "references/config.md"
 APPROVED = github_token("listing-approved")
@@ -23,15 +24,15 @@ def _with_config(version: int, *values: str):
 async def _approved_listing(registry, version: int = 1):
     files = _with_config(version, APPROVED)
     with pytest.raises(ContentBlocked):
-        await registry.publish_listing(LISTING, files, actor="publisher")
-    return await registry.publish_listing(
+        await registry.marketplace.publish_listing(LISTING, files, actor="publisher")
+    return await registry.marketplace.publish_listing(
         LISTING, files, actor="publisher", approve=[FindingRef(CONFIG, 1)]
     )
 
 
 async def test_an_installed_copy_keeps_the_listings_approvals_for_its_files(registry):
     await _approved_listing(registry)
-    assert (await registry.install(ACME, LISTING)).succeeded
+    assert (await registry.marketplace.install(ACME, LISTING)).succeeded
     # The owner edits another file; the approved value stays where it was approved.
     files = _with_config(1, APPROVED)
     files["references/notes.md"] = b"# Notes\n\nthe owner's notes\n"
@@ -46,12 +47,12 @@ async def test_an_installed_copy_keeps_the_listings_approvals_for_its_files(regi
 
 async def test_a_merge_takes_upstream_approvals_for_the_files_it_takes(registry):
     await publish_listing(registry, 1)
-    assert (await registry.install(ACME, LISTING)).succeeded
+    assert (await registry.marketplace.install(ACME, LISTING)).succeeded
     files = listing_files()
     files["references/notes.md"] = b"# Notes\n\nthe owner's notes\n"
     await registry.write_package(ACME, LISTING, files, expected_head=1, actor="owner")
     await _approved_listing(registry, 2)  # upstream adds an approved value in a new file
-    outcome = await registry.update(ACME, LISTING)
+    outcome = await registry.marketplace.update(ACME, LISTING)
     assert outcome.succeeded, outcome.job.last_error
     assert outcome.job.result["outcome"] == "merged"
     copy = await registry.read_package(ACME, LISTING)

@@ -8,26 +8,16 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from registry.cli.main import cli
 from registry.cli.packages import example_root
 from tests.corpus.archives import CASES
+from tests.support.cli import initialised, settings_env
 
 
 @pytest.fixture
 def run(tmp_path):
-    env = {
-        "SKILLREG_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'registry.db'}",
-        "SKILLREG_BLOB_URL": f"file://{tmp_path / 'blobs'}",
-    }
-    runner = CliRunner()
-
-    def invoke(*args: str):
-        return runner.invoke(cli, list(args), env=env)
-
-    assert invoke("init").exit_code == 0
-    return invoke
+    database_url = f"sqlite+aiosqlite:///{tmp_path / 'registry.db'}"
+    return initialised(settings_env(database_url, tmp_path / "blobs"))
 
 
 def _json(result):

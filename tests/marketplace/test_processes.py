@@ -21,7 +21,6 @@ import sqlalchemy as sa
 from registry import PackageFile, Registry, Scope
 from registry.db.engine import create_engine
 from tests.marketplace.support import (
-    ACME,
     LISTING,
     ManualClock,
     events,
@@ -30,6 +29,7 @@ from tests.marketplace.support import (
     publish_listing,
     versions,
 )
+from tests.support.scopes import ACME
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE = 600.0
@@ -64,12 +64,12 @@ def _after_the_lease():
 
 async def _edited_copy(registry):
     await publish_listing(registry, 1)
-    assert (await registry.install(ACME, LISTING)).succeeded
+    assert (await registry.marketplace.install(ACME, LISTING)).succeeded
     files = listing_files()
     files["scripts/run.py"] = PackageFile(b"print('owner')\n", executable=True)
     await registry.write_package(ACME, LISTING, files, expected_head=1, actor="owner")
     await publish_listing(registry, 2)
-    return await registry.enqueue_update(ACME, LISTING)
+    return await registry.marketplace.enqueue_update(ACME, LISTING)
 
 
 KILLS = [
@@ -89,7 +89,7 @@ async def test_a_worker_killed_mid_job_is_replaced_after_its_lease_with_one_effe
     registry = await make_registry()
     if kind == "install":
         await publish_listing(registry)
-        enqueued = await registry.enqueue_install(ACME, LISTING)
+        enqueued = await registry.marketplace.enqueue_install(ACME, LISTING)
         effect_origin = "marketplace_install"
     else:
         enqueued = await _edited_copy(registry)
@@ -102,16 +102,16 @@ async def test_a_worker_killed_mid_job_is_replaced_after_its_lease_with_one_effe
     process.communicate(timeout=120)
     assert process.returncode == -signal.SIGKILL
 
-    dead = await registry.job(enqueued.job.id)
+    dead = await registry.marketplace.job(enqueued.job.id)
     assert (dead.status, dead.lease_owner, dead.attempts) == ("running", "doomed", 1)
     committed = point == "job.effect_done"
     after_death = await versions(registry, ACME, LISTING)
     assert len(after_death) == len(before) + (1 if committed else 0)
 
     # The lease is live: nobody else takes the job yet.
-    assert await registry.worker().run_once() is None
+    assert await registry.marketplace.worker().run_once() is None
     late = await make_registry(clock=_after_the_lease())
-    outcome = await late.worker().run_once()
+    outcome = await late.marketplace.worker().run_once()
     assert outcome is not None
     assert outcome.job.id == enqueued.job.id
     assert (outcome.job.status, outcome.job.attempts) == ("succeeded", 2), outcome.job.last_error
@@ -139,7 +139,7 @@ async def _four_workers(registry, postgresql_url, local_store):
     await publish_listing(registry)
     workspaces = [f"ws-{i:02d}" for i in range(24)]
     for workspace in workspaces:
-        await registry.enqueue_install(Scope(workspace), LISTING)
+        await registry.marketplace.enqueue_install(Scope(workspace), LISTING)
 
     workers = [
         _worker(

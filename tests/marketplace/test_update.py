@@ -12,7 +12,6 @@ from registry.errors import HeadConflict, NotInstalled, SkillNotFound, StorageUn
 from registry.services.marketplace import install as marketplace
 from registry.settings import Settings
 from tests.marketplace.support import (
-    ACME,
     LISTING,
     ManualClock,
     baseline,
@@ -23,6 +22,7 @@ from tests.marketplace.support import (
 )
 from tests.support.faults import InjectedFault, InstrumentedStore, ScriptedFailpoints
 from tests.support.packages import as_bytes, package
+from tests.support.scopes import ACME
 from tests.support.state import db_state, live_claims
 
 OWNER_RUN = PackageFile(b"print('the owner was here')\n", executable=True)
@@ -30,7 +30,7 @@ OWNER_RUN = PackageFile(b"print('the owner was here')\n", executable=True)
 
 async def _installed(registry, version=1):
     listed = await publish_listing(registry, version)
-    outcome = await registry.install(ACME, LISTING, version)
+    outcome = await registry.marketplace.install(ACME, LISTING, version)
     assert outcome.succeeded, outcome.job.last_error
     return listed
 
@@ -48,7 +48,7 @@ async def test_an_unedited_copy_fast_forwards_and_moves_its_baseline(make_regist
     await _installed(registry)
     second = await publish_listing(registry, 2)
     puts = store.calls["put"]
-    outcome = await registry.update(ACME, LISTING)
+    outcome = await registry.marketplace.update(ACME, LISTING)
     assert outcome.succeeded, outcome.job.last_error
     result = outcome.job.result
     assert (result["outcome"], result["from_version"], result["listing_version"]) == (
@@ -76,7 +76,7 @@ async def test_an_unedited_copy_fast_forwards_and_moves_its_baseline(make_regist
 async def test_an_up_to_date_copy_is_left_alone(registry):
     await _installed(registry)
     before = await db_state(registry)
-    outcome = await registry.update(ACME, LISTING)
+    outcome = await registry.marketplace.update(ACME, LISTING)
     assert outcome.job.result["outcome"] == "up_to_date"
     assert await db_state(registry) == before
 
@@ -85,7 +85,7 @@ async def test_an_edited_copy_merges_upstream_changes_and_keeps_the_owners(regis
     await _installed(registry)
     await _owner_edit(registry)
     await publish_listing(registry, 2)
-    outcome = await registry.update(ACME, LISTING)
+    outcome = await registry.marketplace.update(ACME, LISTING)
     assert outcome.succeeded, outcome.job.last_error
     result = outcome.job.result
     assert result["outcome"] == "merged"
@@ -103,7 +103,7 @@ async def test_an_edited_copy_merges_upstream_changes_and_keeps_the_owners(regis
         (2, "edit"),
         (3, "marketplace_update"),
     ]
-    listing = await registry.listing(LISTING)
+    listing = await registry.marketplace.listing(LISTING)
     assert await baseline(registry, ACME, LISTING) == (
         "installed",
         LISTING,
@@ -118,7 +118,7 @@ async def test_an_owner_removal_and_an_upstream_addition_both_survive(registry):
     del files["references/notes.md"]
     await _owner_edit(registry, files)
     await publish_listing(registry, 2, extra={"references/new.md": b"# New upstream file\n"})
-    outcome = await registry.update(ACME, LISTING)
+    outcome = await registry.marketplace.update(ACME, LISTING)
     assert outcome.job.result["outcome"] == "merged"
     copy = await registry.read_package(ACME, LISTING)
     assert "references/notes.md" not in copy.files
@@ -132,12 +132,12 @@ async def test_a_copy_that_already_has_the_upstream_change_only_moves_its_baseli
     await _owner_edit(registry, files)
     second = await publish_listing(registry, 2)
     before = await versions(registry, ACME, LISTING)
-    outcome = await registry.update(ACME, LISTING)
+    outcome = await registry.marketplace.update(ACME, LISTING)
     assert outcome.job.result["outcome"] == "baseline_moved"
     assert await versions(registry, ACME, LISTING) == before
     assert (await baseline(registry, ACME, LISTING))[2:] == (2, second.manifest_hash)
     assert (await events(registry, "acme"))[-1] == ("baseline_moved", LISTING, 2)
-    again = await registry.update(ACME, LISTING, key="again")
+    again = await registry.marketplace.update(ACME, LISTING, key="again")
     assert again.job.result["outcome"] == "up_to_date"
     assert (await events(registry, "acme"))[-1] == ("baseline_moved", LISTING, 2)
 
@@ -146,9 +146,9 @@ async def test_updating_an_owner_saved_skill_or_a_missing_one_is_refused(registr
     await publish_listing(registry)
     await registry.write_package(ACME, LISTING, package(LISTING), expected_head=None, actor="o")
     with pytest.raises(NotInstalled):
-        await registry.enqueue_update(ACME, LISTING)
+        await registry.marketplace.enqueue_update(ACME, LISTING)
     with pytest.raises(SkillNotFound):
-        await registry.enqueue_update(ACME, "nothing-here")
+        await registry.marketplace.enqueue_update(ACME, "nothing-here")
 
 
 async def test_a_merged_update_whose_blob_store_fails_keeps_the_baseline_and_a_retry_applies(
@@ -167,7 +167,7 @@ async def test_a_merged_update_whose_blob_store_fails_keeps_the_baseline_and_a_r
         raise BlobStoreUnavailable("the store is down")
 
     store.guard = down
-    outcome = await registry.update(ACME, LISTING)
+    outcome = await registry.marketplace.update(ACME, LISTING)
     assert isinstance(outcome.error, StorageUnavailable)
     assert (outcome.job.status, outcome.job.attempts) == ("queued", 1)
     assert await db_state(registry) == before
@@ -176,8 +176,8 @@ async def test_a_merged_update_whose_blob_store_fails_keeps_the_baseline_and_a_r
 
     store.guard = None
     clock.advance(3600)
-    assert await registry.run_jobs(drain=True) == 1
-    job = await registry.job(outcome.job.id)
+    assert await registry.marketplace.run_jobs(drain=True) == 1
+    job = await registry.marketplace.job(outcome.job.id)
     assert (job.status, job.attempts, job.result["outcome"]) == ("succeeded", 2, "merged")
     assert (await baseline(registry, ACME, LISTING))[2] == 2
     assert (await registry.read_package(ACME, LISTING)).files["scripts/run.py"] == OWNER_RUN
@@ -194,13 +194,13 @@ async def test_a_fast_forward_failing_in_its_transaction_changes_nothing_and_ret
     await publish_listing(registry, 2)
     before = await db_state(registry)
     failpoints.fail(point, nth=failpoints.hits[point] + 1)
-    outcome = await registry.update(ACME, LISTING)
+    outcome = await registry.marketplace.update(ACME, LISTING)
     assert isinstance(outcome.error, InjectedFault)
     assert outcome.job.status == "queued"
     assert await db_state(registry) == before
     clock.advance(3600)
-    assert await registry.run_jobs(drain=True) == 1
-    assert (await registry.job(outcome.job.id)).result["outcome"] == "fast_forward"
+    assert await registry.marketplace.run_jobs(drain=True) == 1
+    assert (await registry.marketplace.job(outcome.job.id)).result["outcome"] == "fast_forward"
     assert (await baseline(registry, ACME, LISTING))[2] == 2
 
 
@@ -213,7 +213,7 @@ async def test_an_owner_edit_racing_the_update_is_merged_on_the_retry(make_regis
     await _installed(registry)
     await publish_listing(registry, 2)
     park = failpoints.park("marketplace.copy_read")
-    update = asyncio.create_task(registry.update(ACME, LISTING))
+    update = asyncio.create_task(registry.marketplace.update(ACME, LISTING))
     await park.reached.wait()
     # The update read the unedited copy; the owner edits it before the update's transaction.
     await _owner_edit(registry)
@@ -222,8 +222,8 @@ async def test_an_owner_edit_racing_the_update_is_merged_on_the_retry(make_regis
     assert isinstance(outcome.error, HeadConflict)
     assert outcome.job.status == "queued"
     clock.advance(60)
-    assert await registry.run_jobs(drain=True) == 1
-    job = await registry.job(outcome.job.id)
+    assert await registry.marketplace.run_jobs(drain=True) == 1
+    job = await registry.marketplace.job(outcome.job.id)
     assert job.result["outcome"] == "merged"
     copy = await registry.read_package(ACME, LISTING)
     assert copy.files["scripts/run.py"] == OWNER_RUN
@@ -247,7 +247,7 @@ async def test_an_edited_copy_with_a_conflict_gets_a_proposal_and_keeps_its_edit
     edited = await _conflicting_edit(registry)
     second = await publish_listing(registry, 2)
     base_before = await baseline(registry, ACME, LISTING)
-    outcome = await registry.update(ACME, LISTING)
+    outcome = await registry.marketplace.update(ACME, LISTING)
     assert outcome.succeeded, outcome.job.last_error
     result = outcome.job.result
     assert result["outcome"] == "proposed"
@@ -277,7 +277,7 @@ async def test_an_edited_copy_with_a_conflict_gets_a_proposal_and_keeps_its_edit
 
     # The next listing version merges against the new baseline: no stale conflict.
     await publish_listing(registry, 3)
-    after = await registry.update(ACME, LISTING)
+    after = await registry.marketplace.update(ACME, LISTING)
     assert after.job.result["outcome"] == "merged", after.job.result
     assert after.job.result["kept"] == ["scripts/run.py"]
 
@@ -286,7 +286,7 @@ async def test_the_owner_may_keep_their_version_and_the_baseline_stays(registry)
     await _installed(registry)
     await _conflicting_edit(registry)
     await publish_listing(registry, 2)
-    outcome = await registry.update(ACME, LISTING)
+    outcome = await registry.marketplace.update(ACME, LISTING)
     before = await baseline(registry, ACME, LISTING)
     await registry.decide(ACME, outcome.job.result["proposal"], "keep_current", actor="owner")
     assert await baseline(registry, ACME, LISTING) == before
@@ -299,7 +299,7 @@ async def test_an_alternative_decision_also_moves_the_baseline(registry):
     await _installed(registry)
     await _conflicting_edit(registry)
     second = await publish_listing(registry, 2)
-    outcome = await registry.update(ACME, LISTING)
+    outcome = await registry.marketplace.update(ACME, LISTING)
     mine = listing_files(version=2)
     mine["references/guide.md"] = b"# Guide: upstream's edition 2 and my own notes\n"
     await registry.decide(
@@ -312,7 +312,7 @@ async def test_the_propose_policy_proposes_even_a_clean_merge(registry):
     await _installed(registry)
     await _owner_edit(registry)
     await publish_listing(registry, 2)
-    outcome = await registry.update(ACME, LISTING, policy="propose")
+    outcome = await registry.marketplace.update(ACME, LISTING, policy="propose")
     result = outcome.job.result
     assert (result["outcome"], result["conflicts"]) == ("proposed", [])
     assert (await registry.read_package(ACME, LISTING)).version == 2
@@ -325,7 +325,7 @@ async def test_an_update_run_again_after_its_proposal_committed_proposes_once(re
     await _installed(registry)
     await _conflicting_edit(registry)
     await publish_listing(registry, 2)
-    enqueued = await registry.enqueue_update(ACME, LISTING)
+    enqueued = await registry.marketplace.enqueue_update(ACME, LISTING)
     first = await marketplace.run_update(registry.ctx, enqueued.job)
     # A worker that died after the commit: the next run finds the proposal by its source.
     again = await marketplace.run_update(registry.ctx, enqueued.job)

@@ -39,7 +39,7 @@ async def main(args: argparse.Namespace) -> int:
         database_url=args.database_url, blob_url=args.blob_url, job_lease=args.lease
     )
     async with Registry.open(settings=settings, failpoints=KillAt(args.kill_at)) as registry:
-        return await registry.worker(worker_id=args.worker_id).run(drain=True)
+        return await registry.marketplace.worker(worker_id=args.worker_id).run(drain=True)
 
 
 if __name__ == "__main__":

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from registry import ANY, Registry, Scope
-from registry.domain.model import Publication
+from registry import ANY
+from tests.support import packages
 from tests.support.packages import as_bytes, package
-
-ACME = Scope("acme")
 
 
 @pytest.fixture
@@ -18,12 +17,8 @@ def target(tmp_path: Path) -> Path:
     return tmp_path / "target"
 
 
-async def publish(
-    registry: Registry, slug: str, *, tag: str = "", files: int = 3, scope: Scope = ACME
-) -> Publication:
-    return await registry.write_package(
-        scope, slug, package(slug, tag=tag, files=files), expected_head=ANY, actor="t"
-    )
+publish = partial(packages.publish, expected=ANY, actor="t")
+"""The shared `publish`, over whatever head the skill has: these tests republish freely."""
 
 
 def expected_files(slug: str, *, tag: str = "", files: int = 3) -> dict[str, tuple[bytes, bool]]:

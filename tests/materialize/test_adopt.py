@@ -9,8 +9,9 @@ import sqlalchemy as sa
 
 from registry.db.tables import Version
 from registry.errors import FrontmatterInvalid, HeadConflict
-from tests.materialize.conftest import ACME, expected_files, publish
+from tests.materialize.conftest import expected_files, publish
 from tests.support.packages import as_bytes
+from tests.support.scopes import ACME
 from tests.support.targets import load_skill, rows
 
 MODES = ["link", "copy"]

@@ -2,51 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from registry.cli.main import cli
 from registry.cli.packages import example_root
+from tests.support.cli import database_options, run, run_json, tree
 
 EXAMPLES = sorted(p.name for p in example_root().iterdir() if p.is_dir())
 
 
 @pytest.fixture
-def embedded(tmp_path, monkeypatch):
-    """The embedded default: SQLite and blobs under ./.skillreg of the working directory."""
-    for name in ("SKILLREG_DATABASE_URL", "SKILLREG_BLOB_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-@pytest.fixture
 def on_database(database_url, tmp_path):
     """Global options pointing the command line at the test's database (both kinds)."""
-    return ["--database-url", database_url, "--blob-url", (tmp_path / "blobs").as_uri()]
-
-
-def run(*args, code=0):
-    result = CliRunner().invoke(cli, [str(a) for a in args])
-    assert result.exit_code == code, result.output
-    return result.output
-
-
-def run_json(*args, code=0):
-    return json.loads(run(*args, "--json", code=code))
-
-
-def tree(root: Path) -> dict[str, tuple[bytes, bool]]:
-    return {
-        p.relative_to(root).as_posix(): (p.read_bytes(), bool(p.stat().st_mode & 0o100))
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
+    return database_options(database_url, tmp_path / "blobs")
 
 
 def test_must_show_fill_a_target_report_and_repair_an_edit(embedded):

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from registry.failpoints import MATERIALIZE_POINTS
-from tests.materialize.conftest import ACME, publish
+from tests.materialize.conftest import publish
 from tests.support import crash
+from tests.support.scopes import ACME
 from tests.support.targets import load_skill, manifest_of, set_skill, tree_snapshot
 
 LINK_POINTS = [

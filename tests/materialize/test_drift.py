@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.materialize.conftest import ACME, expected_files, publish
+from tests.materialize.conftest import expected_files, publish
+from tests.support.packages import package
+from tests.support.scopes import ACME
 from tests.support.targets import load_skill, tree_snapshot
 
 MODES = ["link", "copy"]
@@ -201,7 +203,7 @@ async def test_verify_rehashes_what_the_stat_cache_would_trust(registry, target,
 
 async def test_no_drift_costs_no_hashing(registry, target):
     for slug in ("alpha", "beta", "gamma", "delta"):
-        await publish(registry, slug, files=20)
+        await publish(registry, slug, package(slug, files=20))
     await registry.reconcile(ACME, target)
     again = await registry.reconcile(ACME, target)
     assert again.hashed == 0

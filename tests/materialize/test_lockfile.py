@@ -8,7 +8,8 @@ import pytest
 
 from registry.errors import LockFileInvalid, LockMismatch, NotInUse, VersionNotFound
 from registry.services.materialize.lockfile import LockedSkill, LockFile
-from tests.materialize.conftest import ACME, expected_files, publish
+from tests.materialize.conftest import expected_files, publish
+from tests.support.scopes import ACME
 from tests.support.targets import load_skill, set_skill, tree_snapshot
 
 HASH = "ab" * 32

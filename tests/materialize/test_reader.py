@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.materialize.conftest import ACME, publish
+from tests.materialize.conftest import publish
+from tests.support.packages import package
+from tests.support.scopes import ACME
 
 SWAPS = 200
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +29,7 @@ async def test_a_reader_only_ever_sees_published_packages(registry, target):
     published: list[str] = []
     locks = []
     for i in range(4):
-        pub = await publish(registry, "alpha", tag=f"v{i}", files=6)
+        pub = await publish(registry, "alpha", package("alpha", tag=f"v{i}", files=6))
         published.append(pub.manifest_hash)
         locks.append(await registry.lock_file(ACME))
     await registry.reconcile(ACME, target, lock=locks[0])

@@ -10,8 +10,10 @@ import sqlalchemy as sa
 
 from registry import Scope
 from registry.errors import EntryInTheWay, TargetBusy, TargetInvalid, TargetMismatch
-from tests.materialize.conftest import ACME, expected_files, publish
+from tests.materialize.conftest import expected_files, publish
 from tests.support.faults import ScriptedFailpoints
+from tests.support.packages import package
+from tests.support.scopes import ACME
 from tests.support.targets import load_skill, rows, set_skill, tree_snapshot
 
 
@@ -50,7 +52,7 @@ async def test_applied_state_and_one_event_per_change_are_recorded(registry, tar
 @pytest.mark.parametrize("mode", ["link", "copy"])
 async def test_a_second_reconcile_writes_nothing(registry, target, mode):
     for slug in ("alpha", "beta", "gamma"):
-        await publish(registry, slug, files=5)
+        await publish(registry, slug, package(slug, files=5))
     await registry.reconcile(ACME, target, mode=mode)
     disk = tree_snapshot(target)
     db = {t: await rows(registry, t) for t in ("materializations", "events")}

@@ -18,7 +18,7 @@ import pytest
 
 from registry.db.engine import create_engine
 from registry.db.migrate import upgrade
-from tests.harness.postgres import Janitor, PostgresUnavailable, Server, ensure_server
+from tests.harness.postgres import PostgresUnavailable, Server, ensure_server
 
 
 def _migrate(url: str) -> None:
@@ -30,18 +30,6 @@ def _migrate(url: str) -> None:
             await engine.dispose()
 
     asyncio.run(run())
-
-
-def _janitor(server: Server, dbname: str, **kwargs: object) -> Janitor:
-    return Janitor(
-        user=server.user,
-        password=server.password,
-        host=server.host,
-        port=server.port,
-        dbname=dbname,
-        maintenance_dbname=server.maintenance_db,
-        **kwargs,
-    )
 
 
 @pytest.fixture(scope="session")
@@ -57,7 +45,7 @@ def pg_server() -> Server:
 @pytest.fixture(scope="session")
 def pg_template(pg_server: Server) -> Iterator[str]:
     name = f"skillreg_tpl_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    janitor = _janitor(pg_server, name)
+    janitor = pg_server.janitor(name)
     janitor.init()
     try:
         _migrate(pg_server.url(name))
@@ -69,7 +57,7 @@ def pg_template(pg_server: Server) -> Iterator[str]:
 @pytest.fixture
 def postgresql_url(pg_server: Server, pg_template: str) -> Iterator[str]:
     name = f"skillreg_t_{uuid.uuid4().hex[:12]}"
-    janitor = _janitor(pg_server, name, template_dbname=pg_template)
+    janitor = pg_server.janitor(name, template=pg_template)
     janitor.init()
     try:
         yield pg_server.url(name)

@@ -1,8 +1,16 @@
-"""Small, valid packages for tests."""
+"""Small, valid packages for tests, and the shortcut that writes one through the registry."""
 
 from __future__ import annotations
 
-from registry.domain.model import PackageFile
+from collections.abc import Mapping
+from typing import Any, Final
+
+from registry.api import Registry
+from registry.domain.model import ExpectedHead, PackageFile, Publication, Scope
+from tests.support.scopes import ACME
+
+SLUG: Final = "pdf-report"
+"""The slug a test writes when the name does not matter."""
 
 
 def skill_md(
@@ -23,6 +31,32 @@ def package(
         else:
             out[f"references/part-{i:03d}.md"] = data
     return out
+
+
+async def publish(
+    registry: Registry,
+    slug: str = SLUG,
+    files: Mapping[str, bytes | PackageFile] | None = None,
+    expected: ExpectedHead = None,
+    *,
+    scope: Scope = ACME,
+    tag: str = "",
+    actor: str = "u1",
+    **write: Any,
+) -> Publication:
+    """Write `files` (by default `package(slug, tag=tag)`) as `slug`'s head in `scope`.
+
+    `expected` is the write's `expected_head` (None: a new skill); `write` passes on to
+    `write_package` (`sources`, `message`, `origin`, ...).
+    """
+    return await registry.write_package(
+        scope,
+        slug,
+        files if files is not None else package(slug, tag=tag),
+        expected_head=expected,
+        actor=actor,
+        **write,
+    )
 
 
 def as_bytes(files: dict[str, bytes | PackageFile]) -> dict[str, tuple[bytes, bool]]:

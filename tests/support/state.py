@@ -20,6 +20,9 @@ PACKAGE_TABLES = (
     "manifest_entries",
     "events",
 )
+# A refused write (refused before it stores anything) changes none of these either:
+# the package tables, the blob bookkeeping and the scan cache.
+WRITE_TABLES = (*PACKAGE_TABLES, "blobs", "blob_claims", "scan_results")
 
 
 async def table_rows(registry: Registry, table: str) -> list[tuple[Any, ...]]:

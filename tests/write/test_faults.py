@@ -12,15 +12,13 @@ import asyncio
 import pytest
 from sqlalchemy import event as sa_event
 
-from registry import Scope
 from registry.errors import StorageUnavailable
 from registry.failpoints import POINTS
 from tests.support.faults import InjectedFault, InstrumentedStore, ScriptedFailpoints
-from tests.support.packages import as_bytes, package
+from tests.support.packages import SLUG, as_bytes, package
+from tests.support.scopes import ACME
 from tests.support.state import blob_rows, db_state, live_claims
 
-ACME = Scope("acme")
-SLUG = "pdf-report"
 OLD = package(SLUG, files=3, tag="old")
 NEW = package(SLUG, files=5, tag="new")
 # The steps a write that publishes a version goes through, in order (a write diverted into

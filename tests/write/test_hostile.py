@@ -6,41 +6,27 @@ and, for the cases a filesystem can hold, through `skillreg publish` (exit 3).
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from registry import ANY, Scope
+from registry import ANY
 from registry.cli.main import cli
 from registry.domain.model import PackageFile
 from registry.settings import Settings
 from tests.corpus.fakes import AWS_ACCESS_KEY_ID
 from tests.corpus.hostile import CASES, CORPUS_LIMITS, VALID_FILES
-from tests.support.state import db_state, live_claims, store_digests
+from tests.support.cli import settings_env
+from tests.support.scopes import ACME
+from tests.support.state import WRITE_TABLES, db_state, live_claims, store_digests
 
-ACME = Scope("acme")
-ALL_TABLES = (
-    "skills",
-    "versions",
-    "version_sources",
-    "manifests",
-    "manifest_entries",
-    "events",
-    "blobs",
-    "blob_claims",
-    "scan_results",
-)
+ALL_TABLES = WRITE_TABLES
 
 
 def corpus_settings() -> Settings:
-    return Settings(
-        max_files=CORPUS_LIMITS.max_files,
-        max_file_bytes=CORPUS_LIMITS.max_file_bytes,
-        max_package_bytes=CORPUS_LIMITS.max_package_bytes,
-        max_depth=CORPUS_LIMITS.max_depth,
-        max_segment_bytes=CORPUS_LIMITS.max_segment_bytes,
-    )
+    return Settings(**asdict(CORPUS_LIMITS))
 
 
 def test_the_corpus_is_large_enough():
@@ -109,15 +95,7 @@ DISK_CASES = [c for c in CASES if _on_disk(c)]
 
 @pytest.fixture
 def cli_env(sqlite_url, tmp_path):
-    env = {
-        "SKILLREG_DATABASE_URL": sqlite_url,
-        "SKILLREG_BLOB_URL": f"file://{tmp_path / 'cli-blobs'}",
-        "SKILLREG_MAX_FILES": str(CORPUS_LIMITS.max_files),
-        "SKILLREG_MAX_FILE_BYTES": str(CORPUS_LIMITS.max_file_bytes),
-        "SKILLREG_MAX_PACKAGE_BYTES": str(CORPUS_LIMITS.max_package_bytes),
-        "SKILLREG_MAX_DEPTH": str(CORPUS_LIMITS.max_depth),
-        "SKILLREG_MAX_SEGMENT_BYTES": str(CORPUS_LIMITS.max_segment_bytes),
-    }
+    env = settings_env(sqlite_url, tmp_path / "cli-blobs", **asdict(CORPUS_LIMITS))
     runner = CliRunner()
     assert runner.invoke(cli, ["init"], env=env).exit_code == 0
     return runner, env

@@ -7,9 +7,8 @@ import pytest
 from registry import ANY, Scope
 from registry.errors import NotFound, SkillNotFound
 from tests.support.packages import package
-
-OWNER = Scope("acme")
-OTHER = Scope("globex")
+from tests.support.scopes import ACME as OWNER
+from tests.support.scopes import GLOBEX as OTHER
 
 
 @pytest.fixture

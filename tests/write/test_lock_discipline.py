@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from registry import Scope
 from registry.errors import HeadConflict
 from tests.support.faults import InjectedFault, InstrumentedStore, ScriptedFailpoints
 from tests.support.packages import package
+from tests.support.scopes import ACME
 
-ACME = Scope("acme")
 LOCKED = "publish.locked"
 RELEASED = {"publish.committed"}
 

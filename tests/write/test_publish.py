@@ -20,21 +20,9 @@ from registry.services.write.publish import write_package
 from registry.services.write.request import WriteRequest
 from registry.settings import Settings
 from tests.support.faults import InstrumentedStore
-from tests.support.packages import as_bytes, package, skill_md
+from tests.support.packages import as_bytes, package, publish, skill_md
+from tests.support.scopes import ACME
 from tests.support.state import blob_rows, db_state, live_claims, store_digests
-
-ACME = Scope("acme")
-
-
-async def publish(registry, slug="pdf-report", files=None, expected=None, **kwargs):
-    return await registry.write_package(
-        ACME,
-        slug,
-        files if files is not None else package(slug),
-        expected_head=expected,
-        actor=kwargs.pop("actor", "u1"),
-        **kwargs,
-    )
 
 
 async def test_create_then_read_back_byte_for_byte(registry):

@@ -6,14 +6,12 @@ import asyncio
 
 import pytest
 
-from registry import Scope
 from registry.errors import CapacityExceeded, HeadConflict
 from registry.settings import Settings
 from tests.support.faults import InjectedFault, ScriptedFailpoints
 from tests.support.packages import as_bytes, package, skill_md
+from tests.support.scopes import ACME
 from tests.support.state import blob_rows, live_claims, store_digests
-
-ACME = Scope("acme")
 
 
 class BarrierFailpoints:
@@ -238,7 +236,7 @@ async def test_a_restore_whose_blob_vanished_fails_instead_of_publishing(
 
     from blobstore import compute_digest  # noqa: PLC0415
     from registry import Origin  # noqa: PLC0415
-    from registry.errors import IntegrityError  # noqa: PLC0415
+    from registry.errors import Inconsistency  # noqa: PLC0415
     from registry.services.write.publish import publish_manifest  # noqa: PLC0415
     from registry.services.write.request import WriteRequest  # noqa: PLC0415
 
@@ -261,7 +259,7 @@ async def test_a_restore_whose_blob_vanished_fails_instead_of_publishing(
         actor="u",
         restored_from=1,
     )
-    with pytest.raises(IntegrityError):
+    with pytest.raises(Inconsistency):
         await publish_manifest(registry.ctx, request, info.manifest, files={})
     assert (await registry.package_info(ACME, "skill-a")).version == 2
     assert await live_claims(registry) == 0

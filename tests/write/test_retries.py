@@ -12,9 +12,8 @@ from registry.errors import StorageUnavailable, WorkspaceBusy
 from registry.settings import Settings
 from tests.support.faults import ScriptedFailpoints
 from tests.support.packages import as_bytes, package
+from tests.support.scopes import ACME
 from tests.support.state import live_claims
-
-ACME = Scope("acme")
 
 
 def transient() -> sa.exc.DBAPIError:

@@ -5,15 +5,13 @@ from __future__ import annotations
 import pytest
 
 from blobstore import open_blobstore
-from registry import Scope
 from registry.errors import StorageUnavailable
 from tests.support.faults import InstrumentedStore
 from tests.support.packages import as_bytes, package
+from tests.support.scopes import ACME
 from tests.support.state import db_state, live_claims, store_digests
 
 pytestmark = pytest.mark.s3
-
-ACME = Scope("acme")
 
 
 @pytest.fixture

@@ -41,7 +41,7 @@ async def head_blob(
 ) -> Response:
     """200 with the size if the workspace uploaded or references the blob, else 404."""
     del caller
-    size = await registry_of(request).blob_size(workspace, digest)
+    size = await registry_of(request).uploads.size(workspace, digest)
     headers = {"Content-Length": str(size), "ETag": f'"{digest}"', "Cache-Control": _IMMUTABLE}
     return Response(status_code=200, headers=headers, media_type="application/octet-stream")
 
@@ -68,9 +68,9 @@ async def get_blob(
     tag = f'"{digest}"'
     headers = {"ETag": tag, "Cache-Control": _IMMUTABLE}
     if request.headers.get("if-none-match", "").strip() in (tag, "*"):
-        await registry_of(request).blob_size(workspace, digest)
+        await registry_of(request).uploads.size(workspace, digest)
         return Response(status_code=304, headers=headers)
-    data = await registry_of(request).read_blob(workspace, digest)
+    data = await registry_of(request).uploads.read(workspace, digest)
     return Response(data, headers=headers, media_type="application/octet-stream")
 
 
@@ -102,7 +102,7 @@ async def put_blob(
     data = await read_body(request)
     metrics: Metrics = request.app.state.metrics
     with metrics.write("upload_blob"):
-        stored = await registry_of(request).upload_blob(workspace, digest, data)
+        stored = await registry_of(request).uploads.put(workspace, digest, data)
     metrics.upload_bytes.labels("blob").inc(len(data))
     location = str(request.url_for("get_blob", workspace=workspace, digest=digest))
     body = BlobStored(digest=stored.digest, size=stored.size).model_dump(mode="json")

@@ -111,7 +111,9 @@ async def list_listings(
 ) -> ListingList:
     """Each listing's newest version, its manifest hash and its ETag."""
     del caller
-    return ListingList.of(await registry_of(request).list_listings(limit=limit, after=after))
+    return ListingList.of(
+        await registry_of(request).marketplace.list_listings(limit=limit, after=after)
+    )
 
 
 @catalog_router.get(
@@ -127,7 +129,7 @@ async def get_listing(
     """The manifest an install of this version records as its baseline."""
     del caller
     registry = registry_of(request)
-    body = ListingBody.of(await registry.listing(listing, version))
+    body = ListingBody.of(await registry.marketplace.listing(listing, version))
     head = await current_head(registry, catalog_scope(registry), listing)
     headers = {} if head is None else {"ETag": head.etag}
     return JSONResponse(body.model_dump(mode="json"), headers=headers)
@@ -148,7 +150,7 @@ async def get_listing_archive(
 ) -> Response:
     """Every file of the version under `<listing>/`, verified, reproducible."""
     del caller
-    package = await registry_of(request).read_listing(listing, version)
+    package = await registry_of(request).marketplace.read_listing(listing, version)
     headers = {
         "Content-Disposition": f'attachment; filename="{listing}-{package.version}.tar.gz"',
     }
@@ -207,7 +209,7 @@ async def put_listing(
     data = await read_body(request)
     try:
         with _metrics(request).write("import"):
-            result = await registry.import_listing(
+            result = await registry.marketplace.import_listing(
                 listing, data, actor=caller.actor, message=message, expected_head=expected
             )
     except HeadConflict as conflict:
@@ -275,7 +277,7 @@ async def install_listing(
     The job's outcome (`GET .../jobs/{id}`) is the installed copy's version, or why it
     failed: an owner-saved skill of that slug is never replaced (`ownership_conflict`).
     """
-    enqueued = await registry_of(request).enqueue_install(
+    enqueued = await registry_of(request).marketplace.enqueue_install(
         make_scope(workspace, agent),
         body.listing,
         body.version,
@@ -310,7 +312,7 @@ async def update_skill(
     The job compares-and-swaps on the head it reads when it runs, so it needs no
     `If-Match`: an owner's edit in between is merged or proposed, not lost.
     """
-    enqueued = await registry_of(request).enqueue_update(
+    enqueued = await registry_of(request).marketplace.enqueue_update(
         make_scope(workspace, agent),
         slug,
         version=body.version,
@@ -341,7 +343,7 @@ async def list_jobs(
 ) -> JobList:
     """Install and update jobs of every scope of the workspace."""
     del caller
-    page = await registry_of(request).list_jobs(
+    page = await registry_of(request).marketplace.list_jobs(
         status=status, workspace=workspace, limit=limit, before=before
     )
     return JobList.of(page)
@@ -363,7 +365,7 @@ async def get_job(
     for `run_after`.
     """
     del caller
-    row = await registry_of(request).job(job)
+    row = await registry_of(request).marketplace.job(job)
     if row.workspace != workspace:  # another workspace's job is as absent as none
         raise JobNotFound(job)
     return JobBody.of(row)

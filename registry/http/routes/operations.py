@@ -39,7 +39,7 @@ async def readyz(request: Request) -> Response:
 
     Only booleans: the reasons go to the log, not to unauthenticated callers.
     """
-    state = await registry_of(request).readiness()
+    state = await registry_of(request).ops.readiness()
     body = Ready(ready=state.ready, database=state.database.ok, blob_store=state.blob_store.ok)
     return JSONResponse(body.model_dump(mode="json"), status_code=200 if state.ready else 503)
 
@@ -69,7 +69,7 @@ async def service_status(
 ) -> ServiceStatusBody:
     """Aggregates across workspaces (no names): outbox, uploads in flight, storage and GC."""
     del caller
-    status = await registry_of(request).service_status()
+    status = await registry_of(request).ops.service_status()
     return ServiceStatusBody(
         generated_at=status.generated_at,
         events=EventStatus(**vars(status.events)),

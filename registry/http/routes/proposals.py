@@ -119,7 +119,7 @@ async def decide_proposal(
     files = None
     if body.files is not None:
         declared = [ManifestFile(f.path, f.digest, f.size, f.executable) for f in body.files]
-        files = await registry.uploaded_files(workspace, declared)
+        files = await registry.uploads.files(workspace, declared)
     metrics: Metrics = request.app.state.metrics
     try:
         with metrics.write(f"decide_{body.decision}"):

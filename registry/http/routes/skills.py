@@ -274,7 +274,7 @@ async def _publish_manifest(
         body = ManifestBody.model_validate_json(raw)
     except ValidationError as exc:
         raise _invalid(exc) from None
-    pub = await registry.publish_uploaded(
+    pub = await registry.uploads.publish(
         scope, slug, body.manifest_files(), expected_head=expected, **_options(body, caller)
     )
     return pub, len(raw)

@@ -45,7 +45,7 @@ from blobstore import BlobInfo, BlobStoreError
 from registry.db import gc as db_gc
 from registry.domain.retention import RetentionPolicy
 from registry.errors import RegistryError, StorageUnavailable
-from registry.services.context import Context, shielded
+from registry.services.context import Context
 from registry.services.gc import retention
 from registry.services.gc.retention import RetentionReport
 
@@ -148,7 +148,7 @@ async def collect(ctx: Context, *, grace: float | None = None, dry_run: bool = F
         await _sweep_store(ctx, cutoffs, tally)
         await _sweep_temp(ctx, cutoffs, tally)
     except BaseException as exc:
-        await shielded(_record_failure(ctx, run_id, tally, exc))
+        await ctx.shielded(_record_failure(ctx, run_id, tally, exc))
         raise
     finished = ctx.clock.now()
 

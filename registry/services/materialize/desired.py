@@ -16,7 +16,7 @@ from registry.db import materializations as db_materializations
 from registry.db import skills as db_skills
 from registry.domain.manifest import Manifest
 from registry.domain.model import Scope
-from registry.errors import IntegrityError, LockMismatch, NotInUse, RegistryError, SkillNotFound
+from registry.errors import Inconsistency, LockMismatch, NotInUse, RegistryError, SkillNotFound
 from registry.services import read
 from registry.services.context import Context
 from registry.services.materialize.lockfile import LockFile
@@ -106,5 +106,5 @@ async def manifest(ctx: Context, scope: Scope, want: Want) -> Manifest:
 
     found = await ctx.read(work)
     if found.hash != want.manifest_hash:
-        raise IntegrityError(f"manifest {want.manifest_hash[:16]} does not match its rows")
+        raise Inconsistency(f"manifest {want.manifest_hash[:16]} does not match its rows")
     return found

@@ -36,7 +36,7 @@ from registry.domain.manifest import Manifest
 from registry.domain.model import Origin, PackageFile, Scope
 from registry.errors import (
     EntryInTheWay,
-    IntegrityError,
+    Inconsistency,
     LockFileInvalid,
     NotInUse,
     RegistryError,
@@ -495,12 +495,12 @@ class _Run:
         if base is None and cache is not None:
             base = cache.version
         if base is None:
-            raise IntegrityError(f"{slug}: no applied version to adopt the edit against")
+            raise Inconsistency(f"{slug}: no applied version to adopt the edit against")
         limit = self.ctx.settings.max_file_bytes
         try:
             raw = await self.blocking(drift.read_observed, self.target, slug, seen, limit)
         except ValueError as exc:
-            raise IntegrityError(f"{slug}: {exc}") from exc
+            raise Inconsistency(f"{slug}: {exc}") from exc
         request = WriteRequest(
             scope=self.scope,
             slug=slug,

@@ -34,7 +34,7 @@ from typing import Final
 
 from registry.domain.manifest import Manifest, ManifestEntry
 from registry.domain.model import PackageFile
-from registry.errors import IntegrityError
+from registry.errors import Inconsistency
 from registry.services.materialize import fsops
 from registry.services.materialize.drift import ABSENT, DIR, Observation
 from registry.services.materialize.fsops import FileStamp, Step
@@ -292,7 +292,7 @@ def _write_in_place(
                 else fsops.set_mode(name, parent, executable=entry.executable)
             )
             if st is None:
-                raise IntegrityError(f"{slug}/{path} vanished while its mode was set")
+                raise Inconsistency(f"{slug}/{path} vanished while its mode was set")
             stamps[path] = FileStamp.of(manifest[path].digest, st)
             dirs.mark(path)
         dirs.fsync_all()
@@ -406,7 +406,7 @@ def place_file(
     fsops.write_file(stage_fd, dir_fd, name, file.data, executable=entry.executable, step=step)
     hashed = fsops.hash_file(name, dir_fd)
     if hashed is None:
-        raise IntegrityError(f"{entry.path} is not a regular file after it was written")
+        raise Inconsistency(f"{entry.path} is not a regular file after it was written")
     digest, st = hashed
     stamp = FileStamp.of(digest, st)
     if (stamp.digest, stamp.size, stamp.executable) != (
@@ -414,7 +414,7 @@ def place_file(
         entry.size,
         entry.executable,
     ):
-        raise IntegrityError(f"{entry.path} does not match its manifest entry after writing")
+        raise Inconsistency(f"{entry.path} does not match its manifest entry after writing")
     step("materialize.file_verified")
     return stamp
 

@@ -24,6 +24,18 @@ from registry.services.context import Context
 from registry.services.gc.figures import GcFigures, gc_figures
 from registry.services.ops.status import materialization_status
 
+__all__ = [
+    "Check",
+    "EventFigures",
+    "JobFigures",
+    "MaterializationFigures",
+    "Readiness",
+    "ServiceStatus",
+    "UploadFigures",
+    "readiness",
+    "service_status",
+]
+
 
 @dataclass(frozen=True)
 class Check:

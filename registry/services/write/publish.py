@@ -37,6 +37,7 @@ from registry.db import blobs as db_blobs
 from registry.db import errors as db_errors
 from registry.db import proposals as db_proposals
 from registry.db import skills as db_skills
+from registry.db.budget import outside_write
 from registry.db.unit import CommitOutcomeUnknown, Outcome
 from registry.domain.approvals import Approval
 from registry.domain.manifest import Manifest, build_manifest
@@ -49,11 +50,13 @@ from registry.domain.model import (
 )
 from registry.domain.package import ValidatedPackage, validate_package
 from registry.errors import (
-    IntegrityError,
+    Inconsistency,
     RegistryError,
     StorageUnavailable,
+    VersionNotFound,
+    WorkspaceBusy,
 )
-from registry.services.context import Context, offloaded, shielded
+from registry.services.context import Context, offloaded
 from registry.services.write import blobstage, content, diversion, rootchecks
 from registry.services.write.request import NOT_SCREENED, Screening, WriteRequest
 
@@ -77,6 +80,14 @@ class _Staged:
     uploaded: frozenset[str]
 
 
+class _CommitFailed(Exception):
+    """Settlement found that the write whose commit reply was lost did not commit."""
+
+    def __init__(self, write_id: str) -> None:
+        self.write_id = write_id
+        super().__init__(f"write {write_id} did not commit")
+
+
 class _BlobsRaced(Exception):
     """A referenced blob was found missing or being deleted inside the publish transaction."""
 
@@ -89,6 +100,13 @@ async def write_package(
     ctx: Context, request: WriteRequest, files: Mapping[str, FileInput]
 ) -> Publication:
     """Publish `files` as the new head of `request.slug`, or change nothing."""
+    with ctx.deadline():
+        return await _write_package(ctx, request, files)
+
+
+async def _write_package(
+    ctx: Context, request: WriteRequest, files: Mapping[str, FileInput]
+) -> Publication:
     check_slug(request.slug)
     package = validate_package(files, request.slug, ctx.limits)
     manifest = await _hash(package)
@@ -127,6 +145,17 @@ async def publish_manifest(
     install passes an empty mapping (every blob is already referenced and live).
     `screening` is what the content check decided for this package.
     """
+    with ctx.deadline():
+        return await _publish_manifest(ctx, request, manifest, files, screening)
+
+
+async def _publish_manifest(
+    ctx: Context,
+    request: WriteRequest,
+    manifest: Manifest,
+    files: Mapping[str, PackageFile],
+    screening: Screening,
+) -> Publication:
     head = await ctx.read(lambda conn: _read_head(conn, request.scope, request.slug))
     # A decision or a repair must be recorded even if the head's package is the same.
     if head is not None and head.manifest.hash == manifest.hash and request.may_be_unchanged:
@@ -154,15 +183,20 @@ async def publish_manifest(
         )
     except CommitOutcomeUnknown as unknown:
         # The reply was lost, not necessarily the write: look for the version.
-        settled = await shielded(_settle(ctx, request, write_id, look=True))
-        if settled is not None:
-            return settled
-        cause = unknown.__cause__ or unknown
-        raise db_errors.translate(cause) from cause
+        try:
+            return await ctx.shielded(_settle(ctx, request, write_id))
+        except _CommitFailed:
+            cause = unknown.__cause__ or unknown
+            raise db_errors.translate(cause, database=ctx.uow.database) from cause
+    except WorkspaceBusy:
+        # The write has waited its whole lock budget: it is told at once, and its claims
+        # are released in the background (tracked: `Registry.close()` waits for it).
+        ctx.cleanups.start(_release(ctx, request.scope.workspace, write_id))
+        raise
     except BaseException:
         # Cancellation included: release the claims, then let the error (or the
         # cancellation) propagate. A cancelled caller gets no reply to report to.
-        await shielded(_settle(ctx, request, write_id, look=False))
+        await ctx.shielded(_release(ctx, request.scope.workspace, write_id))
         raise
 
 
@@ -194,7 +228,7 @@ async def _store_and_publish(
         except _BlobsRaced as raced:
             missing = [d for d in raced.digests if d not in available]
             if missing:
-                raise IntegrityError(
+                raise Inconsistency(
                     f"{len(missing)} blobs this version references are not stored "
                     f"(first: {missing[0]}); run `skillreg fsck`"
                 ) from None
@@ -270,6 +304,11 @@ async def _apply(
             )
     decided = await diversion.pending_proposal(conn, request, skill)
     draft_base = rootchecks.check_root_or_keep_draft(request, skill)
+    # Retention may have pruned the restored version since the restore read it (and GC its
+    # blobs): decided here, under the lock, that is a missing version, not damage.
+    restored = request.restored_from
+    if restored is not None and skill is not None and not await _has_version(conn, skill, restored):
+        raise VersionNotFound(request.slug, restored)
     await diversion.check_sources(conn, request)
     divert = draft_base is not None or diversion.diverted(request, skill)
     if not divert:
@@ -316,6 +355,10 @@ async def _apply(
     )
     await db_blobs.release(conn, write_id)
     return _with_uploads(publication, manifest, uploaded)
+
+
+async def _has_version(conn: AsyncConnection, skill: db_skills.SkillRow, number: int) -> bool:
+    return await db_skills.version(conn, skill, number) is not None
 
 
 def _with_uploads(
@@ -432,17 +475,21 @@ async def _append_version(
     )
 
 
-async def _settle(
-    ctx: Context, request: WriteRequest, write_id: str, *, look: bool
-) -> Publication | None:
-    """After a failure: release the claims and, if `look`, find what it committed, if anything.
+async def _settle(ctx: Context, request: WriteRequest, write_id: str) -> Publication:
+    """A commit whose reply was lost: find what it committed, under the workspace lock.
 
-    Releasing is safe either way (a committed write already dropped its claims in its own
-    transaction) and never deletes a blob.
+    The lock is the proof that the answer is final: the transaction that sent the commit
+    holds it until it has committed or rolled back (on PostgreSQL, a commit still finishing
+    on the server, for example waiting for a synchronous standby, keeps it), so a lookup that
+    holds the lock cannot run before the outcome exists. If nothing was committed, the claims
+    are released in the same transaction. If the lock cannot be had, the outcome stays
+    unknown and the write is reported as such: retrying the same write is safe, because a
+    write that finds its own package at the head succeeds unchanged.
     """
     workspace = request.scope.workspace
 
     async def find(conn: AsyncConnection) -> Publication | None:
+        await ctx.hit("cleanup.settling")
         created = await db_skills.version_by_write(conn, workspace, write_id)
         if created is not None:
             return Publication(
@@ -455,6 +502,7 @@ async def _settle(
             )
         proposed = await db_proposals.by_write(conn, workspace, write_id)
         if proposed is None:
+            await db_blobs.release(conn, write_id)
             return None
         skill = await db_skills.skill_by_id(conn, workspace, proposed.skill_id)
         assert skill is not None
@@ -468,17 +516,27 @@ async def _settle(
             proposal=proposed.id,
         )
 
-    async def release(conn: AsyncConnection) -> int:
-        return await db_blobs.release(conn, write_id)
-
-    found = None
-    if look:
+    with outside_write():
         try:
-            found = await ctx.read(find)
-        except RegistryError:
-            found = None
-    # If the database is unreachable the claims expire after `claim_ttl`, and GC reclaims
-    # the blobs after its grace period (invariant I4).
-    with contextlib.suppress(RegistryError):
-        await ctx.write(release, workspace=workspace)
+            found = await ctx.locked(workspace, find)
+        except RegistryError as exc:
+            raise StorageUnavailable(
+                "database",
+                f"the outcome of the commit is unknown ({exc}); retrying the same write is "
+                "safe: if it committed, the retry finds its package at the head",
+            ) from exc
+    if found is None:
+        raise _CommitFailed(write_id)
     return found
+
+
+async def _release(ctx: Context, workspace: str, write_id: str) -> None:
+    """After a failure before the commit: drop the write's claims (never deletes a blob).
+
+    Runs with a lock wait of its own, not what is left of the write's. If the database is
+    unreachable the claims expire after `claim_ttl`, and GC reclaims the blobs after its
+    grace period (invariant I4).
+    """
+    await ctx.hit("cleanup.releasing")
+    with outside_write(), contextlib.suppress(RegistryError):
+        await ctx.write(lambda conn: db_blobs.release(conn, write_id), workspace=workspace)

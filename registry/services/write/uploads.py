@@ -38,14 +38,14 @@ from registry.errors import (
     BlobDigestMismatch,
     BlobsMissing,
     BlobUnknown,
-    IntegrityError,
+    Inconsistency,
     InvalidName,
     LimitExceeded,
     ManifestInvalid,
     RegistryError,
     StorageUnavailable,
 )
-from registry.services.context import Context, offloaded, shielded
+from registry.services.context import Context, offloaded
 from registry.services.write import publish
 from registry.services.write.request import WriteRequest
 
@@ -135,10 +135,10 @@ async def _claim_store_confirm(
     except BaseException:
         # Cancellation included: nothing references the blob yet, so the claim goes and
         # GC reclaims the object after its grace period.
-        await shielded(_release(ctx, workspace, write_id))
+        await ctx.shielded(_release(ctx, workspace, write_id))
         raise
     if not confirmed:
-        await shielded(_release(ctx, workspace, write_id))
+        await ctx.shielded(_release(ctx, workspace, write_id))
         return None
     return UploadedBlob(digest, len(data), stored)
 
@@ -183,7 +183,7 @@ async def _fetch(ctx: Context, digests: Sequence[str]) -> dict[str, bytes]:
     try:
         return dict(await asyncio.gather(*(one(d) for d in sorted(set(digests)))))
     except (BlobNotFound, BlobCorrupted) as exc:
-        raise IntegrityError(f"a referenced blob is unreadable: {exc}") from exc
+        raise Inconsistency(f"a referenced blob is unreadable: {exc}") from exc
     except BlobStoreError as exc:
         raise StorageUnavailable("blob store", str(exc)) from exc
 
