@@ -28,10 +28,18 @@ _REGION: Final = re.compile(r"[a-z0-9-]+")
 _USERINFO: Final = re.compile(r"//[^/?#]*@")
 
 
-def open_blobstore(url: str, *, max_concurrency: int = 16, retry_attempts: int = 4) -> BlobStore:
+def open_blobstore(
+    url: str,
+    *,
+    max_concurrency: int = 16,
+    retry_attempts: int = 4,
+    connect_timeout: float = 5.0,
+    read_timeout: float = 20.0,
+) -> BlobStore:
     """Build the blob store a URL names; raise `UnsupportedBlobURL` saying what is wrong.
 
-    `max_concurrency` and `retry_attempts` apply to network backends (S3). The store is
+    `max_concurrency`, `retry_attempts` and the timeouts (seconds) apply to network
+    backends (S3). The store is
     not created or contacted: call `ensure()` to create it and `check()` to probe it.
     """
     shown = _redact(url)
@@ -48,7 +56,12 @@ def open_blobstore(url: str, *, max_concurrency: int = 16, retry_attempts: int =
             return _open_local(shown, parts)
         case "s3":
             return _open_s3(
-                shown, parts, max_concurrency=max_concurrency, retry_attempts=retry_attempts
+                shown,
+                parts,
+                max_concurrency=max_concurrency,
+                retry_attempts=retry_attempts,
+                connect_timeout=connect_timeout,
+                read_timeout=read_timeout,
             )
         case "":
             reason = "no scheme; expected memory://, file:// or s3://"
@@ -94,7 +107,13 @@ def _open_local(shown: str, parts: SplitResult) -> BlobStore:
 
 
 def _open_s3(
-    shown: str, parts: SplitResult, *, max_concurrency: int, retry_attempts: int
+    shown: str,
+    parts: SplitResult,
+    *,
+    max_concurrency: int,
+    retry_attempts: int,
+    connect_timeout: float,
+    read_timeout: float,
 ) -> BlobStore:
     if "@" in parts.netloc:
         raise UnsupportedBlobURL(
@@ -117,6 +136,8 @@ def _open_s3(
             region=options.get("region"),
             max_concurrency=max_concurrency,
             retry_attempts=retry_attempts,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
         )
     except ValueError as exc:
         raise UnsupportedBlobURL(shown, str(exc)) from None

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Final, TypeVar, cast
 from urllib.parse import urlencode
 
 import boto3
+import botocore.handlers
 from botocore.config import Config
 from botocore.exceptions import (
     BotoCoreError,
@@ -140,6 +141,8 @@ class S3BlobStore:
         region: str | None = None,
         max_concurrency: int = 16,
         retry_attempts: int = 4,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 20.0,
         retry_base_delay: float = 0.05,
         retry_max_delay: float = 2.0,
         page_size: int = _MAX_PAGE_SIZE,
@@ -166,6 +169,10 @@ class S3BlobStore:
             max_pool_connections=max_concurrency,
             # One attempt per botocore call: retrying is done above it, once, with tenacity.
             retries={"mode": "standard", "total_max_attempts": 1},
+            # botocore waits 60 s for each by default; a store that accepts connections and
+            # never answers would hold a write for minutes (times the retries).
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
             # Custom endpoints (MinIO, moto, Ceph) rarely resolve bucket subdomains.
             s3={"addressing_style": "path"} if endpoint_url else {},
         )
@@ -174,6 +181,10 @@ class S3BlobStore:
         self._client: S3Client = session.client(
             "s3", endpoint_url=endpoint_url, region_name=region, config=config
         )
+        # No `Expect: 100-continue`: when the connection is cut right after the interim
+        # `100 Continue`, botocore's reader loops on an empty socket at 100% CPU for ever.
+        # Without it a refused upload costs its body's bytes once, which is bounded.
+        self._client.meta.events.unregister("before-call.s3", botocore.handlers.add_expect_header)
         # Our own threads, as many as the semaphore admits: the loop's default executor is
         # small (CPU count + 4) and shared, and `close()` must be able to release them.
         self._executor = ThreadPoolExecutor(max_concurrency, thread_name_prefix="blobstore-s3")
@@ -222,10 +233,10 @@ class S3BlobStore:
 
         One request in the common case: a conditional PUT (`If-None-Match: *`) stores a new
         object and is refused (412) for an existing one; only then does a HEAD check the
-        existing object's size, and a wrong-sized object is replaced. A store that ignores
-        the condition overwrites the object with the same bytes, which is harmless. The
-        upload carries a SHA-256 checksum of the verified bytes, so S3 refuses a body
-        damaged in transit instead of storing it.
+        existing object's size, and a wrong-sized object (or one deleted since) is
+        replaced. A store that ignores the condition overwrites the object with the same
+        bytes, which is harmless. The upload carries a SHA-256 checksum of the verified
+        bytes, so S3 refuses a body damaged in transit instead of storing it.
         """
         key = self._enter(digest)
         # Hashing is CPU work: it runs on the loop's default threads, leaving this store's
@@ -234,12 +245,17 @@ class S3BlobStore:
         try:
             await self._upload(key, data, checksum, if_absent=True)
         except _ExistsError:
-            head = await self._request(
-                "head",
-                key,
-                functools.partial(self._client.head_object, Bucket=self._bucket, Key=key),
-            )
-            if head["ContentLength"] == len(data):
+            try:
+                head = await self._request(
+                    "head",
+                    key,
+                    functools.partial(self._client.head_object, Bucket=self._bucket, Key=key),
+                )
+            except _MissingError:
+                # Deleted between the refused PUT and the HEAD (garbage collection does
+                # that, concurrently with uploads): store it after all.
+                head = None
+            if head is not None and head["ContentLength"] == len(data):
                 return False
             await self._upload(key, data, checksum, if_absent=False)
         return True

@@ -27,6 +27,9 @@ def build_engine(settings: Settings) -> AsyncEngine:
         lock_timeout=settings.lock_timeout,
         statement_timeout=settings.statement_timeout,
         sqlite_busy_timeout=settings.sqlite_busy_timeout,
+        pool_size=settings.db_pool_size,
+        max_overflow=settings.db_max_overflow,
+        pool_timeout=settings.db_pool_timeout,
     )
 
 
@@ -36,4 +39,6 @@ def build_blobstore(settings: Settings) -> BlobStore:
         settings.blob_url,
         max_concurrency=settings.s3_max_concurrency,
         retry_attempts=settings.retry_attempts,
+        connect_timeout=settings.s3_connect_timeout,
+        read_timeout=settings.s3_read_timeout,
     )

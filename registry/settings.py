@@ -40,15 +40,27 @@ class Settings(BaseSettings):
     capacity_installed: int = Field(default=150, ge=0, description="installed skills per scope")
     workspace_quota_bytes: int = Field(default=1 * GiB, ge=0)
 
-    # Timeouts (seconds). A stuck writer cannot hold a workspace longer than these.
-    lock_timeout: float = Field(default=5.0, gt=0)
+    # Timeouts (seconds): a stuck writer cannot hold a workspace longer than these, and a
+    # write waits at most this long in all (docs/write-path.md, "Deadlines").
+    lock_timeout: float = Field(default=5.0, gt=0, description="a write's lock wait, in all")
     statement_timeout: float = Field(default=30.0, gt=0)
     sqlite_busy_timeout: float = Field(default=5.0, gt=0)
+    upload_timeout: float = Field(default=30.0, gt=0, description="a write's uploads, in all")
+    write_timeout: float = Field(default=60.0, gt=0, description="a write, end to end")
+    shutdown_timeout: float = Field(default=10.0, ge=0, description="close() waits for cleanup")
+
+    # Database connections: the pool, and how long a transaction outside a write waits for
+    # a connection (a write waits at most until its own deadline).
+    db_pool_size: int = Field(default=5, ge=1)
+    db_max_overflow: int = Field(default=5, ge=0)
+    db_pool_timeout: float = Field(default=10.0, gt=0)
 
     # Blob stage.
     upload_concurrency: int = Field(default=8, ge=1)
     claim_ttl: float = Field(default=3600.0, gt=0, description="seconds a write's claim lives")
     s3_max_concurrency: int = Field(default=16, ge=1)
+    s3_connect_timeout: float = Field(default=5.0, gt=0)
+    s3_read_timeout: float = Field(default=20.0, gt=0)
     retry_attempts: int = Field(default=4, ge=1)
 
     # Garbage collection (docs/gc.md).
@@ -58,6 +70,11 @@ class Settings(BaseSettings):
     # GC treats a claim as expired only this long after its expiry, so that a GC process
     # whose clock runs ahead of a writer's never deletes a blob the writer still holds.
     gc_clock_skew: float = Field(default=60.0, ge=0)
+    # GC deletes a chunk's objects outside any transaction, under a fence on their rows that
+    # lasts this long (plus `gc_clock_skew`). It starts a delete only in the first half;
+    # the second half is the margin for a delete in flight. Writers that need a fenced
+    # digest wait it out; a run killed mid-purge leaves its fence to expire (docs/gc.md).
+    gc_purge_lease: float = Field(default=600.0, gt=0)
 
     # Retention (off by default): keep the newest N versions and/or those younger than D
     # days of every skill; the head, marketplace baselines and versions other rows name

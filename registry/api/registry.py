@@ -139,7 +139,14 @@ class Registry:
             raise NotInitialized(current, head)
 
     async def close(self) -> None:
-        """Release the engine and the blob store if this registry created them."""
+        """Wait for cleanups in flight, then release the engine and the blob store.
+
+        A failed or cancelled write releases its claims in a task of its own; `close()`
+        waits up to `shutdown_timeout` for such tasks, so none runs against a disposed
+        engine. What is still running then is abandoned: its claims expire after
+        `claim_ttl` and GC reclaims the blobs (invariant I4).
+        """
+        await self.ctx.cleanups.drain(self.settings.shutdown_timeout)
         if self._owns_resources:
             await self.blobs.close()
             await self.engine.dispose()

@@ -74,26 +74,46 @@ def create_engine(
     statement_timeout: float = 30.0,
     sqlite_busy_timeout: float = 5.0,
     pool_size: int = 5,
+    max_overflow: int = 5,
+    pool_timeout: float = 10.0,
 ) -> AsyncEngine:
     """Create the async engine for `url` with the registry's session settings."""
     parsed = parse_database_url(url)
     if parsed.get_backend_name() == "sqlite":
-        engine = _sqlite_engine(parsed, busy_timeout=sqlite_busy_timeout)
+        engine = _sqlite_engine(
+            parsed,
+            busy_timeout=sqlite_busy_timeout,
+            pool_size=pool_size,
+            max_overflow=max_overflow,
+            pool_timeout=pool_timeout,
+        )
     else:
         engine = _postgres_engine(
             parsed,
             lock_timeout=lock_timeout,
             statement_timeout=statement_timeout,
             pool_size=pool_size,
+            max_overflow=max_overflow,
+            pool_timeout=pool_timeout,
         )
     sa.event.listen(engine.sync_engine, "before_cursor_execute", _refuse_statements_after_cancel)
     return engine
 
 
-def _sqlite_engine(url: URL, *, busy_timeout: float) -> AsyncEngine:
+def _sqlite_engine(
+    url: URL, *, busy_timeout: float, pool_size: int, max_overflow: int, pool_timeout: float
+) -> AsyncEngine:
     # `timeout` is the driver's own busy wait, used while BEGIN IMMEDIATE waits for the
     # write lock; the pragma covers statements that upgrade a read transaction.
-    engine = create_async_engine(url, connect_args={"timeout": busy_timeout})
+    pooling: dict[str, Any] = {}
+    if sqlite_path(url) is not None:
+        # A file database gets a queue pool (an in-memory one keeps its single connection).
+        pooling = {
+            "pool_size": pool_size,
+            "max_overflow": max_overflow,
+            "pool_timeout": pool_timeout,
+        }
+    engine = create_async_engine(url, connect_args={"timeout": busy_timeout}, **pooling)
     busy_ms = int(busy_timeout * 1000)
 
     @sa.event.listens_for(engine.sync_engine, "connect")
@@ -122,7 +142,13 @@ def _sqlite_engine(url: URL, *, busy_timeout: float) -> AsyncEngine:
 
 
 def _postgres_engine(
-    url: URL, *, lock_timeout: float, statement_timeout: float, pool_size: int
+    url: URL,
+    *,
+    lock_timeout: float,
+    statement_timeout: float,
+    pool_size: int,
+    max_overflow: int,
+    pool_timeout: float,
 ) -> AsyncEngine:
     options = (
         f"-c lock_timeout={int(lock_timeout * 1000)} "
@@ -135,7 +161,8 @@ def _postgres_engine(
         url,
         connect_args={"options": options},
         pool_size=pool_size,
-        max_overflow=pool_size,
+        max_overflow=max_overflow,
+        pool_timeout=pool_timeout,
         pool_pre_ping=True,
     )
 

@@ -14,12 +14,13 @@ import sqlalchemy as sa
 
 from registry.errors import RegistryError, StorageUnavailable, WorkspaceBusy
 
-# SQLSTATEs after which the whole transaction may be retried: nothing was committed.
+# SQLSTATEs after which the whole transaction may be retried: nothing was committed. A lock
+# timeout (55P03) is not among them: the write has waited its whole budget for the lock
+# (registry/db/budget.py), and waiting again would break the promise of `lock_timeout`.
 _TRANSIENT_SQLSTATES: Final = frozenset(
     {
         "40001",  # serialization_failure
         "40P01",  # deadlock_detected
-        "55P03",  # lock_not_available (lock_timeout)
         "57014",  # query_canceled (statement_timeout)
         "57P01",  # admin_shutdown
         "57P02",  # crash_shutdown
@@ -28,9 +29,10 @@ _TRANSIENT_SQLSTATES: Final = frozenset(
 )
 _LOCK_TIMEOUT: Final = "55P03"
 
-# What `translate` handles: driver errors as SQLAlchemy wraps them, and the connection
-# failures that can surface unwrapped. Programming errors are not caught.
-DATABASE_ERRORS: Final = (sa.exc.DBAPIError, ConnectionError, TimeoutError)
+# What `translate` handles: driver errors as SQLAlchemy wraps them, a pool that had no
+# connection to give, and the connection failures that can surface unwrapped. Programming
+# errors are not caught.
+DATABASE_ERRORS: Final = (sa.exc.DBAPIError, sa.exc.TimeoutError, ConnectionError, TimeoutError)
 
 
 def _sqlstate(exc: BaseException) -> str | None:
@@ -54,14 +56,17 @@ def is_lock_timeout(exc: BaseException) -> bool:
 
 
 def is_transient(exc: BaseException) -> bool:
-    """True if the failed transaction can be retried as a whole with the same outcome."""
+    """True if the failed transaction can be retried as a whole with the same outcome.
+
+    A lock that was not granted in time is not transient here (see `_TRANSIENT_SQLSTATES`).
+    """
+    if is_lock_timeout(exc):
+        return False
     if isinstance(exc, sa.exc.DBAPIError):
         if exc.connection_invalidated:
             return True
         state = _sqlstate(exc)
         if state is not None and (state in _TRANSIENT_SQLSTATES or state.startswith("08")):
-            return True
-        if _sqlite_busy(exc):
             return True
         orig = getattr(exc, "orig", None)
         return isinstance(orig, psycopg.OperationalError) and state is None
@@ -69,14 +74,20 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def translate(
-    exc: BaseException, *, workspace: str = "", lock_timeout: float = 0.0
+    exc: BaseException, *, workspace: str = "", lock_timeout: float = 0.0, database: str = ""
 ) -> RegistryError:
-    """The registry exception to raise for a database failure."""
+    """The registry exception to raise for a database failure.
+
+    `database` (the URL with its password hidden) is named in the message, so an operator
+    knows which database did not answer; the driver's text is cut to its first line.
+    """
     if isinstance(exc, RegistryError):
         return exc
     if is_lock_timeout(exc):
         return WorkspaceBusy(workspace, lock_timeout)
-    detail = (
-        str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc) else type(exc).__name__
-    )
-    return StorageUnavailable("database", detail)
+    if isinstance(exc, sa.exc.TimeoutError):
+        detail = "no pooled connection became free in time; retry later"
+    else:
+        text = str(getattr(exc, "orig", None) or exc).strip()
+        detail = text.splitlines()[0] if text else type(exc).__name__
+    return StorageUnavailable("database", f"{database}: {detail}" if database else detail)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from importlib import resources
 from pathlib import Path
 
@@ -11,6 +13,8 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.ext.asyncio import AsyncEngine
+
+from registry.db import errors as db_errors
 
 
 def migrations_dir() -> Path:
@@ -48,15 +52,25 @@ def _current(connection: sa.Connection) -> str | None:
     return MigrationContext.configure(connection).get_current_revision()
 
 
+@asynccontextmanager
+async def _translated(engine: AsyncEngine) -> AsyncIterator[None]:
+    """A database that cannot be reached is `StorageUnavailable`, naming it (password hidden)."""
+    try:
+        yield
+    except db_errors.DATABASE_ERRORS as exc:
+        database = engine.url.render_as_string(hide_password=True)
+        raise db_errors.translate(exc, database=database) from exc
+
+
 async def upgrade(engine: AsyncEngine) -> None:
     """Create or upgrade the schema to the newest revision (idempotent)."""
     config = alembic_config()
-    async with engine.connect() as connection:
+    async with _translated(engine), engine.connect() as connection:
         await connection.run_sync(_upgrade, config)
         await connection.commit()
 
 
 async def current_revision(engine: AsyncEngine) -> str | None:
     """The revision the database is at, or None for an empty database."""
-    async with engine.connect() as connection:
+    async with _translated(engine), engine.connect() as connection:
         return await connection.run_sync(_current)

@@ -18,6 +18,7 @@ from registry.db.tables import Event, Manifest, ManifestEntry, Skill, Version, V
 from registry.domain.manifest import Manifest as DomainManifest
 from registry.domain.manifest import ManifestEntry as DomainEntry
 from registry.domain.model import Scope
+from registry.errors import HeadConflict
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,8 +310,11 @@ async def move_head(
         .values(head=new_head, head_size=size, updated_at=now, **changes)
     )
     if result.rowcount != 1:
-        msg = f"compare-and-swap of skill {skill.id} lost under the workspace lock"
-        raise RuntimeError(msg)
+        # Only a writer that skipped the workspace lock can get here: the swap still refuses.
+        current = await conn.scalar(
+            sa.select(Skill.head).where(Skill.id == skill.id, Skill.workspace == skill.workspace)
+        )
+        raise HeadConflict(skill.head, current)
 
 
 CONTROL_COLUMNS: Final = frozenset(

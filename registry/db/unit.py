@@ -1,7 +1,10 @@
 """The unit of work: every transaction the registry opens, opened one way.
 
 Four kinds, one method each:
-- `read(work)`: a read transaction.
+- `read(work)`: a read transaction, in one snapshot (PostgreSQL: `REPEATABLE READ READ
+  ONLY`; SQLite's read transactions are snapshots already), so a read that spans statements
+  never sees half of a concurrent change (a version whose manifest rows were pruned between
+  two of its statements).
 - `write(work)`: a write transaction (SQLite: `BEGIN IMMEDIATE`), for work that is
   idempotent as a whole (claims, releases, bookkeeping).
 - `locked(workspace, work)`: a write transaction that first takes the workspace's lock, for
@@ -13,32 +16,55 @@ Four kinds, one method each:
 
 Each runs in its own task (`cancel.guarded`), so cancelling the caller never cuts a
 statement in half, and is retried as a whole on transient errors (before its commit, for
-`publish`). Whatever still fails is translated into the registry's own exceptions where it
-leaves this module, so services never see a driver's error.
+`publish`). A lock that is not granted in time is not retried: inside a write, every
+transaction draws on the write's one lock budget (`budget.py`), so the write fails with
+`WorkspaceBusy` once it has waited `lock_timeout` in all. Connections are taken through a
+gate as wide as the pool, so a burst of writes queues here (within the write's deadline)
+instead of failing inside the pool. Whatever still fails is translated into the registry's
+own exceptions where it leaves this module, so services never see a driver's error.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Final, Generic, TypeVar
 
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncTransaction
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from registry.db import budget as write_budget
 from registry.db import errors as db_errors
 from registry.db.cancel import check_cancelled, guarded
-from registry.db.engine import write_connection
+from registry.db.engine import dialect_name, write_connection
 from registry.db.locks import lock_workspace
+from registry.errors import StorageUnavailable, WorkspaceBusy
 
 T = TypeVar("T")
 
 Work = Callable[[AsyncConnection], Awaitable[T]]
 Hit = Callable[[str], Awaitable[None]]
 
+# A lock budget this close to the configured wait is not worth a statement to shorten it.
+_LOCK_SLACK: Final = 0.05
+
 
 async def _no_hit(_name: str) -> None:
     return None
+
+
+def _set_busy_timeout(conn: sa.Connection, milliseconds: int) -> None:
+    # On the driver's connection, not through SQLAlchemy, which would begin a transaction
+    # (`BEGIN IMMEDIATE`, the very wait this shortens) before running the pragma.
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(f"PRAGMA busy_timeout={milliseconds}")
+    finally:
+        cursor.close()
 
 
 class CommitOutcomeUnknown(Exception):
@@ -55,11 +81,27 @@ class Outcome(Generic[T]):
 
 @dataclass(frozen=True)
 class UnitOfWork:
-    """Opens the registry's transactions on `engine` (see the module docstring)."""
+    """Opens the registry's transactions on `engine` (see the module docstring).
+
+    `connections` is how many transactions may run at once (the pool's size plus its
+    overflow); `connect_timeout` bounds the wait for one outside a write's deadline.
+    """
 
     engine: AsyncEngine
     retry_attempts: int = 4
     lock_timeout: float = 5.0
+    sqlite_busy_timeout: float = 5.0
+    connections: int = 10
+    connect_timeout: float = 10.0
+    _gate: asyncio.Semaphore = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_gate", asyncio.Semaphore(self.connections))
+
+    @property
+    def database(self) -> str:
+        """The database's URL with its password hidden, for messages."""
+        return self.engine.url.render_as_string(hide_password=True)
 
     def _retrying(self) -> AsyncRetrying:
         return AsyncRetrying(
@@ -70,7 +112,7 @@ class UnitOfWork:
         )
 
     async def read(self, work: Work[T]) -> T:
-        """Run `work` in a read transaction."""
+        """Run `work` in a read transaction, in one snapshot."""
         return await self._transact(work, write=False, workspace="")
 
     async def write(self, work: Work[T], *, workspace: str = "") -> T:
@@ -81,7 +123,7 @@ class UnitOfWork:
         """Run `work` in a write transaction holding `workspace`'s lock."""
 
         async def run(conn: AsyncConnection) -> T:
-            await lock_workspace(conn, workspace)
+            await self._lock(conn, workspace)
             return await work(conn)
 
         return await self._transact(run, write=True, workspace=workspace)
@@ -100,12 +142,11 @@ class UnitOfWork:
         """
 
         async def once() -> T:
-            async with self.engine.connect() as raw:
-                conn = await write_connection(raw)
-                transaction = await conn.begin()
+            async with self._connection(write=True, workspace=workspace) as conn:
+                transaction = await self._begin(conn, write=True)
                 try:
                     await hit("publish.begin")
-                    await lock_workspace(conn, workspace)
+                    await self._lock(conn, workspace)
                     await hit("publish.locked")
                     outcome = await work(conn)
                     await hit("publish.before_commit")
@@ -127,12 +168,82 @@ class UnitOfWork:
 
     async def _transact(self, work: Work[T], *, write: bool, workspace: str) -> T:
         async def once() -> T:
-            async with self.engine.connect() as raw:
-                conn = await write_connection(raw) if write else raw
-                async with conn.begin():
-                    return await work(conn)
+            async with self._connection(write=write, workspace=workspace) as conn:
+                transaction = await self._begin(conn, write=write)
+                try:
+                    result = await work(conn)
+                except BaseException:
+                    await transaction.rollback()
+                    raise
+                await transaction.commit()
+                return result
 
         return await self._retried(once, workspace=workspace)
+
+    @asynccontextmanager
+    async def _connection(self, *, write: bool, workspace: str) -> AsyncIterator[AsyncConnection]:
+        """A connection through the gate, waiting at most the write's time left."""
+        budget = write_budget.current()
+        wait = self.connect_timeout if budget is None else min(self.connect_timeout, budget.left())
+        if budget is not None and write and budget.lock_left <= 0:
+            raise WorkspaceBusy(workspace, budget.lock_timeout)
+        try:
+            async with asyncio.timeout(max(wait, 0.0)):
+                await self._gate.acquire()
+        except TimeoutError:
+            raise StorageUnavailable(
+                "database",
+                f"no connection to {self.database} within {wait:.3g}s "
+                f"({self.connections} in use); retry later",
+            ) from None
+        try:
+            async with self.engine.connect() as raw:
+                conn = raw
+                if not write and dialect_name(raw) == "postgresql":
+                    conn = await raw.execution_options(
+                        isolation_level="REPEATABLE READ", postgresql_readonly=True
+                    )
+                yield conn
+        finally:
+            self._gate.release()
+
+    async def _begin(self, conn: AsyncConnection, *, write: bool) -> AsyncTransaction:
+        """Begin; on SQLite a write waits for the database's lock within the write's budget."""
+        if not write:
+            return await conn.begin()
+        conn = await write_connection(conn)
+        budget = write_budget.current()
+        if budget is None or dialect_name(conn) != "sqlite":
+            return await conn.begin()
+        started = time.monotonic()
+        shorten = budget.lock_left < self.sqlite_busy_timeout - _LOCK_SLACK
+        if shorten:
+            busy_ms = max(1, int(budget.lock_left * 1000))
+            await conn.run_sync(_set_busy_timeout, busy_ms)
+        try:
+            return await conn.begin()
+        finally:
+            budget.charge_lock(time.monotonic() - started)
+            if shorten:
+                default_ms = int(self.sqlite_busy_timeout * 1000)
+                await conn.run_sync(_set_busy_timeout, default_ms)
+
+    async def _lock(self, conn: AsyncConnection, workspace: str) -> None:
+        """Take the workspace lock, waiting at most what the write has left to wait."""
+        budget = write_budget.current()
+        if budget is None or dialect_name(conn) != "postgresql":
+            await lock_workspace(conn, workspace)
+            return
+        if budget.lock_left <= 0:
+            raise WorkspaceBusy(workspace, budget.lock_timeout)
+        if budget.lock_left < self.lock_timeout - _LOCK_SLACK:
+            ms = max(1, int(budget.lock_left * 1000))
+            await conn.exec_driver_sql(f"SET LOCAL lock_timeout = {ms}")
+        started = time.monotonic()
+        try:
+            await lock_workspace(conn, workspace)
+        finally:
+            budget.charge_lock(time.monotonic() - started)
 
     async def _retried(self, once: Callable[[], Awaitable[T]], *, workspace: str) -> T:
         try:
@@ -141,6 +252,6 @@ class UnitOfWork:
                     return await guarded(once)
         except db_errors.DATABASE_ERRORS as exc:
             raise db_errors.translate(
-                exc, workspace=workspace, lock_timeout=self.lock_timeout
+                exc, workspace=workspace, lock_timeout=self.lock_timeout, database=self.database
             ) from exc
         raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover

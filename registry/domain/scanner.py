@@ -13,21 +13,27 @@ clean" keys the cache by digest and fingerprint, so changing a pattern rescans e
 OpenAI, Anthropic, JWT), private key blocks, and high-entropy values assigned to
 secret-looking names. Text is decoded as UTF-8 with replacement, and binary files are
 scanned the same way, so a key embedded in a binary is still caught.
+
+It works in short steps, whatever a file holds: no pattern backtracks more than a bounded
+amount where it is tried, and no single call into C (a regex search, a decode, a count)
+covers more than a window of text (registry/domain/windowed.py), so the GIL, which `re`
+holds for the whole of a call, is never held for long. That is what lets a worker thread
+scan a large package while the event loop keeps serving (docs/write-path.md).
 """
 
 from __future__ import annotations
 
 import bisect
-import itertools
-import math
+import heapq
 import re
 import string
-from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
 from blake3 import blake3
 
+from registry.domain import values, windowed
+from registry.domain.values import GENERIC_MIN_ENTROPY, GENERIC_MIN_LENGTH, TOKEN_MIN_ENTROPY
 from registry.errors import ContentBlocked
 
 if TYPE_CHECKING:
@@ -66,13 +72,6 @@ PATTERN_CLASSES: Final = (
     GENERIC_SECRET,
 )
 
-GENERIC_MIN_LENGTH: Final = 16
-GENERIC_MIN_ENTROPY: Final = 3.5
-"""Bits per character. Random base62 of 16+ characters measures about 3.7 and up; words,
-identifiers and repeated characters measure less."""
-TOKEN_MIN_ENTROPY: Final = 3.0
-"""The floor for a value that already has a token's prefix and length."""
-
 
 @dataclass(frozen=True, slots=True)
 class Finding:
@@ -90,7 +89,12 @@ class Finding:
 
 
 class Scanner(Protocol):
-    """The content check seam. Implementations must be pure and deterministic."""
+    """The content check seam. Implementations must be pure and deterministic.
+
+    The services run `scan` in a worker thread for a large package, which frees the event
+    loop only if `scan` never holds the GIL for long in one call into C (a regex search over
+    a whole file does): see `registry/domain/windowed.py`.
+    """
 
     @property
     def fingerprint(self) -> str:
@@ -107,169 +111,6 @@ def value_hash(value: str) -> str:
     return blake3(value.encode("utf-8"), derive_key_context=FINDING_KEY_CONTEXT).hexdigest()
 
 
-# ---------------------------------------------------------------- value tests
-
-_PLACEHOLDER_MARKERS: Final = (
-    "your",
-    "example",
-    "changeme",
-    "change_me",
-    "change-me",
-    "placeholder",
-    "dummy",
-    "redacted",
-    "replace",
-    "insert",
-    "sample",
-    "xxxx",
-    "****",
-    "...",
-    "<",
-    ">",
-    "${",
-    "{{",
-    "%(",
-)
-"""Case-insensitive substrings that mark a value as a stand-in rather than a credential."""
-
-
-def _entropy(value: str) -> float:
-    """Shannon entropy of `value`, in bits per character."""
-    total = len(value)
-    return -sum(n / total * math.log2(n / total) for n in Counter(value).values())
-
-
-def _is_placeholder(value: str) -> bool:
-    lowered = value.lower()
-    return any(marker in lowered for marker in _PLACEHOLDER_MARKERS)
-
-
-def _token(value: str) -> bool:
-    """Accept a value with a token's shape unless it is a stand-in or repetitive."""
-    return not _is_placeholder(value) and _entropy(value) >= TOKEN_MIN_ENTROPY
-
-
-def _mixed_token(value: str) -> bool:
-    """Accept like `_token`, if the value mixes digits, upper and lower case as keys do.
-
-    `sk-` also starts ordinary kebab-case names (`sk-learn-pipeline`); random keys of the
-    lengths the pattern requires practically always mix all three kinds of character.
-    """
-    return (
-        _token(value)
-        and any(c.isdigit() for c in value)
-        and any(c.isupper() for c in value)
-        and any(c.islower() for c in value)
-    )
-
-
-def _secret(value: str) -> bool:
-    return not _is_placeholder(value) and _entropy(value) >= GENERIC_MIN_ENTROPY
-
-
-_SLACK_MIN_LENGTH: Final = 24
-
-
-def _slack_token(value: str) -> bool:
-    # Real Slack tokens carry numeric team and user ids: "xoxb-<digits>-<digits>-<random>".
-    return len(value) >= _SLACK_MIN_LENGTH and any(c.isdigit() for c in value) and _token(value)
-
-
-def _any(_value: str) -> bool:
-    return True
-
-
-# A bare (unquoted) value that is code, not a literal: `os.environ["X"]`, `process.env.X`,
-# `settings.API_TOKEN`, `get_token()`. A random literal practically never has this shape.
-_EXPRESSION: Final = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:[(\[].*)?", re.ASCII)
-_ENV_NAME: Final = re.compile(r"[A-Z][A-Z0-9_]*", re.ASCII)
-
-
-def _generic_value(value: str, *, quoted: bool) -> bool:
-    if len(value) < GENERIC_MIN_LENGTH or any(c.isspace() for c in value):
-        # Whitespace marks prose ("the token from the dashboard"), not a credential.
-        return False
-    if value.startswith(("$", "%", "/", "./", "../", "~/")):
-        # A variable reference ($X, %X%) or a file path, not the secret itself.
-        return False
-    if _ENV_NAME.fullmatch(value):
-        return False
-    if not quoted and _EXPRESSION.fullmatch(value) and any(c in value for c in ".(["):
-        return False
-    return _secret(value)
-
-
-_NAME_PART: Final = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+", re.ASCII)
-_SECRET_WORDS: Final = frozenset(
-    {
-        "password",
-        "passwd",
-        "pwd",
-        "passphrase",
-        "secret",
-        "token",
-        "auth",
-        "credential",
-        "credentials",
-        "apikey",
-        "accesskey",
-        "privatekey",
-        "secretkey",
-        "clientsecret",
-    }
-)
-_KEY_QUALIFIERS: Final = frozenset({"api", "access", "private", "signing", "encryption", "master"})
-# Names ending in one of these describe a secret (its file, its length, its variable) rather
-# than hold it: `password_file`, `token_url`, `api_key_env`, `secret_name`.
-_DESCRIPTIVE_SUFFIXES: Final = frozenset(
-    {
-        "arn",
-        "at",
-        "count",
-        "dir",
-        "endpoint",
-        "env",
-        "expires",
-        "expiry",
-        "field",
-        "file",
-        "format",
-        "header",
-        "hint",
-        "id",
-        "label",
-        "len",
-        "length",
-        "mode",
-        "name",
-        "path",
-        "pattern",
-        "prefix",
-        "provider",
-        "ttl",
-        "type",
-        "uri",
-        "url",
-        "var",
-    }
-)
-
-
-def is_secret_name(name: str) -> bool:
-    """Tell whether an identifier names a secret: `password`, `DB_PASSWORD`, `apiKey`.
-
-    The name is split at `_`, `-`, `.` and case changes; it is secret-looking if a part is a
-    secret word, or a part `key` follows `api`, `access`, `private`, `signing`,
-    `encryption` or `master`, and the last part does not merely describe a secret.
-    """
-    parts = [part.lower() for part in _NAME_PART.findall(name)]
-    if not parts or parts[-1] in _DESCRIPTIVE_SUFFIXES:
-        return False
-    if any(part in _SECRET_WORDS for part in parts):
-        return True
-    return any(a in _KEY_QUALIFIERS and b == "key" for a, b in itertools.pairwise(parts))
-
-
 # ---------------------------------------------------------------- rules
 
 
@@ -278,16 +119,35 @@ class _Rule:
     pattern_class: str
     pattern: re.Pattern[str]
     accept: Callable[[str], bool]
-    # Text in every match, when the pattern does not open with it: a file without it is
-    # not searched (the regex engine cannot skip ahead to a character class).
+    # What every match of `pattern` opens with, tried at the same position: its literal
+    # prefix, its lookbehind and the bounded part after them, at most `_START_REACH`
+    # characters. It is searched for a window at a time, and `pattern` tried where it is.
+    start: re.Pattern[str]
+    # Text in every match: a file without it is not searched. Finding a literal is faster
+    # than the regex engine's search for a prefix that opens with a common letter, and the
+    # engine cannot skip ahead to a character class at all.
     literal: str = ""
 
 
 def _rule(
-    pattern_class: str, pattern: str, accept: Callable[[str], bool], literal: str = ""
+    pattern_class: str,
+    pattern: str,
+    accept: Callable[[str], bool],
+    *,
+    start: str,
+    literal: str = "",
 ) -> _Rule:
-    return _Rule(pattern_class, re.compile(pattern, re.ASCII), accept, literal)
+    return _Rule(
+        pattern_class,
+        re.compile(pattern, re.ASCII),
+        accept,
+        re.compile(start, re.ASCII),
+        literal,
+    )
 
+
+_START_REACH: Final = 64
+"""The longest text a rule's `start` reads from where it is tried."""
 
 # Listed most specific first: where two rules match overlapping text, the earlier one wins
 # (an `sk-ant-` key is an Anthropic key, not an OpenAI one; a GitHub token assigned to
@@ -296,68 +156,110 @@ def _rule(
 # skip ahead to candidates (about thirty times faster than opening with a lookbehind); the
 # lookbehind that keeps a match from starting inside a longer token comes after the prefix
 # and looks back past it, and a lookahead keeps it from ending inside one.
+#
+# No try backtracks more than a bounded amount: a run that what follows could never take a
+# character back from is possessive (a JWT segment ends at a `.`, which the run cannot
+# hold: `{8,}+`), so a failed try costs one pass over it, and a PEM header line is taken
+# whole (below). The lengths a run may have are bounded, or the run is possessive.
 _RULES: Final = (
     _rule(
         PRIVATE_KEY,
         r"(?P<value>-----BEGIN [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?-----"
-        # PEM headers (Proc-Type, DEK-Info) or PGP armour headers (Version, Comment)
-        r"(?:[ \t]*\r?\n[A-Za-z0-9-]{1,40}:[^\r\n]*){0,8}"
+        # PEM headers (Proc-Type, DEK-Info) or PGP armour headers (Version, Comment). A
+        # header line is taken whole: the body starts after the headers, never inside one
+        # (letting it start anywhere in them made a failed try cost every split of their
+        # trailing spaces, exponential in the number of header lines).
+        r"(?:[ \t]*+\r?\n[A-Za-z0-9-]{1,40}:[^\r\n]*+){0,8}"
         # at least 40 characters of base64 body: "MIIEow...\n" in documentation is not a key
         r"\s{0,8}[A-Za-z0-9+/]{40}[A-Za-z0-9+/=\s]*"
         r"(?:-----END [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?-----)?)",
-        _any,
+        values.any_value,
+        start=r"-----BEGIN [A-Z0-9 ]{0,40}?PRIVATE KEY",
     ),
     _rule(
         AWS_ACCESS_KEY_ID,
         r"(?P<value>A[KS]IA(?<![A-Za-z0-9]A[KS]IA)[A-Z0-9]{16})(?![A-Za-z0-9])",
-        _token,
+        values.token_value,
+        start=r"A[KS]IA(?<![A-Za-z0-9]A[KS]IA)[A-Z0-9]{16}",
     ),
     _rule(
         GITHUB_TOKEN,
         r"(?P<value>g(?<![A-Za-z0-9_]g)"
         r"(?:h[pousr]_[A-Za-z0-9]{36,251}|ithub_pat_[A-Za-z0-9_]{22,244}))(?![A-Za-z0-9_])",
-        _token,
+        values.token_value,
+        start=r"g(?<![A-Za-z0-9_]g)(?:h[pousr]_[A-Za-z0-9]{36}|ithub_pat_[A-Za-z0-9_]{22})",
     ),
     _rule(
         SLACK_TOKEN,
         r"(?P<value>xox(?<![A-Za-z0-9]xox)[abprs]-"
         r"[A-Za-z0-9]{1,64}+(?:-[A-Za-z0-9]{1,64}+){1,6}+)(?![A-Za-z0-9-])",
-        _slack_token,
+        values.slack_token,
+        start=r"xox(?<![A-Za-z0-9]xox)[abprs]-[A-Za-z0-9]",
     ),
     _rule(
         STRIPE_KEY,
         r"(?P<value>[sr]k_live_(?<![A-Za-z0-9][sr]k_live_)[A-Za-z0-9]{16,247})(?![A-Za-z0-9])",
-        _token,
+        values.token_value,
+        start=r"[sr]k_live_(?<![A-Za-z0-9][sr]k_live_)[A-Za-z0-9]{16}",
         literal="k_live_",
     ),
     _rule(
         GOOGLE_API_KEY,
         r"(?P<value>AIza(?<![A-Za-z0-9_-]AIza)[A-Za-z0-9_-]{35})(?![A-Za-z0-9_-])",
-        _token,
+        values.token_value,
+        start=r"AIza(?<![A-Za-z0-9_-]AIza)[A-Za-z0-9_-]{35}",
+        literal="AIza",
     ),
     _rule(
         ANTHROPIC_KEY,
         r"(?P<value>sk-ant-(?<![A-Za-z0-9_-]sk-ant-)[A-Za-z0-9_-]{32,})(?![A-Za-z0-9_-])",
-        _token,
+        values.token_value,
+        start=r"sk-ant-(?<![A-Za-z0-9_-]sk-ant-)[A-Za-z0-9_-]{32}",
+        literal="sk-ant-",
     ),
     _rule(
         OPENAI_KEY,
         r"(?P<value>sk-(?<![A-Za-z0-9_-]sk-)(?!ant-)[A-Za-z0-9_-]{20,})(?![A-Za-z0-9_-])",
-        _mixed_token,
+        values.mixed_token,
+        start=r"sk-(?<![A-Za-z0-9_-]sk-)(?!ant-)[A-Za-z0-9_-]{20}",
+        literal="sk-",
     ),
     _rule(
         JWT,
-        r"(?P<value>eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}"
-        r"\.[A-Za-z0-9_-]{16,})(?![A-Za-z0-9_.-])",
-        _token,
+        r"(?P<value>eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+"
+        r"\.[A-Za-z0-9_-]{16,}+)(?![A-Za-z0-9_.-])",
+        values.token_value,
+        start=r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8}",
+        literal="eyJ",
     ),
 )
 
+
+def _rule_matches(rule: _Rule, text: str) -> Iterator[re.Match[str]]:
+    """Every match of `rule.pattern` in `text`: exactly what `finditer` finds.
+
+    `finditer` searches for the pattern itself, and one search runs on until it finds a
+    match, over the whole text if there is none. This searches for the rule's `start` a
+    window at a time, tries the pattern only where it is found, and resumes where
+    `finditer` would (after a match, or one character after a failed try). Each try sees
+    the whole text.
+    """
+    position = 0
+    while (start := windowed.search(rule.start, text, position, _START_REACH)) is not None:
+        found = rule.pattern.match(text, start.start())
+        if found is None:
+            position = start.start() + 1
+        else:
+            yield found
+            position = found.end()
+
+
 # A name, an assignment (`=`, `:`, `:=`, `=>`, after an optional closing quote or bracket of
-# a key) and a quoted or bare value; `is_secret_name` and `_generic_value` judge the parts.
+# a key) and a quoted or bare value; `values.is_secret_name` and `values.generic_value`
+# judge the parts.
 # The name starts where a run of identifier characters starts (or after the `--` of a
 # command-line flag), so each run is tried once and scanning stays linear in the text. The
-# lookahead admits only names containing a word `is_secret_name` could accept, so an
+# lookahead admits only names containing a word `values.is_secret_name` could accept, so an
 # ordinary assignment (`args: --password=...`) never consumes the text of a secret one.
 _ASSIGNMENT: Final = re.compile(
     r"(?:(?<![A-Za-z0-9_.$-])|(?<=(?<![A-Za-z0-9_.$-])--))"
@@ -378,7 +280,38 @@ _ASSIGNMENT: Final = re.compile(
 # positions where a match using that word can start; `assignment_matches` tries those.
 _ASSIGNMENT_WORDS: Final = (b"pass", b"pwd", b"secret", b"token", b"auth", b"credential", b"key")
 _NAME_CHARACTERS: Final = string.ascii_letters + string.digits + "_.-"
+_NAME_OPENERS: Final = string.ascii_letters + "_"
+_NOT_NAME: Final = re.compile(r"[^A-Za-z0-9_.-]")
 _LOOK_BACK: Final = 68  # a name's 64 characters, the `--` before it, and a margin
+
+
+def _word_starts(text: str, lowered: bytes, word: bytes, at: int) -> Iterator[int]:
+    """The positions where a match whose name holds `word` may start, in increasing order.
+
+    `at` is the word's first occurrence in `lowered`.
+    """
+    previous = -1
+    while at != -1:
+        window = max(at - _LOOK_BACK, 0)
+        # The run of name characters that ends at the word starts after the last character
+        # that is not one; a run longer than the window starts too far back for this word
+        # to be in its name, unless the window reaches the text's start.
+        run = window + len(text[window:at].rstrip(_NAME_CHARACTERS))
+        if run == window and window > 0:
+            # The run starts too far back for every later occurrence in it as well: go on
+            # from the run's end.
+            end = windowed.search(_NOT_NAME, text, at, 1)
+            at = -1 if end is None else windowed.find(lowered, word, end.start())
+            continue
+        if run != previous:
+            previous = run
+            # A name opens with a letter or `_` (no match starts anywhere else), or just
+            # after the `--` of a flag.
+            if text.startswith("--", run):
+                yield run + 2
+            elif text[run] in _NAME_OPENERS:
+                yield run
+        at = windowed.find(lowered, word, at + 1)
 
 
 def _assignment_starts(text: str) -> list[int]:
@@ -386,22 +319,19 @@ def _assignment_starts(text: str) -> list[int]:
     # One byte per character (anything outside ASCII becomes `?`, which no word contains),
     # lower-cased in ASCII only, as the pattern folds case: positions carry over as they are.
     lowered = text.encode("ascii", "replace").lower()
-    starts: set[int] = set()
+    words = []
     for word in _ASSIGNMENT_WORDS:
-        at = lowered.find(word)
-        while at != -1:
-            window = max(at - _LOOK_BACK, 0)
-            before = text[window:at]
-            # The run of name characters that ends at the word starts after the last
-            # character that is not one; a run longer than the window starts too far back
-            # for this word to be in its name, unless the window reaches the text's start.
-            run = window + len(before.rstrip(_NAME_CHARACTERS))
-            if run > window or window == 0:
-                starts.add(run)
-                if text.startswith("--", run):
-                    starts.add(run + 2)
-            at = lowered.find(word, at + 1)
-    return sorted(starts)
+        at = windowed.find(lowered, word)
+        if at != -1:
+            words.append(_word_starts(text, lowered, word, at))
+    # Merged rather than collected and sorted: one sort of every start of a file full of
+    # secret words would be one long call.
+    merged = words[0] if len(words) == 1 else heapq.merge(*words)
+    starts: list[int] = []
+    for position in merged:
+        if not starts or position != starts[-1]:
+            starts.append(position)
+    return starts
 
 
 def assignment_matches(text: str) -> Iterator[re.Match[str]]:
@@ -410,7 +340,7 @@ def assignment_matches(text: str) -> Iterator[re.Match[str]]:
     `finditer` tries each position in turn and resumes after a match; this tries, in the
     same order and with the same resumption, only the positions where a match may start
     (at every other one the pattern's lookbehinds or lookahead fail). Each try sees the
-    whole text.
+    whole text and reads at most a name and a value ahead.
     """
     resume = 0
     for position in _assignment_starts(text):
@@ -437,13 +367,13 @@ _LOGIC_VERSION: Final = 1
 def _fingerprint() -> str:
     # The patterns are hashed so that editing one changes the fingerprint by itself; the
     # acceptance logic is code, so `_LOGIC_VERSION` must be bumped when it changes.
-    parts = [f"logic={_LOGIC_VERSION}", f"placeholders={_PLACEHOLDER_MARKERS!r}"]
+    parts = [f"logic={_LOGIC_VERSION}", f"placeholders={values.PLACEHOLDER_MARKERS!r}"]
     parts += [f"{r.pattern_class}\t{r.pattern.pattern}\t{r.accept.__name__}" for r in _RULES]
     parts += [
         f"{GENERIC_SECRET}\t{_ASSIGNMENT.pattern}",
         f"{AWS_SECRET_ACCESS_KEY}\t{_AWS_SECRET_NAME.pattern}\t{_AWS_SECRET_VALUE.pattern}",
         f"thresholds={GENERIC_MIN_LENGTH},{GENERIC_MIN_ENTROPY},{TOKEN_MIN_ENTROPY}",
-        f"words={sorted(_SECRET_WORDS)},{sorted(_KEY_QUALIFIERS)},{sorted(_DESCRIPTIVE_SUFFIXES)}",
+        f"words={sorted(values.SECRET_WORDS)},{sorted(values.KEY_QUALIFIERS)},{sorted(values.DESCRIPTIVE_SUFFIXES)}",
     ]
     return "default-" + blake3("\n".join(parts).encode("utf-8")).hexdigest()[:32]
 
@@ -463,7 +393,7 @@ class DefaultScanner:
 
     def scan(self, path: str, data: bytes) -> list[Finding]:
         """Return the findings in `data`, ordinals 1..n in order of position."""
-        text = data.decode("utf-8", errors="replace")
+        text = windowed.decode_utf8(data)
         # Accepted matches are kept disjoint and sorted by start, so a candidate can only
         # overlap its two neighbours: a file full of keys costs O(n log n), not O(n^2).
         starts: list[int] = []
@@ -490,9 +420,9 @@ class DefaultScanner:
     def _candidates(text: str) -> Iterable[_Match]:
         """Every accepted match, most specific rule first (the order overlaps resolve in)."""
         for rule in _RULES:
-            if rule.literal not in text:
+            if rule.literal and windowed.find(text, rule.literal) == -1:
                 continue
-            for found in rule.pattern.finditer(text):
+            for found in _rule_matches(rule, text):
                 value = found.group("value")
                 if rule.accept(value):
                     start, end = found.span("value")
@@ -503,9 +433,11 @@ class DefaultScanner:
             value = found.group(group)
             start, end = found.span(group)
             if _AWS_SECRET_NAME.search(name) and _AWS_SECRET_VALUE.fullmatch(value):
-                if _secret(value):
+                if values.secret_value(value):
                     yield _Match(start, end, AWS_SECRET_ACCESS_KEY, value)
-            elif is_secret_name(name) and _generic_value(value, quoted=group == "quoted"):
+            elif values.is_secret_name(name) and values.generic_value(
+                value, quoted=group == "quoted"
+            ):
                 yield _Match(start, end, GENERIC_SECRET, value)
 
 

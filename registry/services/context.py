@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Final, ParamSpec, TypeVar
+from typing import Any, Final, ParamSpec, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from blobstore import BlobStore
+from registry.db.budget import Budget, write_budget
 from registry.db.cancel import check_cancelled
 from registry.db.unit import UnitOfWork, Work
 from registry.domain.clock import Clock, SystemClock
@@ -23,6 +25,37 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 
+class Cleanups:
+    """Cleanup work started by failed or cancelled operations, kept until it finishes.
+
+    A cleanup (releasing a write's claims, recording a failed GC run) runs in a task of its
+    own so the caller's cancellation cannot stop it halfway. The event loop keeps only a
+    weak reference to a task, so this set holds them, and `Registry.close()` waits for them
+    (`drain`) before it disposes of the engine they use.
+    """
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def start(self, awaitable: Awaitable[T]) -> asyncio.Task[T]:
+        """Run `awaitable` to completion in a task of its own, tracked until it ends."""
+        task: asyncio.Task[T] = asyncio.ensure_future(awaitable)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def drain(self, within: float) -> int:
+        """Wait up to `within` seconds for every cleanup; return how many are still running."""
+        pending = set(self._tasks)
+        if pending:
+            _, still = await asyncio.wait(pending, timeout=within)
+            return len(still)
+        return 0
+
+
 @dataclass(frozen=True)
 class Context:
     """The injected dependencies of the services."""
@@ -33,6 +66,7 @@ class Context:
     scanner: Scanner = field(default_factory=DefaultScanner)
     clock: Clock = field(default_factory=SystemClock)
     failpoints: Failpoints = NO_FAILPOINTS
+    cleanups: Cleanups = field(default_factory=Cleanups, compare=False)
 
     @property
     def limits(self) -> Limits:
@@ -51,10 +85,14 @@ class Context:
     @functools.cached_property
     def uow(self) -> UnitOfWork:
         """The unit of work every transaction of the services goes through."""
+        settings = self.settings
         return UnitOfWork(
             self.engine,
-            retry_attempts=self.settings.retry_attempts,
-            lock_timeout=self.settings.lock_timeout,
+            retry_attempts=settings.retry_attempts,
+            lock_timeout=settings.lock_timeout,
+            sqlite_busy_timeout=settings.sqlite_busy_timeout,
+            connections=settings.db_pool_size + settings.db_max_overflow,
+            connect_timeout=settings.db_pool_timeout,
         )
 
     async def read(self, work: Work[T]) -> T:
@@ -69,20 +107,39 @@ class Context:
         """Run `work` in a write transaction holding the workspace lock (`UnitOfWork.locked`)."""
         return await self.uow.locked(workspace, work)
 
+    def deadline(self) -> AbstractContextManager[Budget]:
+        """The deadlines of one write (`write_timeout` overall, `lock_timeout` of lock waits).
 
-async def shielded(awaitable: Awaitable[T]) -> T:
-    """Run cleanup to completion even if the caller is cancelled meanwhile."""
-    return await asyncio.shield(awaitable)
+        Every transaction the write opens draws on them; a write nested in another (an
+        edit's publish) shares its caller's.
+        """
+        return write_budget(
+            total=self.settings.write_timeout, lock_timeout=self.settings.lock_timeout
+        )
+
+    async def shielded(self, awaitable: Awaitable[T]) -> T:
+        """Run cleanup to completion even if the caller is cancelled meanwhile (tracked)."""
+        return await asyncio.shield(self.cleanups.start(awaitable))
 
 
 # Above this many bytes, CPU-bound work on file bytes (hashing, archive reading) runs in a
 # worker thread so a large package does not stall the event loop. BLAKE3 and zlib release
-# the GIL while they work, so the loop keeps serving other requests meanwhile.
+# the GIL while they work, so the loop keeps serving other requests meanwhile. A thread
+# helps only work that lets go of the GIL: one long call into C that holds it (a regex
+# search over a whole file) stalls the loop from a worker thread just the same, so such
+# work must come in short calls (the content check does: registry/domain/windowed.py).
 OFFLOAD_BYTES: Final = 256 * 1024
 
 
 async def offloaded(size: int, func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
     """`func(*args, **kwargs)`, in a worker thread if it works on more than `OFFLOAD_BYTES`."""
-    if size > OFFLOAD_BYTES:
+    return await offloaded_above(OFFLOAD_BYTES, size, func, *args, **kwargs)
+
+
+async def offloaded_above(
+    limit: int, size: int, func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs
+) -> T:
+    """`func(*args, **kwargs)`, in a worker thread if it works on more than `limit` bytes."""
+    if size > limit:
         return await asyncio.to_thread(func, *args, **kwargs)
     return func(*args, **kwargs)

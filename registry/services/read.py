@@ -110,6 +110,7 @@ async def package_info(
 
     async def work(conn: AsyncConnection) -> PackageInfo:
         skill, row = await locate(conn, scope, slug, version)
+        await ctx.hit("read.located")
         manifest = await db_skills.manifest_entries(conn, scope.workspace, row.manifest_id)
         return PackageInfo(
             scope=scope,

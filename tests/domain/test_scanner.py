@@ -12,11 +12,11 @@ from registry.domain.scanner import (
     Finding,
     Scanner,
     first_blocking,
-    is_secret_name,
     raise_for,
     scan_package,
     value_hash,
 )
+from registry.domain.values import is_secret_name
 from registry.errors import ContentBlocked
 from tests.corpus import fakes
 

@@ -53,6 +53,9 @@ async def make_registry(
             lock_timeout=effective.lock_timeout,
             statement_timeout=effective.statement_timeout,
             sqlite_busy_timeout=effective.sqlite_busy_timeout,
+            pool_size=effective.db_pool_size,
+            max_overflow=effective.db_max_overflow,
+            pool_timeout=effective.db_pool_timeout,
         )
         engines.append(engine)
         registry = Registry(engine, blobs or local_store, effective, **kwargs)

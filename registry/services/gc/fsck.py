@@ -165,6 +165,7 @@ async def _check_manifests(ctx: Context, report: FsckReport) -> None:
             conn: AsyncConnection, after: int = after
         ) -> tuple[list[db_integrity.ManifestRow], list[db_integrity.EntryRow]]:
             manifests = await db_integrity.manifests_after(conn, after, batch)
+            await ctx.hit("fsck.manifests_read")
             return manifests, await db_integrity.entries_of(conn, [m.id for m in manifests])
 
         manifests, entries = await ctx.read(page)

@@ -48,7 +48,7 @@ from registry.errors import (
     RegistryError,
     SkillExists,
 )
-from registry.services.context import Context, shielded
+from registry.services.context import Context
 
 MAX_PAGE: Final = 500
 
@@ -318,7 +318,7 @@ class Worker:
             if not lost.is_set():
                 # The worker itself was cancelled: hand the job back at once rather than
                 # leaving it to its lease (the attempt still counts).
-                await shielded(self._release(job))
+                await self.ctx.shielded(self._release(job))
                 raise
             return JobOutcome(await get_job(self.ctx, job.id), JobLeaseLost(job.id, self.worker_id))
         except Exception as exc:  # noqa: BLE001 - every failure of a job is recorded

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from blobstore import BlobStoreError
 from registry.db import blobs as db_blobs
+from registry.db import budget as write_budget
 from registry.db import scans as db_scans
 from registry.domain.model import Scope
 from registry.errors import StorageUnavailable
@@ -65,11 +66,20 @@ async def claim_and_upload(
 
 
 async def upload(ctx: Context, blobs: Mapping[str, bytes]) -> None:
-    """Put every blob, at most `upload_concurrency` at a time; the first failure stops all."""
+    """Put every blob, at most `upload_concurrency` at a time; the first failure stops all.
+
+    The uploads of one write finish within `upload_timeout` (and the write's own deadline),
+    or the write fails with `StorageUnavailable` and releases its claims: a store that
+    accepts connections and never answers cannot hold a write for long.
+    """
     if not blobs:
         return
     gate = asyncio.Semaphore(ctx.settings.upload_concurrency)
     stored: set[str] = set()
+    budget = write_budget.current()
+    limit = ctx.settings.upload_timeout
+    if budget is not None:
+        limit = max(0.0, min(limit, budget.left()))
 
     async def put(digest: str, data: bytes) -> None:
         async with gate:
@@ -77,12 +87,16 @@ async def upload(ctx: Context, blobs: Mapping[str, bytes]) -> None:
         stored.add(digest)
 
     try:
-        async with asyncio.TaskGroup() as group:
+        async with asyncio.timeout(limit), asyncio.TaskGroup() as group:
             for digest, data in blobs.items():
                 group.create_task(put(digest, data))
     except* BlobStoreError as failures:
         first = failures.exceptions[0]
         raise StorageUnavailable("blob store", str(first)) from first
+    except* TimeoutError:
+        raise StorageUnavailable(
+            "blob store", f"{len(blobs) - len(stored)} uploads did not finish within {limit:.3g}s"
+        ) from None
     # A TaskGroup counts a child that raised CancelledError as cancelled, not failed, and
     # carries on. Only a put that returned proves the object is stored (invariant I2).
     missing = sorted(set(blobs) - stored)

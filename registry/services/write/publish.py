@@ -23,7 +23,9 @@ source is refused.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import random
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -37,6 +39,7 @@ from registry.db import blobs as db_blobs
 from registry.db import errors as db_errors
 from registry.db import proposals as db_proposals
 from registry.db import skills as db_skills
+from registry.db.budget import outside_write
 from registry.db.unit import CommitOutcomeUnknown, Outcome
 from registry.domain.approvals import Approval
 from registry.domain.manifest import Manifest, build_manifest
@@ -52,20 +55,42 @@ from registry.errors import (
     Inconsistency,
     RegistryError,
     StorageUnavailable,
+    VersionNotFound,
+    WorkspaceBusy,
 )
-from registry.services.context import Context, offloaded, shielded
+from registry.services.context import Context, offloaded
 from registry.services.write import blobstage, content, diversion, rootchecks
 from registry.services.write.request import NOT_SCREENED, Screening, WriteRequest
 
 # A publish that finds one of its blobs claimed away by GC (its claim expired while it
-# was stalled) starts again from the claim; this bounds how often.
-_BLOB_RACE_ATTEMPTS: Final = 3
+# was stalled, or GC is deleting that object right now under its fence) starts again from
+# the claim; this bounds how often, and the jittered pause before each new attempt lets a
+# GC delete in flight finish (docs/gc.md, "Interleavings").
+_BLOB_RACE_ATTEMPTS: Final = 4
+_BLOB_RACE_PAUSE: Final = 0.05
 
 
 @dataclass(frozen=True)
 class _Head:
     skill: db_skills.SkillRow
     manifest: Manifest
+
+
+@dataclass(frozen=True, slots=True)
+class _Staged:
+    """What the blob stage did for one attempt: the write's claims and its uploads."""
+
+    write_id: str
+    claimed: bool
+    uploaded: frozenset[str]
+
+
+class _CommitFailed(Exception):
+    """Settlement found that the write whose commit reply was lost did not commit."""
+
+    def __init__(self, write_id: str) -> None:
+        self.write_id = write_id
+        super().__init__(f"write {write_id} did not commit")
 
 
 class _BlobsRaced(Exception):
@@ -80,6 +105,13 @@ async def write_package(
     ctx: Context, request: WriteRequest, files: Mapping[str, FileInput]
 ) -> Publication:
     """Publish `files` as the new head of `request.slug`, or change nothing."""
+    with ctx.deadline():
+        return await _write_package(ctx, request, files)
+
+
+async def _write_package(
+    ctx: Context, request: WriteRequest, files: Mapping[str, FileInput]
+) -> Publication:
     check_slug(request.slug)
     package = validate_package(files, request.slug, ctx.limits)
     manifest = await _hash(package)
@@ -118,6 +150,17 @@ async def publish_manifest(
     install passes an empty mapping (every blob is already referenced and live).
     `screening` is what the content check decided for this package.
     """
+    with ctx.deadline():
+        return await _publish_manifest(ctx, request, manifest, files, screening)
+
+
+async def _publish_manifest(
+    ctx: Context,
+    request: WriteRequest,
+    manifest: Manifest,
+    files: Mapping[str, PackageFile],
+    screening: Screening,
+) -> Publication:
     head = await ctx.read(lambda conn: _read_head(conn, request.scope, request.slug))
     # A decision or a repair must be recorded even if the head's package is the same.
     if head is not None and head.manifest.hash == manifest.hash and request.may_be_unchanged:
@@ -145,15 +188,20 @@ async def publish_manifest(
         )
     except CommitOutcomeUnknown as unknown:
         # The reply was lost, not necessarily the write: look for the version.
-        settled = await shielded(_settle(ctx, request, write_id, look=True))
-        if settled is not None:
-            return settled
-        cause = unknown.__cause__ or unknown
-        raise db_errors.translate(cause) from cause
+        try:
+            return await ctx.shielded(_settle(ctx, request, write_id))
+        except _CommitFailed:
+            cause = unknown.__cause__ or unknown
+            raise db_errors.translate(cause, database=ctx.uow.database) from cause
+    except WorkspaceBusy:
+        # The write has waited its whole lock budget: it is told at once, and its claims
+        # are released in the background (tracked: `Registry.close()` waits for it).
+        ctx.cleanups.start(_release(ctx, request.scope.workspace, write_id))
+        raise
     except BaseException:
         # Cancellation included: release the claims, then let the error (or the
         # cancellation) propagate. A cancelled caller gets no reply to report to.
-        await shielded(_settle(ctx, request, write_id, look=False))
+        await ctx.shielded(_release(ctx, request.scope.workspace, write_id))
         raise
 
 
@@ -175,14 +223,15 @@ async def _store_and_publish(
     its bytes; a restore or an install, which has none, fails instead.
     """
     pending = dict(to_store)
-    for _ in range(_BLOB_RACE_ATTEMPTS):
+    for attempt in range(_BLOB_RACE_ATTEMPTS):
+        if attempt:
+            await asyncio.sleep(random.uniform(0, _BLOB_RACE_PAUSE * 2**attempt))  # noqa: S311
         uploaded = await blobstage.claim_and_upload(
             ctx, request.scope, write_id, pending, scanned_clean=screening.scanned_clean
         )
         try:
-            return await _publish(
-                ctx, request, screening, manifest=manifest, write_id=write_id, uploaded=uploaded
-            )
+            staged = _Staged(write_id, claimed=bool(pending), uploaded=uploaded)
+            return await _publish(ctx, request, screening, manifest, staged)
         except _BlobsRaced as raced:
             missing = [d for d in raced.digests if d not in available]
             if missing:
@@ -222,25 +271,16 @@ async def _publish(
     ctx: Context,
     request: WriteRequest,
     screening: Screening,
-    *,
     manifest: Manifest,
-    write_id: str,
-    uploaded: frozenset[str],
+    staged: _Staged,
 ) -> Publication:
     """The locked transaction (`UnitOfWork.publish`): retried as a whole before its commit."""
 
     async def work(conn: AsyncConnection) -> Outcome[Publication]:
-        publication = await _apply(
-            ctx,
-            conn,
-            request,
-            screening,
-            manifest=manifest,
-            write_id=write_id,
-            uploaded=uploaded,
-        )
-        # A write that finds its package at the head changes nothing: roll back.
-        return Outcome(publication, commit=not publication.unchanged)
+        publication = await _apply(ctx, conn, request, screening, manifest=manifest, staged=staged)
+        # A write that finds its package at the head changes nothing but its own claims:
+        # it commits their release, or rolls back if it claimed nothing.
+        return Outcome(publication, commit=not publication.unchanged or staged.claimed)
 
     return await ctx.uow.publish(request.scope.workspace, work, hit=ctx.hit)
 
@@ -252,21 +292,30 @@ async def _apply(
     screening: Screening,
     *,
     manifest: Manifest,
-    write_id: str,
-    uploaded: frozenset[str],
+    staged: _Staged,
 ) -> Publication:
     """Root checks, compare-and-swap and every row of the new version (lock held)."""
     scope, now = request.scope, ctx.clock.now()
+    write_id, uploaded = staged.write_id, staged.uploaded
     skill = await db_skills.live_skill(conn, scope, request.slug)
     if skill is not None and request.may_be_unchanged:
         head = await db_skills.version(conn, skill, skill.head)
         assert head is not None
         if head.manifest_hash == manifest.hash:
+            # Another writer published this package first: the head references every
+            # blob this write claimed, so its claims are released (invariant I4).
+            if staged.claimed:
+                await db_blobs.release(conn, write_id)
             return Publication(
                 skill.head, head.manifest_hash, created=False, retired=None, unchanged=True
             )
     decided = await diversion.pending_proposal(conn, request, skill)
     draft_base = rootchecks.check_root_or_keep_draft(request, skill)
+    # Retention may have pruned the restored version since the restore read it (and GC its
+    # blobs): decided here, under the lock, that is a missing version, not damage.
+    restored = request.restored_from
+    if restored is not None and skill is not None and not await _has_version(conn, skill, restored):
+        raise VersionNotFound(request.slug, restored)
     await diversion.check_sources(conn, request)
     divert = draft_base is not None or diversion.diverted(request, skill)
     if not divert:
@@ -313,6 +362,10 @@ async def _apply(
     )
     await db_blobs.release(conn, write_id)
     return _with_uploads(publication, manifest, uploaded)
+
+
+async def _has_version(conn: AsyncConnection, skill: db_skills.SkillRow, number: int) -> bool:
+    return await db_skills.version(conn, skill, number) is not None
 
 
 def _with_uploads(
@@ -429,17 +482,21 @@ async def _append_version(
     )
 
 
-async def _settle(
-    ctx: Context, request: WriteRequest, write_id: str, *, look: bool
-) -> Publication | None:
-    """After a failure: release the claims and, if `look`, find what it committed, if anything.
+async def _settle(ctx: Context, request: WriteRequest, write_id: str) -> Publication:
+    """A commit whose reply was lost: find what it committed, under the workspace lock.
 
-    Releasing is safe either way (a committed write already dropped its claims in its own
-    transaction) and never deletes a blob.
+    The lock is the proof that the answer is final: the transaction that sent the commit
+    holds it until it has committed or rolled back (on PostgreSQL, a commit still finishing
+    on the server, for example waiting for a synchronous standby, keeps it), so a lookup that
+    holds the lock cannot run before the outcome exists. If nothing was committed, the claims
+    are released in the same transaction. If the lock cannot be had, the outcome stays
+    unknown and the write is reported as such: retrying the same write is safe, because a
+    write that finds its own package at the head succeeds unchanged.
     """
     workspace = request.scope.workspace
 
     async def find(conn: AsyncConnection) -> Publication | None:
+        await ctx.hit("cleanup.settling")
         created = await db_skills.version_by_write(conn, workspace, write_id)
         if created is not None:
             return Publication(
@@ -452,6 +509,7 @@ async def _settle(
             )
         proposed = await db_proposals.by_write(conn, workspace, write_id)
         if proposed is None:
+            await db_blobs.release(conn, write_id)
             return None
         skill = await db_skills.skill_by_id(conn, workspace, proposed.skill_id)
         assert skill is not None
@@ -465,17 +523,27 @@ async def _settle(
             proposal=proposed.id,
         )
 
-    async def release(conn: AsyncConnection) -> int:
-        return await db_blobs.release(conn, write_id)
-
-    found = None
-    if look:
+    with outside_write():
         try:
-            found = await ctx.read(find)
-        except RegistryError:
-            found = None
-    # If the database is unreachable the claims expire after `claim_ttl`, and GC reclaims
-    # the blobs after its grace period (invariant I4).
-    with contextlib.suppress(RegistryError):
-        await ctx.write(release, workspace=workspace)
+            found = await ctx.locked(workspace, find)
+        except RegistryError as exc:
+            raise StorageUnavailable(
+                "database",
+                f"the outcome of the commit is unknown ({exc}); retrying the same write is "
+                "safe: if it committed, the retry finds its package at the head",
+            ) from exc
+    if found is None:
+        raise _CommitFailed(write_id)
     return found
+
+
+async def _release(ctx: Context, workspace: str, write_id: str) -> None:
+    """After a failure before the commit: drop the write's claims (never deletes a blob).
+
+    Runs with a lock wait of its own, not what is left of the write's. If the database is
+    unreachable the claims expire after `claim_ttl`, and GC reclaims the blobs after its
+    grace period (invariant I4).
+    """
+    await ctx.hit("cleanup.releasing")
+    with outside_write(), contextlib.suppress(RegistryError):
+        await ctx.write(lambda conn: db_blobs.release(conn, write_id), workspace=workspace)

@@ -44,6 +44,7 @@ async def stored_version(ctx: Context, scope: Scope, slug: str, number: int) -> 
 
     async def work(conn: AsyncConnection) -> StoredVersion:
         _, row = await locate(conn, scope, slug, number)
+        await ctx.hit("read.located")
         manifest = await db_skills.manifest_entries(conn, scope.workspace, row.manifest_id)
         sources = await db_skills.version_sources(conn, [row.id])
         approvals = await db_approvals.for_version(conn, scope.workspace, row.id)

@@ -45,7 +45,7 @@ from registry.errors import (
     RegistryError,
     StorageUnavailable,
 )
-from registry.services.context import Context, offloaded, shielded
+from registry.services.context import Context, offloaded
 from registry.services.write import publish
 from registry.services.write.request import WriteRequest
 
@@ -135,10 +135,10 @@ async def _claim_store_confirm(
     except BaseException:
         # Cancellation included: nothing references the blob yet, so the claim goes and
         # GC reclaims the object after its grace period.
-        await shielded(_release(ctx, workspace, write_id))
+        await ctx.shielded(_release(ctx, workspace, write_id))
         raise
     if not confirmed:
-        await shielded(_release(ctx, workspace, write_id))
+        await ctx.shielded(_release(ctx, workspace, write_id))
         return None
     return UploadedBlob(digest, len(data), stored)
 
