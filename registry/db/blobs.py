@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -101,12 +101,14 @@ class Unavailable:
 async def confirm(
     conn: AsyncConnection,
     *,
-    write_id: str,
+    held: Collection[str],
     uploaded: Collection[str],
     referenced: Collection[str],
-    now: datetime,
 ) -> Unavailable | None:
     """Inside the publish transaction: check every referenced blob, mark uploads `live`.
+
+    `held` are the digests whose claim of this write had not expired when the
+    transaction dropped the write's claims (`publication.take_claims`).
 
     A digest this write uploaded must have a row that is not `deleting` and this write's
     claim on it must still be unexpired; any other digest (deduplicated against the head
@@ -129,34 +131,34 @@ async def confirm(
     if not wanted:
         return None
     mine = set(uploaded)
-    held: set[str] = set()
-    if mine:
-        held = set(
-            (
-                await conn.execute(
-                    sa.select(BlobClaim.digest).where(
-                        BlobClaim.write_id == write_id,
-                        BlobClaim.digest.in_(sorted(mine)),
-                        BlobClaim.expires_at > now,
-                    )
-                )
-            ).scalars()
-        )
-    query = sa.select(Blob.digest, Blob.status).where(Blob.digest.in_(wanted))
+    query = _STATUSES
     if conn.dialect.name == "postgresql":
-        exclusive = bool(mine)
-        query = query.order_by(Blob.digest).with_for_update(read=not exclusive, key_share=exclusive)
-    found = {row.digest: row.status for row in await conn.execute(query)}
+        query = _STATUSES_FOR_CONFIRM if mine else _STATUSES_FOR_SHARE
+    found = {row.digest: row.status for row in await conn.execute(query, {"digests": wanted})}
     bad = tuple(d for d in wanted if not _usable(d, found.get(d), mine=mine, held=held))
     if bad:
         return Unavailable(bad)
     to_confirm = sorted(d for d in mine if found.get(d) == "pending")
     if to_confirm:
-        await conn.execute(sa.update(Blob).where(Blob.digest.in_(to_confirm)).values(status="live"))
+        await conn.execute(_MAKE_LIVE, {"digests": to_confirm})
     return None
 
 
-def _usable(digest: str, status: str | None, *, mine: set[str], held: set[str]) -> bool:
+_STATUSES: Final = (
+    sa.select(Blob.digest, Blob.status)
+    .where(Blob.digest.in_(sa.bindparam("digests", expanding=True)))
+    .order_by(Blob.digest)
+)
+_STATUSES_FOR_CONFIRM: Final = _STATUSES.with_for_update(key_share=True)
+_STATUSES_FOR_SHARE: Final = _STATUSES.with_for_update(read=True)
+_MAKE_LIVE: Final = (
+    sa.update(Blob)
+    .where(Blob.digest.in_(sa.bindparam("digests", expanding=True)))
+    .values(status="live")
+)
+
+
+def _usable(digest: str, status: str | None, *, mine: set[str], held: Collection[str]) -> bool:
     if status is None or status == "deleting":
         return False
     if digest in mine:

@@ -103,10 +103,10 @@ class UnitOfWork:
         """The database's URL with its password hidden, for messages."""
         return self.engine.url.render_as_string(hide_password=True)
 
-    def _retrying(self) -> AsyncRetrying:
+    def _retrying(self, attempts: int) -> AsyncRetrying:
         return AsyncRetrying(
             retry=retry_if_exception(db_errors.is_transient),
-            stop=stop_after_attempt(self.retry_attempts),
+            stop=stop_after_attempt(attempts),
             wait=wait_random_exponential(multiplier=0.05, max=1.0),
             reraise=True,
         )
@@ -247,7 +247,14 @@ class UnitOfWork:
 
     async def _retried(self, once: Callable[[], Awaitable[T]], *, workspace: str) -> T:
         try:
-            async for attempt in self._retrying():
+            # The first attempt runs without the retry machinery, which costs more client
+            # CPU than a short transaction; only a transient failure enters it.
+            try:
+                return await guarded(once)
+            except db_errors.DATABASE_ERRORS as exc:
+                if self.retry_attempts < 2 or not db_errors.is_transient(exc):  # noqa: PLR2004
+                    raise
+            async for attempt in self._retrying(self.retry_attempts - 1):
                 with attempt:
                     return await guarded(once)
         except db_errors.DATABASE_ERRORS as exc:

@@ -18,6 +18,7 @@ import pytest
 import sqlalchemy as sa
 
 from registry import Origin, Registry, Scope
+from registry.db import publication as db_publication
 from registry.db import skills as db_skills
 from registry.db import unit
 from registry.db.cancel import guarded
@@ -257,7 +258,9 @@ async def test_a_compare_and_swap_lost_under_the_lock_is_a_head_conflict(registr
     async def stale_swap(conn):
         skill = await db_skills.live_skill(conn, ACME, "pdf-report")
         stale = dataclasses.replace(skill, head=1)
-        await db_skills.move_head(conn, stale, new_head=2, size=1, now=registry.ctx.clock.now())
+        await db_publication.move_head(
+            conn, stale, new_head=2, size=1, now=registry.ctx.clock.now()
+        )
 
     with pytest.raises(HeadConflict) as caught:
         await registry.ctx.write(stale_swap)
