@@ -63,46 +63,61 @@ async def claim(
         {"digest": d, "size": size, "status": "pending", "created_at": now, "touched_at": now}
         for d, size in sorted(sizes.items())
     ]
-    insert = upsert(conn, Blob)
-    # In an upsert's SET, column references are the existing row's values.
-    unfenced = sa.or_(Blob.purge_expires_at.is_(None), Blob.purge_expires_at <= now)
-    statement = insert.values(rows).on_conflict_do_update(
+    dialect = conn.dialect.name
+    result = await conn.execute(_CLAIM_BLOBS[dialect], rows)
+    statuses = {row.digest: row.status for row in result}
+    # Whatever is still `deleting` is fenced. The upsert holds the row lock until commit
+    # (PostgreSQL), so GC cannot lift the fence and delete the row underneath this claim.
+    claimable = sorted(d for d in sizes if statuses[d] != "deleting")
+    if claimable:
+        # A write that claims again (its publish found a claim lapsed) renews the expiry.
+        await conn.execute(
+            _CLAIM[dialect],
+            [
+                {
+                    "write_id": write_id,
+                    "digest": d,
+                    "workspace": workspace,
+                    "created_at": now,
+                    "expires_at": expires_at,
+                }
+                for d in claimable
+            ],
+        )
+    return statuses
+
+
+def _claim_blobs(insert: Any) -> Any:
+    statement = insert(Blob)
+    # In an upsert's SET, column references are the existing row's values; the new row's
+    # `touched_at` is the claim's time, so a fence that ends before it has expired.
+    unfenced = sa.or_(
+        Blob.purge_expires_at.is_(None), Blob.purge_expires_at <= statement.excluded.touched_at
+    )
+    return statement.on_conflict_do_update(
         index_elements=[Blob.digest],
         set_={
-            "touched_at": insert.excluded.touched_at,
+            "touched_at": statement.excluded.touched_at,
             "status": sa.case(
                 (sa.and_(Blob.status == "deleting", unfenced), "pending"), else_=Blob.status
             ),
             "purge_expires_at": sa.case((unfenced, None), else_=Blob.purge_expires_at),
         },
+    ).returning(Blob.digest, Blob.status)
+
+
+def _claim(insert: Any) -> Any:
+    statement = insert(BlobClaim)
+    return statement.on_conflict_do_update(
+        index_elements=["write_id", "digest"],
+        set_={"expires_at": statement.excluded.expires_at},
     )
-    result = await conn.execute(statement.returning(Blob.digest, Blob.status))
-    statuses = {row.digest: row.status for row in result}
-    # Whatever is still `deleting` is fenced. The upsert holds the row lock until commit
-    # (PostgreSQL), so GC cannot lift the fence and delete the row underneath this claim.
-    claimable = sorted(d for d in sizes if statuses[d] != "deleting")
-    if not claimable:
-        return statuses
-    claims = upsert(conn, BlobClaim).values(
-        [
-            {
-                "write_id": write_id,
-                "digest": d,
-                "workspace": workspace,
-                "created_at": now,
-                "expires_at": expires_at,
-            }
-            for d in claimable
-        ]
-    )
-    # A write that claims again (its publish found a claim lapsed) renews the expiry.
-    await conn.execute(
-        claims.on_conflict_do_update(
-            index_elements=["write_id", "digest"],
-            set_={"expires_at": claims.excluded.expires_at},
-        )
-    )
-    return statuses
+
+
+# Built once per dialect and executed with a list of rows: one multi-row statement each.
+_DIALECTS: Final = (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))
+_CLAIM_BLOBS: Final = {name: _claim_blobs(insert) for name, insert in _DIALECTS}
+_CLAIM: Final = {name: _claim(insert) for name, insert in _DIALECTS}
 
 
 async def release(conn: AsyncConnection, write_id: str) -> int:
