@@ -188,7 +188,10 @@ class UnitOfWork:
         if budget is not None and write and budget.lock_left <= 0:
             raise WorkspaceBusy(workspace, budget.lock_timeout)
         try:
-            async with asyncio.timeout(max(wait, 0.0)):
+            if self._gate.locked():
+                async with asyncio.timeout(max(wait, 0.0)):
+                    await self._gate.acquire()
+            else:
                 await self._gate.acquire()
         except TimeoutError:
             raise StorageUnavailable(
