@@ -392,6 +392,19 @@ async def _append_version(
 ) -> Publication:
     """Insert the version, move the head (compare-and-swap) and write the event."""
     scope, skill = request.scope, found.skill
+    if skill is not None and conn.dialect.name == "postgresql":
+        return await _append_in_one(
+            ctx,
+            conn,
+            request,
+            found,
+            approvals=approvals,
+            manifest=manifest,
+            manifest_id=manifest_id,
+            decided=decided,
+            write_id=write_id,
+            now=now,
+        )
     if skill is None:
         skill_id = await db_publication.insert_skill(
             conn,
@@ -463,18 +476,7 @@ async def _append_version(
         kind=diversion.event_kind(request),
         version=number,
         manifest_hash=manifest.hash,
-        payload={
-            "origin": request.origin.value,
-            "actor": request.actor,
-            "parent": parent,
-            "restored_from": request.restored_from,
-            "files": manifest.file_count,
-            "bytes": manifest.total_size,
-            "proposal": None if request.decides is None else request.decides.proposal,
-            "decided_by": None if request.decides is None else request.decides.actor,
-            "repair": request.repair,
-            "staled_proposals": staled,
-        },
+        payload=_event_payload(request, manifest, parent=parent, staled=staled),
         now=now,
     )
     return Publication(
@@ -552,3 +554,93 @@ async def _release(ctx: Context, workspace: str, write_id: str) -> None:
     await ctx.hit("cleanup.releasing")
     with outside_write(), contextlib.suppress(RegistryError):
         await ctx.write(lambda conn: db_blobs.release(conn, write_id), workspace=workspace)
+
+
+def _event_payload(
+    request: WriteRequest, manifest: Manifest, *, parent: int | None, staled: list[int]
+) -> dict[str, object]:
+    decides = request.decides
+    return {
+        "origin": request.origin.value,
+        "actor": request.actor,
+        "parent": parent,
+        "restored_from": request.restored_from,
+        "files": manifest.file_count,
+        "bytes": manifest.total_size,
+        "proposal": None if decides is None else decides.proposal,
+        "decided_by": None if decides is None else decides.actor,
+        "repair": request.repair,
+        "staled_proposals": staled,
+    }
+
+
+async def _append_in_one(
+    ctx: Context,
+    conn: AsyncConnection,
+    request: WriteRequest,
+    found: db_publication.WriteContext,
+    *,
+    approvals: Sequence[Approval],
+    manifest: Manifest,
+    manifest_id: int,
+    decided: db_proposals.ProposalRow | None,
+    write_id: str,
+    now: datetime,
+) -> Publication:
+    """PostgreSQL, an existing skill: the version, head move and event in one round trip.
+
+    The proposal bookkeeping a head move causes (closing the decided proposal, making the
+    open one stale) runs first; inside one transaction the order does not matter.
+    """
+    skill = found.skill
+    assert skill is not None
+    number = skill.head + 1
+    staled = await diversion.head_moved(
+        conn,
+        request,
+        skill,
+        decided=decided,
+        number=number,
+        now=now,
+        pending=found.has_pending_proposal,
+    )
+    # A decided marketplace proposal moves the copy's baseline as its update would have.
+    baseline = request.baseline or (None if decided is None else decided.baseline_tuple)
+    version_id = await db_publication.append_version(
+        conn,
+        request.scope,
+        request.slug,
+        skill,
+        origin=request.origin.value,
+        actor=request.actor,
+        message=request.message,
+        restored_from=request.restored_from,
+        manifest_id=manifest_id,
+        manifest=manifest,
+        sources=request.sources,
+        write_id=write_id,
+        now=now,
+        auto_improve=request.changes.auto_improve,
+        baseline=baseline,
+        event_kind=diversion.event_kind(request),
+        payload=_event_payload(request, manifest, parent=skill.head, staled=staled),
+    )
+    await db_approvals.replace(
+        conn,
+        request.scope.workspace,
+        version_id,
+        approvals,
+        actor=request.actor,
+        now=now,
+        fresh=True,
+    )
+    await ctx.hit("publish.version_rows")
+    await ctx.hit("publish.head_moved")
+    return Publication(
+        version=number,
+        manifest_hash=manifest.hash,
+        created=True,
+        retired=skill.head,
+        unchanged=False,
+        committed_at=now,
+    )
