@@ -12,6 +12,7 @@ import pytest
 
 from bench import (  # noqa: F401 - registration
     concurrency,
+    cost,
     garbage,
     hashing,
     reads,
@@ -77,6 +78,7 @@ def test_every_scenario_of_the_issue_is_registered():
         "hashing",
         "reconcile",
         "gc",
+        "cost",
     }
     assert expected <= set(SCENARIOS)
 
