@@ -21,13 +21,14 @@ sources given, on each database with a local blob store, in one process.
   events, so both databases count them the same way. The timed writes run on a registry
   without these failpoints.
 
-The figures before the work of issue 14 (revision `edges`) are constants below, measured by
-the write path's owner with the same listener; the current revision's are measured in every
-run.
+The figures before the work of issue 14 (revision `edges`) are constants below (`BEFORE`),
+measured by the write path's owner with the same listener and found again by this counter
+on that revision; the current revision's are measured in every run.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -210,10 +211,7 @@ async def _cpu_round(
 ) -> tuple[float, float, float]:
     """CPU per write, wall time per write, and the floor's CPU per operation."""
     packages = _changes(writer.files, change, writes, tag)
-    floors = [
-        _changed_blobs(before, after)
-        for before, after in zip([writer.files, *packages], packages, strict=False)
-    ]
+    floors = [_changed_blobs(a, b) for a, b in itertools.pairwise([writer.files, *packages])]
     cpu, wall = time.process_time(), time.perf_counter()
     for files in packages:
         await writer.write(files)
