@@ -281,12 +281,21 @@ def _sqlite_plan(rows: Sequence[Any]) -> dict[str, Any]:
     details = [str(row[-1]) for row in rows]
     indexes = []
     full_scans = []
+    # A scan of a co-routine (a CTE or a subquery SQLite materialises, such as the one row
+    # the write context is built on, or an empty `IN` list) reads no table.
+    coroutines = {d.split()[1] for d in details if d.startswith("CO-ROUTINE ")}
     for detail in details:
         words = detail.split()
         if "USING" in words and "INDEX" in words:
             indexes.append(words[words.index("INDEX") + 1])
         elif "PRIMARY KEY" in detail:
             indexes.append(f"{words[1]} primary key")
-        elif words[:1] == ["SCAN"] and len(words) > 1 and "CONSTANT ROW" not in detail:
+        elif (
+            words[:1] == ["SCAN"]
+            and len(words) > 1
+            and "CONSTANT ROW" not in detail
+            and words[1] not in coroutines
+            and not words[1].startswith("(")
+        ):
             full_scans.append(words[1])
     return {"plan": details, "indexes": indexes, "full_scans": full_scans}
