@@ -27,6 +27,47 @@ def _runner(c: Json) -> str:
     return str(c["case"].get("runner", "processes"))
 
 
+HOT_MODES = ("same workspace, CAS", "same workspace, CAS with retry")
+
+
+def _hot_skill(comparisons: list[Json]) -> str:
+    """Raw compare-and-swap and `write_with_retry` side by side, at the most writers."""
+    most = max((c["case"]["writers"] for c in comparisons), default=0)
+    rows = [
+        [
+            _runner(c),
+            "retried with backoff" if c["case"]["mode"] == HOT_MODES[1] else "raw, retried at once",
+            fmt_rate(c["subject"]["median"]),
+            str(c["conflicts"]),
+            f"{c['conflicts'] / max(c['writes'], 1):.2f}",
+            fmt_time(c["latency"]["median"]),
+            fmt_time(c["latency"]["p99"]),
+            str(c.get("gave_up", 0)),
+        ]
+        for c in comparisons
+        if c["case"]["mode"] in HOT_MODES and c["case"]["writers"] == most and most > 1
+    ]
+    if not rows:
+        return ""
+    return (
+        f"\n**One hot skill, {most} writers, compare-and-swap:**\n\n"
+        + table(
+            [
+                "runner",
+                "conflict handling",
+                "writes/s",
+                "conflicts",
+                "conflicts / write",
+                "p50",
+                "p99",
+                "gave up",
+            ],
+            rows,
+        )
+        + "\n"
+    )
+
+
 def section_concurrency(data: Json) -> str:
     comparisons = data["comparisons"]
     rows = []
@@ -64,14 +105,16 @@ def section_concurrency(data: Json) -> str:
         "gave up",
         "writes",
     ]
-    out = [table(header, rows), "\n"]
+    out = [table(header, rows), "\n", _hot_skill(comparisons)]
 
     def draw() -> None:
         _fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6))
         single = {c["case"]["mode"]: c for c in comparisons if c["case"]["writers"] == 1}
         for runner in dict.fromkeys(_runner(c) for c in comparisons):
             style = "-" if runner == "processes" else ":"
-            for mode in dict.fromkeys(c["case"]["mode"] for c in comparisons):
+            modes = dict.fromkeys(c["case"]["mode"] for c in comparisons)
+            for number, mode in enumerate(modes):
+                color = f"C{number}"  # one colour per mode, one line style per runner
                 rows = [
                     c
                     for c in comparisons
@@ -86,12 +129,15 @@ def section_concurrency(data: Json) -> str:
                 xs = [c["case"]["writers"] for c in rows]
                 label = f"{mode}, {runner}"
                 if mode != "lock only":
-                    errorbar(left, xs, [c["subject"] for c in rows], label, linestyle=style)
+                    errorbar(
+                        left, xs, [c["subject"] for c in rows], label, linestyle=style, color=color
+                    )
                 right.plot(
                     xs,
                     [c["latency"]["p99"] * 1e3 for c in rows],
                     marker="x",
                     linestyle=style,
+                    color=color,
                     label=f"p99 {label}",
                 )
         left.set_xscale("log", base=2)
