@@ -203,7 +203,7 @@ class Registry(OwnerControls):
         origin: Origin = Origin.EDIT,
         message: str = "",
         sources: Sequence[str] = (),
-        attempts: int = 8,
+        attempts: int = 12,
     ) -> Publication:
         """Apply `change(current package or None)` as a compare-and-swap, retried on conflict.
 
