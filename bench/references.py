@@ -7,14 +7,15 @@
 - `naive_write`: a writer that writes the files one at a time into a folder, each with
   fsync: what "save the skill folder" does without a registry.
 - `floor`: the storage floor of a registry write: the same number of blob puts of the same
-  sizes, in parallel (the registry's upload concurrency), into the backend's own store,
-  then one empty transaction that takes the same workspace lock. Digests are computed
-  before the clock starts; the store still verifies each put, as it does for the registry.
+  sizes, through the store's `put_many` as the registry's uploads go (in parallel up to the
+  registry's upload concurrency; a local store takes the whole batch in one worker-thread
+  hop), into the backend's own store, then one empty transaction that takes the same
+  workspace lock. Digests are computed before the clock starts; the store still verifies
+  each put, as it does for the registry.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import subprocess
@@ -128,16 +129,8 @@ async def floor(
     *,
     concurrency: int,
 ) -> float:
-    """Time the parallel puts of `blobs` plus one empty locked transaction (seconds)."""
-    gate = asyncio.Semaphore(concurrency)
-
-    async def put(digest: str, data: bytes) -> None:
-        async with gate:
-            await store.put(digest, data)
-
+    """Time the batched puts of `blobs` plus one empty locked transaction (seconds)."""
     start = time.perf_counter()
-    async with asyncio.TaskGroup() as group:
-        for digest, data in blobs.items():
-            group.create_task(put(digest, data))
+    await store.put_many(blobs, concurrency=concurrency)
     await empty_locked_transaction(engine, workspace)
     return time.perf_counter() - start

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench import report_storage, report_system, report_write
+from bench import goals, report_storage, report_system, report_write
 from bench.formatting import (
     DASH,
     PLOTS,
@@ -36,11 +36,13 @@ FINDINGS = ROOT / "bench" / "findings.md"
 DEFAULT_RESULTS = ROOT / "bench" / "results" / "latest.json"
 
 # In the issue's order (the page numbers its sections in this order).
+# The cost scenario comes last so that the sections before it keep their numbers.
 SECTIONS: dict[str, Section] = {
-    **report_write.SECTIONS,
+    **{k: v for k, v in report_write.SECTIONS.items() if k != "cost"},
     **{k: v for k, v in report_system.SECTIONS.items() if k != "profile"},
     **report_storage.SECTIONS,
     "profile": report_system.SECTIONS["profile"],
+    "cost": report_write.SECTIONS["cost"],
 }
 
 METHOD = """### How the figures are made
@@ -52,9 +54,11 @@ METHOD = """### How the figures are made
 - **References.** `git add -A && git commit` in a scratch repository, with
   `core.fsync=committed` (every contender is durable) and automatic gc off; the tree is
   written before the clock starts. The naive writer writes the files one at a time into a
-  fresh folder, each with fsync. The floor is the same blob puts in parallel (the
-  registry's upload concurrency) into the backend's own store plus one empty transaction
-  that takes the same workspace lock (`lock_workspace` in a write transaction).
+  fresh folder, each with fsync. The floor is the same blob puts through the store's
+  `put_many`, as the registry's uploads go (in parallel up to the registry's upload
+  concurrency; a local store takes the batch in one worker-thread hop), into the backend's
+  own store, plus one empty transaction that takes the same workspace lock
+  (`lock_workspace` in a write transaction).
 - **Backends.** `sqlite+local` is the embedded default; `postgresql+s3` is PostgreSQL
   with moto's S3 server in a separate process (in the test process it would share the
   interpreter lock with the registry being measured). moto answers a request in a few
@@ -74,9 +78,19 @@ METHOD = """### How the figures are made
   does not report exactly one lock hold, if a reconcile does anything but what its case
   expects (every skill written; nothing hashed or written with no drift; exactly the
   drifted skills repaired), or if a GC run reclaims anything but the seeded orphans.
+- **Counting.** The cost scenario counts the statements of one write with a
+  `before_cursor_execute` listener and puts each in a phase by the failpoint reached last;
+  BEGIN and COMMIT are counted apart, from the engine's `begin` and `commit` events, so
+  both databases count them alike. Counts are exact and do not move with the machine's
+  load; the figures before issue 14's work are constants in `bench/cost.py`.
+- **Goals.** The targets of issue 14 live in `bench/goals.py`, which reads them against
+  this run's figures for the summary; a goal whose case the run did not measure (a quick
+  run has no 8 writers and no 2 MiB files) is shown and not judged.
 - **Tests.** `tests/benchmarks/test_harness.py` pins the statistics, the lock clock and
-  the scenario registry, and runs one scenario end to end; CI runs `make bench-quick`
-  (every scenario, tiny repetitions) after the test suite. No test asserts on time.
+  the scenario registry, and runs one scenario end to end; `test_cost.py` checks the
+  statement counter and the concurrency writers on both databases, `test_goals.py` the
+  goals' judgement and the new tables; CI runs `make bench-quick` (every scenario, tiny
+  repetitions) after the test suite. No test asserts on time.
 - **Adding a scenario.** Write an async function taking a `Run` and returning
   `{"comparisons": [compare(case, subject_samples, {reference: samples})]}`, decorate it
   with `@scenario(name, title)` in a `bench/` module imported by `bench/run.py`, and give
@@ -91,7 +105,12 @@ PENDING = {
 
 
 # What the summary groups a scenario's figures by (default: the backend).
-_SUMMARY_GROUP = {"concurrency": "mode", "reconcile": "case", "hashing": "file_size"}
+_SUMMARY_GROUP = {
+    "concurrency": ("mode", "runner"),
+    "reconcile": ("case",),
+    "hashing": ("file_size",),
+    "cost": ("backend", "change"),
+}
 
 
 def _anchor(heading: str) -> str:
@@ -118,6 +137,14 @@ def _rate_span(values: Sequence[float]) -> str:
     return f"{min(values):.0f}{DASH}{max(values):.0f} writes/s"
 
 
+def _group_label(case: Json, keys: Sequence[str]) -> str:
+    """The case's values of `keys`, those it has, joined (a file size in its unit)."""
+    values = [
+        fmt_bytes(int(case[k])) if k == "file_size" else str(case[k]) for k in keys if k in case
+    ]
+    return ", ".join(values)
+
+
 def summary(scenarios: Json, headings: dict[str, str]) -> str:
     """One row per scenario and group: the registry's medians and every ratio's range."""
     rows = []
@@ -125,21 +152,20 @@ def summary(scenarios: Json, headings: dict[str, str]) -> str:
         comparisons = scenarios.get(name, {}).get("comparisons", [])
         if not comparisons:
             continue
-        key = _SUMMARY_GROUP.get(name, "backend")
+        keys = _SUMMARY_GROUP.get(name, ("backend",))
         groups: dict[str, list[Json]] = {}
         for c in comparisons:
-            groups.setdefault(str(c["case"].get(key, "")), []).append(c)
+            groups.setdefault(_group_label(c["case"], keys), []).append(c)
         refs = references_header(comparisons)
         for group, members in groups.items():
             ratios = []
             for ref in ordered(list(dict.fromkeys(r for c in members for r in c["ratios"])), refs):
                 values = [c["ratios"][ref] for c in members if ref in c["ratios"]]
                 ratios.append(f"÷ {ref} {_span(values)}")
-            label = fmt_bytes(int(group)) if key == "file_size" else group
             rows.append(
                 [
                     f"[{headings[name]}]({_anchor(headings[name])})",
-                    label,
+                    group,
                     str(len(members)),
                     _time_span([c["subject"]["median"] for c in members])
                     if name != "concurrency"
@@ -206,10 +232,19 @@ def render(document: Json) -> str:
         for number, name in enumerate((n for n in SECTIONS if n in scenarios), 1)
     }
     parts.append("## Summary\n\n")
+    parts.append("### Goals of issue 14: the write path's cost\n\n")
+    parts.append(
+        "Each goal's target and the figure of this run it is read from (`bench/goals.py`); "
+        f"{DASH} in `met`: not judged (not measured in this run, or no number to judge by). "
+        "The sections below have the figures' spread and references.\n\n"
+    )
+    parts.append(goals.render(goals.checks(scenarios)))
+    parts.append("\n### Every scenario\n\n")
     parts.append(
         "Every figure's ratio to its references, as a range over the cases of each group "
         "(the sections below have the figures, their spread and the references' own "
-        "times). Concurrency's ratios are of throughput, not time.\n\n"
+        "times). Concurrency's ratios are of throughput, not time; the cost scenario's "
+        "medians are client CPU per write.\n\n"
     )
     parts.append(summary(scenarios, headings))
     parts.append("\n")

@@ -22,6 +22,52 @@ from bench.formatting import (
 from bench.sections import Section
 
 
+def _runner(c: Json) -> str:
+    # Results from before the tasks runner ran every writer as a process.
+    return str(c["case"].get("runner", "processes"))
+
+
+HOT_MODES = ("same workspace, CAS", "same workspace, CAS with retry")
+
+
+def _hot_skill(comparisons: list[Json]) -> str:
+    """Raw compare-and-swap and `write_with_retry` side by side, at the most writers."""
+    most = max((c["case"]["writers"] for c in comparisons), default=0)
+    rows = [
+        [
+            _runner(c),
+            "retried with backoff" if c["case"]["mode"] == HOT_MODES[1] else "raw, retried at once",
+            fmt_rate(c["subject"]["median"]),
+            str(c["conflicts"]),
+            f"{c['conflicts'] / max(c['writes'], 1):.2f}",
+            fmt_time(c["latency"]["median"]),
+            fmt_time(c["latency"]["p99"]),
+            str(c.get("gave_up", 0)),
+        ]
+        for c in comparisons
+        if c["case"]["mode"] in HOT_MODES and c["case"]["writers"] == most and most > 1
+    ]
+    if not rows:
+        return ""
+    return (
+        f"\n**One hot skill, {most} writers, compare-and-swap:**\n\n"
+        + table(
+            [
+                "runner",
+                "conflict handling",
+                "writes/s",
+                "conflicts",
+                "conflicts / write",
+                "p50",
+                "p99",
+                "gave up",
+            ],
+            rows,
+        )
+        + "\n"
+    )
+
+
 def section_concurrency(data: Json) -> str:
     comparisons = data["comparisons"]
     rows = []
@@ -30,6 +76,7 @@ def section_concurrency(data: Json) -> str:
         rows.append(
             [
                 c["case"]["mode"],
+                _runner(c) if c["case"]["writers"] > 1 else "(one process)",
                 str(c["case"]["writers"]),
                 fmt_spread(c["subject"], fmt_rate),
                 fmt_ratio(ratios["1 writer"]),
@@ -40,11 +87,13 @@ def section_concurrency(data: Json) -> str:
                 if "client_cpu_per_write" in c
                 else "",
                 str(c["conflicts"]),
+                str(c.get("gave_up", 0)),
                 str(c["writes"]),
             ]
         )
     header = [
         "mode",
+        "runner",
         "writers",
         "writes/s",
         "÷ 1 writer",
@@ -53,42 +102,59 @@ def section_concurrency(data: Json) -> str:
         "p99",
         "client CPU / write",
         "conflicts",
+        "gave up",
         "writes",
     ]
-    out = [table(header, rows), "\n"]
+    out = [table(header, rows), "\n", _hot_skill(comparisons)]
 
     def draw() -> None:
-        _fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
-        for mode in dict.fromkeys(c["case"]["mode"] for c in comparisons):
-            rows = [c for c in comparisons if c["case"]["mode"] == mode]
-            xs = [c["case"]["writers"] for c in rows]
-            if mode != "lock only":
-                errorbar(left, xs, [c["subject"] for c in rows], mode)
-            right.plot(
-                xs, [c["latency"]["median"] * 1e3 for c in rows], marker="o", label=f"p50 {mode}"
-            )
-            right.plot(
-                xs,
-                [c["latency"]["p99"] * 1e3 for c in rows],
-                marker="x",
-                linestyle="--",
-                label=f"p99 {mode}",
-            )
+        _fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6))
+        single = {c["case"]["mode"]: c for c in comparisons if c["case"]["writers"] == 1}
+        for runner in dict.fromkeys(_runner(c) for c in comparisons):
+            style = "-" if runner == "processes" else ":"
+            modes = dict.fromkeys(c["case"]["mode"] for c in comparisons)
+            for number, mode in enumerate(modes):
+                color = f"C{number}"  # one colour per mode, one line style per runner
+                rows = [
+                    c
+                    for c in comparisons
+                    if c["case"]["mode"] == mode
+                    and _runner(c) == runner
+                    and c["case"]["writers"] > 1
+                ]
+                if mode in single:
+                    rows.insert(0, single[mode])  # one writer: the start of both runners
+                if len(rows) < 2:
+                    continue
+                xs = [c["case"]["writers"] for c in rows]
+                label = f"{mode}, {runner}"
+                if mode != "lock only":
+                    errorbar(
+                        left, xs, [c["subject"] for c in rows], label, linestyle=style, color=color
+                    )
+                right.plot(
+                    xs,
+                    [c["latency"]["p99"] * 1e3 for c in rows],
+                    marker="x",
+                    linestyle=style,
+                    color=color,
+                    label=f"p99 {label}",
+                )
         left.set_xscale("log", base=2)
         right.set_xscale("log", base=2)
         for ax in (left, right):
             ax.set_xticks(sorted({c["case"]["writers"] for c in comparisons}))
             ax.get_xaxis().set_major_formatter(mpl.ticker.ScalarFormatter())
-        left.set_xlabel("writer processes")
+        left.set_xlabel("writers (solid: processes, dotted: tasks of one process)")
         left.set_ylabel("committed writes per second")
         left.set_title("Throughput against concurrency (PostgreSQL)")
         left.set_ylim(bottom=0)
-        left.legend(fontsize=8)
-        right.set_xlabel("writer processes")
-        right.set_ylabel("latency per write (ms)")
+        left.legend(fontsize=6)
+        right.set_xlabel("writers")
+        right.set_ylabel("p99 latency per write (ms)")
         right.set_yscale("log")
-        right.set_title("Latency against concurrency")
-        right.legend(fontsize=6)
+        right.set_title("Tail latency against concurrency")
+        right.legend(fontsize=5)
 
     out.append(figure("concurrency", draw, "throughput and latency against concurrency"))
     return "".join(out)
@@ -238,11 +304,18 @@ SECTIONS: dict[str, Section] = {
     "concurrency": Section(
         section_concurrency,
         (
-            "1, 2, 4, 8 writer processes on one PostgreSQL database (local blob store), all "
-            "starting on a barrier; each write changes one file of a 10-file package. Modes: the "
-            "same skill in one workspace (`expected_head=ANY`), one skill per writer in distinct "
-            "workspaces, the same skill with compare-and-swap (conflicts counted and retried), "
-            "and the empty locked transaction alone (the lock's own ceiling)."
+            "1, 2, 4, 8 writers on one PostgreSQL database (local blob store), all starting "
+            "on a barrier; each write changes one file of a 10-file package. The writers run "
+            "as processes (one registry each) and as tasks of one process (one registry, one "
+            "pool, one event loop); one writer is one process with one task, the `1 writer` "
+            "reference of both. Modes: the same skill in one workspace (`expected_head=ANY`), "
+            "one skill per writer in the shared workspace (`distinct skills`), one skill per "
+            "writer in distinct workspaces, the same skill with compare-and-swap (conflicts "
+            "counted, retried at once), the same skill through `write_with_retry` (re-read, "
+            "re-apply, jittered backoff; conflicts are the attempts beyond the first, `gave "
+            "up` the writes that ran out of attempts), and the empty locked transaction "
+            "alone (the lock's own ceiling). Client CPU / write: the writers' processes' "
+            "CPU time over the committed writes."
         ),
     ),
     "scale": Section(

@@ -18,6 +18,7 @@ from bench.formatting import (
     references_header,
     table,
 )
+from bench.goals import lock_checks, render
 from bench.sections import Section
 
 STAGE_ORDER = (
@@ -207,6 +208,9 @@ def section_lock(data: Json) -> str:
         *[f"→ {p.removeprefix('publish.')}" for p in phase_names],
     ]
     out = [table(header, rows), "\n"]
+    out.append("**Targets of issue 14** (10 files):\n\n")
+    out.append(render(lock_checks(data)))
+    out.append("\n")
     flat = data.get("flatness", {})
     if flat:
         out.append(
@@ -265,6 +269,119 @@ def section_lock(data: Json) -> str:
     return "".join(out)
 
 
+COST_PHASES = ("read", "claim", "upload", "publish", "reply")
+
+
+def _counted(phase: Json | None) -> str:
+    if not phase:
+        return DASH
+    out = f"{phase['statements']} / {phase['transactions']}"
+    return out + (f" / {phase['commits']}" if "commits" in phase else "")
+
+
+def _owner_count(backend: str, phases: Json) -> int:
+    """Statements as the write path's owner counted them: SQLite's BEGINs included."""
+    statements = sum(int(v["statements"]) for v in phases.values())
+    if backend.startswith("sqlite"):
+        statements += sum(int(v["transactions"]) for v in phases.values())
+    return statements
+
+
+def section_cost(data: Json) -> str:
+    comparisons = data["comparisons"]
+    out = ["**Client CPU per write** (process time over the writes of a round ÷ writes):\n\n"]
+    rows = [
+        [
+            c["case"]["backend"],
+            c["case"]["change"],
+            fmt_spread(c["subject"]),
+            fmt_spread(c["references"]["floor"]),
+            fmt_ratio(c["ratios"]["floor"]),
+            fmt_time(c["wall"]["median"]),
+        ]
+        for c in comparisons
+    ]
+    out.append(
+        table(
+            ["backend", "change", "client CPU / write", "floor CPU", "÷ floor", "wall / write"],
+            rows,
+        )
+    )
+    before = data.get("before", {})
+    out.append(
+        "\n**Statements per write, by phase** (statements / transactions / commits; BEGIN and "
+        f"COMMIT are not statements here). Before: revision `{before.get('revision', '?')}`, "
+        "the same count.\n\n"
+    )
+    rows = []
+    owner = []
+    counted = data.get("statements", {})
+    # In the order the scenario ran them (the JSON's keys are sorted).
+    order = [c["case"] for c in comparisons]
+    names = [n for n in dict.fromkeys(c["change"] for c in order) if n]
+    for backend in (b for b in dict.fromkeys(c["backend"] for c in order) if b in counted):
+        changes = counted[backend]
+        was = before.get("phases", {}).get(backend, {})
+        first = changes[names[0]]["phases"]
+        for phase in COST_PHASES:
+            if phase not in first and phase not in was:
+                continue
+            rows.append(
+                [
+                    backend,
+                    phase,
+                    _counted(was.get(phase)),
+                    *[_counted(changes[n]["phases"].get(phase)) for n in names],
+                    ", ".join(f"{k} {v}" for k, v in first.get(phase, {}).get("kinds", {}).items()),
+                ]
+            )
+        totals = [
+            {
+                key: sum(v[key] for v in changes[n]["phases"].values())
+                for key in ("statements", "transactions", "commits")
+            }
+            for n in names
+        ]
+        was_total = {
+            key: sum(v[key] for v in was.values()) for key in ("statements", "transactions")
+        }
+        rows.append(
+            [
+                backend,
+                "**all**",
+                _counted(was_total) if was else DASH,
+                *[_counted(t) for t in totals],
+                ""
+                if all(changes[n]["same_every_write"] for n in names)
+                else "varied between writes",
+            ]
+        )
+        owner_before = before.get("owner_totals", {}).get(backend)
+        owner.append(
+            f"{backend} {owner_before} → {_owner_count(backend, first)}"
+            if owner_before
+            else f"{backend} {_owner_count(backend, first)}"
+        )
+    if rows:
+        out.append(
+            table(
+                [
+                    "backend",
+                    "phase",
+                    "before (edges)",
+                    *names,
+                    f"statement kinds ({names[0] if names else ''})",
+                ],
+                rows,
+            )
+        )
+        out.append(
+            "\nCounted as the write path's owner counted them (SQLite's BEGINs as statements, "
+            f"before → this run): {'; '.join(owner)}.\n"
+        )
+    return "".join(out)
+
+
 SECTIONS: dict[str, Section] = {
     "publish": Section(
         section_publish,
@@ -300,6 +417,21 @@ SECTIONS: dict[str, Section] = {
             "`publish.locked` to `publish.committed`, the commit included), for 10 files of "
             "growing size. Reference: an empty transaction that takes the same lock. Must stay "
             "flat. The `→` columns break the hold down by the failpoint each phase ends at."
+        ),
+    ),
+    "cost": Section(
+        section_cost,
+        (
+            "One update of an existing skill (10 files of 4 KiB, compare-and-swap on the "
+            "head, sources given), on each database with a local store, in one process. "
+            "Client CPU: `time.process_time()` over N writes in a row after a warm-up, with "
+            "one file changed and with every file changed; it counts every thread of the "
+            "process, so on SQLite the database engine too. Reference in the same round: the "
+            "floor's CPU (the same puts and one empty locked transaction). Statements: a "
+            "`before_cursor_execute` listener on one write, failpoints naming the phase "
+            "(`read` until `write.checked`, `claim` until `write.claimed`, `upload` until "
+            "`write.uploaded`, `publish` until `publish.committed`); transactions and commits "
+            "from the engine's `begin` and `commit` events."
         ),
     ),
 }

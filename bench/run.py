@@ -29,6 +29,7 @@ import blake3
 # Importing the scenario modules registers them, in this order.
 from bench import (  # noqa: F401
     concurrency,
+    cost,
     garbage,
     hashing,
     profiling,
@@ -53,6 +54,7 @@ ORDER = (
     "reconcile",
     "gc",
     "profile",
+    "cost",
 )
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "bench" / "results" / "latest.json"

@@ -18,7 +18,7 @@ any full scan.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -188,6 +188,19 @@ async def _table_rows(engine: AsyncEngine) -> dict[str, int]:
         }
 
 
+def _first_set(parameters: Any, *, many: bool) -> Any:
+    """One set of a statement's parameters, to explain it with.
+
+    An executemany passes a sequence of sets; a batch of SQLAlchemy's "insertmanyvalues"
+    (one multi-row INSERT) arrives flagged as many too, but with the batch's one flat set.
+    """
+    if many and isinstance(parameters, list | tuple) and parameters:
+        first = parameters[0]
+        if isinstance(first, Mapping | list | tuple):
+            return first
+    return parameters
+
+
 @contextmanager
 def _capture(engine: AsyncEngine) -> Iterator[list[tuple[str, Any]]]:
     captured: list[tuple[str, Any]] = []
@@ -202,7 +215,7 @@ def _capture(engine: AsyncEngine) -> Iterator[list[tuple[str, Any]]]:
     ) -> None:
         if statement.lstrip().upper().startswith(_SKIP):
             return
-        captured.append((statement, parameters[0] if many and parameters else parameters))
+        captured.append((statement, _first_set(parameters, many=many)))
 
     sa.event.listen(engine.sync_engine, "before_cursor_execute", listener)
     try:
@@ -268,12 +281,21 @@ def _sqlite_plan(rows: Sequence[Any]) -> dict[str, Any]:
     details = [str(row[-1]) for row in rows]
     indexes = []
     full_scans = []
+    # A scan of a co-routine (a CTE or a subquery SQLite materialises, such as the one row
+    # the write context is built on, or an empty `IN` list) reads no table.
+    coroutines = {d.split()[1] for d in details if d.startswith("CO-ROUTINE ")}
     for detail in details:
         words = detail.split()
         if "USING" in words and "INDEX" in words:
             indexes.append(words[words.index("INDEX") + 1])
         elif "PRIMARY KEY" in detail:
             indexes.append(f"{words[1]} primary key")
-        elif words[:1] == ["SCAN"] and len(words) > 1 and "CONSTANT ROW" not in detail:
+        elif (
+            words[:1] == ["SCAN"]
+            and len(words) > 1
+            and "CONSTANT ROW" not in detail
+            and words[1] not in coroutines
+            and not words[1].startswith("(")
+        ):
             full_scans.append(words[1])
     return {"plan": details, "indexes": indexes, "full_scans": full_scans}

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Mapping
     from datetime import datetime
 
 
@@ -37,6 +37,16 @@ class BlobStore(Protocol):
 
         Raises `DigestMismatch` (storing nothing) if `data` does not hash to `digest`.
         Idempotent and safe under concurrent puts of the same digest.
+        """
+        ...
+
+    async def put_many(self, blobs: Mapping[str, bytes], *, concurrency: int = 8) -> frozenset[str]:
+        """Store every blob as `put` would; return the digests that were newly stored.
+
+        Returns only when every blob is stored; on the first failure it raises (some blobs
+        may be stored then, which is harmless: they are content-addressed and idempotent).
+        `concurrency` bounds the requests in flight for network stores; a local store may
+        store them all in one worker-thread hop.
         """
         ...
 

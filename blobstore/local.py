@@ -37,7 +37,7 @@ from blobstore.errors import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator
+    from collections.abc import AsyncIterator, Iterator, Mapping
 
 TEMP_DIR: Final = ".tmp"
 # Stored objects never change; read-only files make an accidental in-place edit fail loudly.
@@ -83,6 +83,20 @@ class LocalBlobStore:
         """Verify `data` against `digest`, then store it durably unless already present."""
         digest = self._enter(digest)
         return await asyncio.to_thread(self._put, digest, data)
+
+    async def put_many(
+        self,
+        blobs: Mapping[str, bytes],
+        *,
+        concurrency: int = 8,  # noqa: ARG002 - one worker-thread hop stores them all
+    ) -> frozenset[str]:
+        """Store every blob durably, all in one worker-thread hop; return the new ones.
+
+        One hop instead of one per blob: a thread hand-off costs more client CPU than
+        writing and fsyncing a small file.
+        """
+        entered = {self._enter(digest): data for digest, data in blobs.items()}
+        return await asyncio.to_thread(self._put_many, entered)
 
     async def get(self, digest: str) -> bytes:
         """Read the object and verify that it still hashes to `digest`."""
@@ -144,6 +158,9 @@ class LocalBlobStore:
         return await asyncio.to_thread(self._sweep_temp, older_than.timestamp())
 
     # ------------------------------------------------------------ worker-thread side
+
+    def _put_many(self, blobs: Mapping[str, bytes]) -> frozenset[str]:
+        return frozenset(digest for digest, data in blobs.items() if self._put(digest, data))
 
     def _put(self, digest: str, data: bytes) -> bool:
         actual = compute_digest(data)

@@ -17,7 +17,7 @@ from blobstore.digest import check_digest, compute_digest
 from blobstore.errors import BlobCorrupted, BlobNotFound, BlobStoreUnavailable, DigestMismatch
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Mapping
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +55,15 @@ class MemoryBlobStore:
         # A copy, so that a caller mutating its buffer later cannot change a stored blob.
         self._objects[digest] = _Stored(bytes(data), datetime.now(UTC))
         return True
+
+    async def put_many(
+        self,
+        blobs: Mapping[str, bytes],
+        *,
+        concurrency: int = 8,  # noqa: ARG002 - nothing to bound in memory
+    ) -> frozenset[str]:
+        """Store every blob; return those that were newly stored."""
+        return frozenset([digest for digest, data in blobs.items() if await self.put(digest, data)])
 
     async def get(self, digest: str) -> bytes:
         """Return the verified bytes stored under `digest`."""

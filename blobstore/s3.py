@@ -54,12 +54,13 @@ from blobstore.digest import (
 from blobstore.errors import (
     BlobCorrupted,
     BlobNotFound,
+    BlobStoreError,
     BlobStoreUnavailable,
     DigestMismatch,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import AsyncIterator, Callable, Mapping
 
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_s3.literals import BucketLocationConstraintType
@@ -282,6 +283,27 @@ class S3BlobStore:
                 ChecksumSHA256=checksum,
             )
         await self._request("put", key, call)
+
+    async def put_many(self, blobs: Mapping[str, bytes], *, concurrency: int = 8) -> frozenset[str]:
+        """Upload every blob, at most `concurrency` requests of this call in flight.
+
+        The first failure cancels the rest and is raised.
+        """
+        gate = asyncio.Semaphore(concurrency)
+        new: set[str] = set()
+
+        async def one(digest: str, data: bytes) -> None:
+            async with gate:
+                if await self.put(digest, data):
+                    new.add(digest)
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for digest, data in blobs.items():
+                    group.create_task(one(digest, data))
+        except* BlobStoreError as failures:
+            raise failures.exceptions[0] from None
+        return frozenset(new)
 
     async def get(self, digest: str) -> bytes:
         """Download the object and verify that it hashes to `digest`."""

@@ -14,6 +14,7 @@ from typing import Self
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from blobstore import BlobStore
+from registry.api.controls import OwnerControls
 from registry.api.gc import GarbageCollection
 from registry.api.marketplace import Marketplace
 from registry.api.ops import Operations
@@ -25,17 +26,13 @@ from registry.domain.approvals import FindingRef
 from registry.domain.clock import Clock, SystemClock
 from registry.domain.model import ExpectedHead, FileInput, Origin, PackageFile, Publication, Scope
 from registry.domain.scanner import DefaultScanner, Scanner
-from registry.domain.states import Action
 from registry.errors import NotInitialized
 from registry.failpoints import NO_FAILPOINTS, Failpoints
 from registry.services import read
 from registry.services.context import Context
-from registry.services.history import approvals, controls, diff, exclusions, proposals
+from registry.services.history import diff, proposals
 from registry.services.history import versions as history
-from registry.services.history.approvals import ApprovalResult
-from registry.services.history.controls import SkillStatus
 from registry.services.history.diff import DiffTarget, PackageDiff
-from registry.services.history.exclusions import ExclusionReport
 from registry.services.history.proposals import DecisionResult, ProposalDetail, ProposalPage
 from registry.services.history.versions import HistoryPage
 from registry.services.materialize import lockfile, reconcile
@@ -47,10 +44,11 @@ from registry.services.read import Package, PackageInfo, SkillPage
 from registry.services.write import edit, restore
 from registry.services.write.publish import write_package
 from registry.services.write.request import WriteRequest
+from registry.services.write.retry import Change, write_with_retry
 from registry.settings import Settings
 
 
-class Registry:
+class Registry(OwnerControls):
     """A registry over one database and one blob store."""
 
     def __init__(
@@ -194,6 +192,29 @@ class Registry:
             approve=tuple(approve),
         )
         return await write_package(self.ctx, request, files)
+
+    async def write_with_retry(
+        self,
+        scope: Scope,
+        slug: str,
+        change: Change,
+        *,
+        actor: str,
+        origin: Origin = Origin.EDIT,
+        message: str = "",
+        sources: Sequence[str] = (),
+        attempts: int = 12,
+    ) -> Publication:
+        """Apply `change(current package or None)` as a compare-and-swap, retried on conflict.
+
+        Re-reads the head and re-applies the change before each retry, after a jittered,
+        growing wait, so writers on one hot skill neither lose nor overwrite each other's
+        changes (docs/write-path.md, "Retrying a compare-and-swap").
+        """
+        return await write_with_retry(
+            self.ctx, scope, slug, change, actor=actor, origin=origin, message=message,
+            sources=sources, attempts=attempts,
+        )  # fmt: skip
 
     async def edit(
         self,
@@ -355,93 +376,6 @@ class Registry:
             files=files,
             keep_auto_improve=keep_auto_improve,
         )
-
-    # ------------------------------------------------------- owner controls, approvals, exclusions
-
-    async def skill_status(self, scope: Scope, slug: str) -> SkillStatus:
-        """The skill's controls and its state (ready, needs_decision, blocked, paused...)."""
-        return await controls.status(self.ctx, scope, slug)
-
-    async def pause_learning(
-        self, scope: Scope, slug: str, *, actor: str, reason: str = ""
-    ) -> SkillStatus:
-        """Pause learning: automated writes become proposals. `StateConflict` if paused."""
-        return await controls.act(self.ctx, scope, slug, Action.PAUSE, actor=actor, reason=reason)
-
-    async def resume_learning(self, scope: Scope, slug: str, *, actor: str) -> SkillStatus:
-        """Resume learning. `StateConflict` unless learning is paused."""
-        return await controls.act(self.ctx, scope, slug, Action.RESUME, actor=actor)
-
-    async def stop_using(
-        self, scope: Scope, slug: str, *, actor: str, reason: str = ""
-    ) -> SkillStatus:
-        """Stop using the skill: runtimes do not load it; history is kept."""
-        return await controls.act(
-            self.ctx, scope, slug, Action.STOP_USING, actor=actor, reason=reason
-        )
-
-    async def resume_use(self, scope: Scope, slug: str, *, actor: str) -> SkillStatus:
-        """Resume use. Refused unless use is paused, and while the head is blocked."""
-        return await controls.act(self.ctx, scope, slug, Action.RESUME_USE, actor=actor)
-
-    async def set_auto_improve(
-        self, scope: Scope, slug: str, *, enabled: bool, actor: str
-    ) -> SkillStatus:
-        """Turn automatic improvements on or off (`StateConflict` if already so)."""
-        action = Action.AUTO_IMPROVE_ON if enabled else Action.AUTO_IMPROVE_OFF
-        return await controls.act(self.ctx, scope, slug, action, actor=actor)
-
-    async def delete(
-        self, scope: Scope, slug: str, *, actor: str, expected_head: int | None = None
-    ) -> SkillStatus:
-        """Delete the skill: its versions are kept (listed as archived), the slug is free.
-
-        With `expected_head`, only if the head is still that version (`HeadConflict`).
-        """
-        return await controls.act(
-            self.ctx, scope, slug, Action.DELETE, actor=actor, expected_head=expected_head
-        )
-
-    async def control(
-        self,
-        scope: Scope,
-        slug: str,
-        action: Action,
-        *,
-        actor: str,
-        reason: str = "",
-        expected_head: int | None = None,
-    ) -> SkillStatus:
-        """Apply any owner control `action` (pause, resume, stop_using, ..., delete).
-
-        With `expected_head`, a compare-and-swap on the head (`HeadConflict`).
-        """
-        return await controls.act(
-            self.ctx, scope, slug, action, actor=actor, reason=reason, expected_head=expected_head
-        )
-
-    async def approve_findings(
-        self,
-        scope: Scope,
-        slug: str,
-        version: int,
-        findings: Sequence[FindingRef],
-        *,
-        actor: str,
-    ) -> ApprovalResult:
-        """Approve content-check findings of a stored version (exact-match, never values)."""
-        return await approvals.approve_findings(
-            self.ctx, scope, slug, version, findings, actor=actor
-        )
-
-    async def exclude_source(
-        self, scope: Scope, source: str, *, actor: str, reason: str = ""
-    ) -> ExclusionReport:
-        """Exclude `source` from the workspace and repair the heads that depend on it.
-
-        Idempotent: excluding again changes nothing more and finishes an interrupted repair.
-        """
-        return await exclusions.exclude_source(self.ctx, scope, source, actor=actor, reason=reason)
 
     # ------------------------------------------------------------ materialisation
 

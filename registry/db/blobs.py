@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -63,46 +63,61 @@ async def claim(
         {"digest": d, "size": size, "status": "pending", "created_at": now, "touched_at": now}
         for d, size in sorted(sizes.items())
     ]
-    insert = upsert(conn, Blob)
-    # In an upsert's SET, column references are the existing row's values.
-    unfenced = sa.or_(Blob.purge_expires_at.is_(None), Blob.purge_expires_at <= now)
-    statement = insert.values(rows).on_conflict_do_update(
+    dialect = conn.dialect.name
+    result = await conn.execute(_CLAIM_BLOBS[dialect], rows)
+    statuses = {row.digest: row.status for row in result}
+    # Whatever is still `deleting` is fenced. The upsert holds the row lock until commit
+    # (PostgreSQL), so GC cannot lift the fence and delete the row underneath this claim.
+    claimable = sorted(d for d in sizes if statuses[d] != "deleting")
+    if claimable:
+        # A write that claims again (its publish found a claim lapsed) renews the expiry.
+        await conn.execute(
+            _CLAIM[dialect],
+            [
+                {
+                    "write_id": write_id,
+                    "digest": d,
+                    "workspace": workspace,
+                    "created_at": now,
+                    "expires_at": expires_at,
+                }
+                for d in claimable
+            ],
+        )
+    return statuses
+
+
+def _claim_blobs(insert: Any) -> Any:
+    statement = insert(Blob)
+    # In an upsert's SET, column references are the existing row's values; the new row's
+    # `touched_at` is the claim's time, so a fence that ends before it has expired.
+    unfenced = sa.or_(
+        Blob.purge_expires_at.is_(None), Blob.purge_expires_at <= statement.excluded.touched_at
+    )
+    return statement.on_conflict_do_update(
         index_elements=[Blob.digest],
         set_={
-            "touched_at": insert.excluded.touched_at,
+            "touched_at": statement.excluded.touched_at,
             "status": sa.case(
                 (sa.and_(Blob.status == "deleting", unfenced), "pending"), else_=Blob.status
             ),
             "purge_expires_at": sa.case((unfenced, None), else_=Blob.purge_expires_at),
         },
+    ).returning(Blob.digest, Blob.status)
+
+
+def _claim(insert: Any) -> Any:
+    statement = insert(BlobClaim)
+    return statement.on_conflict_do_update(
+        index_elements=["write_id", "digest"],
+        set_={"expires_at": statement.excluded.expires_at},
     )
-    result = await conn.execute(statement.returning(Blob.digest, Blob.status))
-    statuses = {row.digest: row.status for row in result}
-    # Whatever is still `deleting` is fenced. The upsert holds the row lock until commit
-    # (PostgreSQL), so GC cannot lift the fence and delete the row underneath this claim.
-    claimable = sorted(d for d in sizes if statuses[d] != "deleting")
-    if not claimable:
-        return statuses
-    claims = upsert(conn, BlobClaim).values(
-        [
-            {
-                "write_id": write_id,
-                "digest": d,
-                "workspace": workspace,
-                "created_at": now,
-                "expires_at": expires_at,
-            }
-            for d in claimable
-        ]
-    )
-    # A write that claims again (its publish found a claim lapsed) renews the expiry.
-    await conn.execute(
-        claims.on_conflict_do_update(
-            index_elements=["write_id", "digest"],
-            set_={"expires_at": claims.excluded.expires_at},
-        )
-    )
-    return statuses
+
+
+# Built once per dialect and executed with a list of rows: one multi-row statement each.
+_DIALECTS: Final = (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))
+_CLAIM_BLOBS: Final = {name: _claim_blobs(insert) for name, insert in _DIALECTS}
+_CLAIM: Final = {name: _claim(insert) for name, insert in _DIALECTS}
 
 
 async def release(conn: AsyncConnection, write_id: str) -> int:
@@ -121,12 +136,14 @@ class Unavailable:
 async def confirm(
     conn: AsyncConnection,
     *,
-    write_id: str,
+    held: Collection[str],
     uploaded: Collection[str],
     referenced: Collection[str],
-    now: datetime,
 ) -> Unavailable | None:
     """Inside the publish transaction: check every referenced blob, mark uploads `live`.
+
+    `held` are the digests whose claim of this write had not expired when the
+    transaction dropped the write's claims (`publication.take_claims`).
 
     A digest this write uploaded must have a row that is not `deleting` and this write's
     claim on it must still be unexpired; any other digest (deduplicated against the head
@@ -150,34 +167,34 @@ async def confirm(
     if not wanted:
         return None
     mine = set(uploaded)
-    held: set[str] = set()
-    if mine:
-        held = set(
-            (
-                await conn.execute(
-                    sa.select(BlobClaim.digest).where(
-                        BlobClaim.write_id == write_id,
-                        BlobClaim.digest.in_(sorted(mine)),
-                        BlobClaim.expires_at > now,
-                    )
-                )
-            ).scalars()
-        )
-    query = sa.select(Blob.digest, Blob.status).where(Blob.digest.in_(wanted))
+    query = _STATUSES
     if conn.dialect.name == "postgresql":
-        exclusive = bool(mine)
-        query = query.order_by(Blob.digest).with_for_update(read=not exclusive, key_share=exclusive)
-    found = {row.digest: row.status for row in await conn.execute(query)}
+        query = _STATUSES_FOR_CONFIRM if mine else _STATUSES_FOR_SHARE
+    found = {row.digest: row.status for row in await conn.execute(query, {"digests": wanted})}
     bad = tuple(d for d in wanted if not _usable(d, found.get(d), mine=mine, held=held))
     if bad:
         return Unavailable(bad)
     to_confirm = sorted(d for d in mine if found.get(d) == "pending")
     if to_confirm:
-        await conn.execute(sa.update(Blob).where(Blob.digest.in_(to_confirm)).values(status="live"))
+        await conn.execute(_MAKE_LIVE, {"digests": to_confirm})
     return None
 
 
-def _usable(digest: str, status: str | None, *, mine: set[str], held: set[str]) -> bool:
+_STATUSES: Final = (
+    sa.select(Blob.digest, Blob.status)
+    .where(Blob.digest.in_(sa.bindparam("digests", expanding=True)))
+    .order_by(Blob.digest)
+)
+_STATUSES_FOR_CONFIRM: Final = _STATUSES.with_for_update(key_share=True)
+_STATUSES_FOR_SHARE: Final = _STATUSES.with_for_update(read=True)
+_MAKE_LIVE: Final = (
+    sa.update(Blob)
+    .where(Blob.digest.in_(sa.bindparam("digests", expanding=True)))
+    .values(status="live")
+)
+
+
+def _usable(digest: str, status: str | None, *, mine: set[str], held: Collection[str]) -> bool:
     if status is None or status == "deleting":
         return False
     if digest in mine:

@@ -163,7 +163,9 @@ def _postgres_engine(
         pool_size=pool_size,
         max_overflow=max_overflow,
         pool_timeout=pool_timeout,
-        pool_pre_ping=True,
+        # No pre-ping (a round trip per checkout): a connection that went stale fails its
+        # first statement as invalidated, and the unit of work retries the transaction
+        # on a fresh one (registry/db/unit.py).
     )
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Final
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from registry.db.blobs import upsert
 from registry.db.tables import ScanResult
 
 
@@ -31,5 +32,11 @@ async def remember_clean(
     """Record `digests` as clean for `scanner` (idempotent)."""
     rows = [{"digest": d, "scanner": scanner, "scanned_at": now} for d in sorted(set(digests))]
     if rows:
-        insert = upsert(conn, ScanResult).values(rows)
-        await conn.execute(insert.on_conflict_do_nothing(index_elements=["digest", "scanner"]))
+        await conn.execute(_REMEMBER[conn.dialect.name], rows)
+
+
+# Built once per dialect; executed with a list of rows (one multi-row INSERT).
+_REMEMBER: Final = {
+    name: insert(ScanResult).on_conflict_do_nothing(index_elements=["digest", "scanner"])
+    for name, insert in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))
+}

@@ -6,7 +6,7 @@ transaction (and, for writes, the workspace lock).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -18,7 +18,6 @@ from registry.db.tables import Event, Manifest, ManifestEntry, Skill, Version, V
 from registry.domain.manifest import Manifest as DomainManifest
 from registry.domain.manifest import ManifestEntry as DomainEntry
 from registry.domain.model import Scope
-from registry.errors import HeadConflict
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,15 +81,35 @@ def in_scope(scope: Scope) -> sa.ColumnElement[bool]:
     return sa.and_(Skill.workspace == scope.workspace, Skill.agent == scope.agent)
 
 
+# Statements every write and read runs, built once (registry/db/publication.py says why).
+_LIVE_SKILL: Final = sa.select(*_SKILL_COLUMNS).where(
+    Skill.workspace == sa.bindparam("workspace"),
+    Skill.agent == sa.bindparam("agent"),
+    Skill.slug == sa.bindparam("slug"),
+    Skill.state != "deleted",
+)
+_VERSION: Final = sa.select(*_VERSION_COLUMNS).where(
+    Version.workspace == sa.bindparam("workspace"),
+    Version.skill_id == sa.bindparam("skill_id"),
+    Version.number == sa.bindparam("number"),
+)
+_ENTRIES: Final = (
+    sa.select(
+        ManifestEntry.path, ManifestEntry.digest, ManifestEntry.size, ManifestEntry.executable
+    )
+    .join(Manifest, Manifest.id == ManifestEntry.manifest_id)
+    .where(
+        Manifest.workspace == sa.bindparam("workspace"),
+        ManifestEntry.manifest_id == sa.bindparam("manifest_id"),
+    )
+)
+_INSERT_EVENT: Final = sa.insert(Event)
+
+
 async def live_skill(conn: AsyncConnection, scope: Scope, slug: str) -> SkillRow | None:
     """The skill of `scope` named `slug` that is not deleted, if any."""
-    row = (
-        await conn.execute(
-            sa.select(*_SKILL_COLUMNS).where(
-                in_scope(scope), Skill.slug == slug, Skill.state != "deleted"
-            )
-        )
-    ).first()
+    params = {"workspace": scope.workspace, "agent": scope.agent, "slug": slug}
+    row = (await conn.execute(_LIVE_SKILL, params)).first()
     return None if row is None else _skill(row)
 
 
@@ -133,15 +152,8 @@ async def live_skills_page(
 
 
 async def version(conn: AsyncConnection, skill: SkillRow, number: int) -> VersionRow | None:
-    row = (
-        await conn.execute(
-            sa.select(*_VERSION_COLUMNS).where(
-                Version.workspace == skill.workspace,
-                Version.skill_id == skill.id,
-                Version.number == number,
-            )
-        )
-    ).first()
+    params = {"workspace": skill.workspace, "skill_id": skill.id, "number": number}
+    row = (await conn.execute(_VERSION, params)).first()
     return None if row is None else _version(row)
 
 
@@ -163,13 +175,7 @@ async def manifest_entries(
     conn: AsyncConnection, workspace: str, manifest_id: int
 ) -> DomainManifest:
     """The manifest stored under `manifest_id`, as a domain value."""
-    rows = await conn.execute(
-        sa.select(
-            ManifestEntry.path, ManifestEntry.digest, ManifestEntry.size, ManifestEntry.executable
-        )
-        .join(Manifest, Manifest.id == ManifestEntry.manifest_id)
-        .where(Manifest.workspace == workspace, ManifestEntry.manifest_id == manifest_id)
-    )
+    rows = await conn.execute(_ENTRIES, {"workspace": workspace, "manifest_id": manifest_id})
     return DomainManifest(DomainEntry(r.path, r.digest, r.size, r.executable) for r in rows)
 
 
@@ -193,130 +199,6 @@ async def workspace_usage(conn: AsyncConnection, workspace: str) -> int:
     return int(used or 0)
 
 
-async def ensure_manifest(
-    conn: AsyncConnection, workspace: str, manifest: DomainManifest, now: datetime
-) -> int:
-    """The id of `manifest` in `workspace`, inserting it and its rows if new.
-
-    Callers hold the workspace lock, so no other transaction inserts the same
-    (workspace, hash) concurrently.
-    """
-    existing = await conn.scalar(
-        sa.select(Manifest.id).where(
-            Manifest.workspace == workspace, Manifest.hash == manifest.hash
-        )
-    )
-    if existing is not None:
-        return int(existing)
-    manifest_id = await conn.scalar(
-        sa.insert(Manifest)
-        .values(
-            workspace=workspace,
-            hash=manifest.hash,
-            file_count=manifest.file_count,
-            total_size=manifest.total_size,
-            created_at=now,
-        )
-        .returning(Manifest.id)
-    )
-    assert manifest_id is not None
-    await conn.execute(
-        sa.insert(ManifestEntry),
-        [
-            {
-                "manifest_id": manifest_id,
-                "path": e.path,
-                "digest": e.digest,
-                "size": e.size,
-                "executable": e.executable,
-            }
-            for e in manifest.entries
-        ],
-    )
-    return int(manifest_id)
-
-
-async def insert_skill(
-    conn: AsyncConnection,
-    scope: Scope,
-    slug: str,
-    *,
-    kind: str,
-    size: int,
-    now: datetime,
-    auto_improve: bool = True,
-    baseline: tuple[str, int, str] | None = None,
-) -> int:
-    """Create a skill row at head 1 (its first version is inserted next, same transaction)."""
-    listing, listing_version, listing_hash = baseline or (None, None, None)
-    skill_id = await conn.scalar(
-        sa.insert(Skill)
-        .values(
-            workspace=scope.workspace,
-            agent=scope.agent,
-            slug=slug,
-            kind=kind,
-            head=1,
-            head_size=size,
-            state="active",
-            auto_improve=auto_improve,
-            learning_paused=False,
-            use_paused=False,
-            baseline_listing=listing,
-            baseline_version=listing_version,
-            baseline_manifest_hash=listing_hash,
-            created_at=now,
-            updated_at=now,
-        )
-        .returning(Skill.id)
-    )
-    assert skill_id is not None
-    return int(skill_id)
-
-
-async def move_head(
-    conn: AsyncConnection,
-    skill: SkillRow,
-    *,
-    new_head: int,
-    size: int,
-    now: datetime,
-    auto_improve: bool | None = None,
-    baseline: tuple[str, int, str] | None = None,
-) -> None:
-    """Compare-and-swap the head from `skill.head` to `new_head`.
-
-    The workspace lock already serialises writers; the `WHERE head = :expected` is the
-    second line of defence and makes the swap read like one. `auto_improve` (unless None)
-    and `baseline` (unless None) change with the head.
-    """
-    changes: dict[str, object] = {}
-    if auto_improve is not None:
-        changes["auto_improve"] = auto_improve
-    if baseline is not None:
-        listing, listing_version, listing_hash = baseline
-        changes |= {
-            "baseline_listing": listing,
-            "baseline_version": listing_version,
-            "baseline_manifest_hash": listing_hash,
-        }
-    result = await conn.execute(
-        sa.update(Skill)
-        .where(
-            Skill.id == skill.id,
-            Skill.workspace == skill.workspace,
-            Skill.head == skill.head,
-        )
-        .values(head=new_head, head_size=size, updated_at=now, **changes)
-    )
-    if result.rowcount != 1:
-        # Only a writer that skipped the workspace lock can get here: the swap still refuses.
-        current = await conn.scalar(
-            sa.select(Skill.head).where(Skill.id == skill.id, Skill.workspace == skill.workspace)
-        )
-        raise HeadConflict(skill.head, current)
-
-
 CONTROL_COLUMNS: Final = frozenset(
     {"auto_improve", "learning_paused", "use_paused", "pause_reason", "state", "deleted_at"}
 )
@@ -335,57 +217,6 @@ async def set_controls(
         .where(Skill.id == skill.id, Skill.workspace == skill.workspace)
         .values(updated_at=now, **changes)
     )
-
-
-async def insert_version(
-    conn: AsyncConnection,
-    skill_id: int,
-    workspace: str,
-    *,
-    number: int,
-    parent: int | None,
-    origin: str,
-    actor: str,
-    message: str,
-    restored_from: int | None,
-    manifest_id: int,
-    manifest: DomainManifest,
-    sources: Sequence[str],
-    write_id: str | None,
-    now: datetime,
-) -> int:
-    """Append an immutable version (and its sources)."""
-    version_id = await conn.scalar(
-        sa.insert(Version)
-        .values(
-            workspace=workspace,
-            skill_id=skill_id,
-            number=number,
-            parent=parent,
-            origin=origin,
-            actor=actor,
-            message=message,
-            restored_from=restored_from,
-            manifest_id=manifest_id,
-            manifest_hash=manifest.hash,
-            file_count=manifest.file_count,
-            total_size=manifest.total_size,
-            write_id=write_id,
-            created_at=now,
-        )
-        .returning(Version.id)
-    )
-    assert version_id is not None
-    unique_sources = list(dict.fromkeys(sources))
-    if unique_sources:
-        await conn.execute(
-            sa.insert(VersionSource),
-            [
-                {"version_id": version_id, "source": s, "workspace": workspace, "position": i}
-                for i, s in enumerate(unique_sources)
-            ],
-        )
-    return int(version_id)
 
 
 async def version_sources(
@@ -420,15 +251,16 @@ async def insert_event(
 ) -> None:
     """Write one outbox event in the caller's transaction."""
     await conn.execute(
-        sa.insert(Event).values(
-            workspace=scope.workspace,
-            agent=scope.agent,
-            slug=slug,
-            skill_id=skill_id,
-            kind=kind,
-            version=version,
-            manifest_hash=manifest_hash,
-            payload=payload,
-            created_at=now,
-        )
+        _INSERT_EVENT,
+        {
+            "workspace": scope.workspace,
+            "agent": scope.agent,
+            "slug": slug,
+            "skill_id": skill_id,
+            "kind": kind,
+            "version": version,
+            "manifest_hash": manifest_hash,
+            "payload": payload,
+            "created_at": now,
+        },
     )

@@ -103,10 +103,10 @@ class UnitOfWork:
         """The database's URL with its password hidden, for messages."""
         return self.engine.url.render_as_string(hide_password=True)
 
-    def _retrying(self) -> AsyncRetrying:
+    def _retrying(self, attempts: int) -> AsyncRetrying:
         return AsyncRetrying(
             retry=retry_if_exception(db_errors.is_transient),
-            stop=stop_after_attempt(self.retry_attempts),
+            stop=stop_after_attempt(attempts),
             wait=wait_random_exponential(multiplier=0.05, max=1.0),
             reraise=True,
         )
@@ -188,7 +188,10 @@ class UnitOfWork:
         if budget is not None and write and budget.lock_left <= 0:
             raise WorkspaceBusy(workspace, budget.lock_timeout)
         try:
-            async with asyncio.timeout(max(wait, 0.0)):
+            if self._gate.locked():
+                async with asyncio.timeout(max(wait, 0.0)):
+                    await self._gate.acquire()
+            else:
                 await self._gate.acquire()
         except TimeoutError:
             raise StorageUnavailable(
@@ -247,7 +250,14 @@ class UnitOfWork:
 
     async def _retried(self, once: Callable[[], Awaitable[T]], *, workspace: str) -> T:
         try:
-            async for attempt in self._retrying():
+            # The first attempt runs without the retry machinery, which costs more client
+            # CPU than a short transaction; only a transient failure enters it.
+            try:
+                return await guarded(once)
+            except db_errors.DATABASE_ERRORS as exc:
+                if self.retry_attempts < 2 or not db_errors.is_transient(exc):  # noqa: PLR2004
+                    raise
+            async for attempt in self._retrying(self.retry_attempts - 1):
                 with attempt:
                     return await guarded(once)
         except db_errors.DATABASE_ERRORS as exc:

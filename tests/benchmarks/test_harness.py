@@ -12,6 +12,7 @@ import pytest
 
 from bench import (  # noqa: F401 - registration
     concurrency,
+    cost,
     garbage,
     hashing,
     reads,
@@ -22,6 +23,7 @@ from bench import (  # noqa: F401 - registration
 from bench.formatting import fmt_spread
 from bench.harness import SCENARIOS, Run, compare, percentile, stats
 from bench.report import summary
+from bench.scale import _sqlite_plan
 from bench.services import Services
 from bench.write import LOCKED_POINTS, LockClock
 
@@ -77,6 +79,7 @@ def test_every_scenario_of_the_issue_is_registered():
         "hashing",
         "reconcile",
         "gc",
+        "cost",
     }
     assert expected <= set(SCENARIOS)
 
@@ -115,3 +118,22 @@ def test_the_summary_gives_each_ratio_its_range():
     text = summary(scenarios, {"update": "2. Update"})
     assert "[2. Update](#2-update)" in text
     assert "\u00f7 git 2.00\u20134.00\u00d7; \u00f7 floor 4.00\u20138.00\u00d7" in text
+
+
+def test_the_sqlite_plan_reader_counts_table_scans_only():
+    rows = [
+        (2, 0, 0, detail)
+        for detail in (
+            "CO-ROUTINE one",
+            "SCAN CONSTANT ROW",
+            "SCAN one",
+            "SEARCH skills USING INDEX uq_skills_live_slug (workspace=? AND slug=?) LEFT-JOIN",
+            "CO-ROUTINE (subquery-1)",
+            "SCAN (subquery-1)",
+            "SCAN events",
+            "SEARCH versions USING INTEGER PRIMARY KEY (rowid=?)",
+        )
+    ]
+    plan = _sqlite_plan(rows)
+    assert plan["full_scans"] == ["events"]
+    assert plan["indexes"] == ["uq_skills_live_slug", "versions primary key"]

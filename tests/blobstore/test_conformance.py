@@ -67,6 +67,29 @@ async def test_put_is_idempotent(store):
     assert set(await listing(store)) == {digest}
 
 
+async def test_put_many_stores_every_blob_and_reports_the_new_ones(store):
+    old_digest, old = blob(20)
+    await store.put(old_digest, old)
+    batch = dict(blob(seed) for seed in range(21, 31))
+    batch[old_digest] = old
+    new = await store.put_many(batch, concurrency=3)
+    assert new == set(batch) - {old_digest}
+    for digest, data in batch.items():
+        assert await store.get(digest) == data
+    assert set(await listing(store)) == set(batch)
+    assert await store.put_many(batch) == frozenset()
+    assert await store.put_many({}) == frozenset()
+
+
+async def test_put_many_refuses_a_blob_that_does_not_match_its_digest(store):
+    good_digest, good = blob(40)
+    digest, _ = blob(41)
+    _, other = blob(42)
+    with pytest.raises(DigestMismatch):
+        await store.put_many({good_digest: good, digest: other})
+    assert not await store.exists(digest)
+
+
 async def test_put_refuses_bytes_that_do_not_match_the_digest(backend, store):
     digest, _ = blob(3)
     other_digest, other = blob(4)
@@ -230,6 +253,7 @@ async def test_malformed_digest_is_refused_by_every_method(backend, store, bad):
     before = backend.footprint()
     calls = {
         "put": lambda: store.put(bad, b"x"),
+        "put_many": lambda: store.put_many({bad: b"x"}),
         "get": lambda: store.get(bad),
         "exists": lambda: store.exists(bad),
         "stat": lambda: store.stat(bad),

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from blobstore import compute_digest
 from registry.db import blobs as db_blobs
 from registry.db import gc as db_gc
+from registry.db import publication as db_publication
 from registry.db.engine import create_engine, write_connection
 from registry.db.tables import Blob, BlobClaim, Manifest, ManifestEntry
 
@@ -292,12 +293,13 @@ async def test_confirm(engine, status, mine, claim, ok):
     await write(engine, setup)
 
     async def confirm(conn):
+        # The publish transaction drops the write's claims first; the unexpired ones count.
+        held = await db_publication.take_claims(conn, "w1", NOW)
         return await db_blobs.confirm(
             conn,
-            write_id="w1",
+            held=held,
             uploaded=[digest("x")] if mine else [],
             referenced=[digest("x")],
-            now=NOW,
         )
 
     problem = await write(engine, confirm)

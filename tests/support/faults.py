@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 
 from blobstore import BlobInfo, BlobStore, BlobStoreUnavailable
@@ -106,6 +106,18 @@ class InstrumentedStore:
         stored = await self.inner.put(digest, data)
         self.put_digests.append(digest)
         return stored
+
+    async def put_many(self, blobs: Mapping[str, bytes], *, concurrency: int = 8) -> frozenset[str]:
+        # One `put` per blob, concurrently, so failures and cancellations are injected per
+        # put exactly as before.
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(digest: str, data: bytes) -> bool:
+            async with gate:
+                return await self.put(digest, data)
+
+        stored = await asyncio.gather(*(one(d, b) for d, b in blobs.items()))
+        return frozenset(d for d, new in zip(blobs, stored, strict=True) if new)
 
     async def get(self, digest: str) -> bytes:
         self._enter("get")

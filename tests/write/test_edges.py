@@ -18,6 +18,7 @@ import pytest
 import sqlalchemy as sa
 
 from registry import Origin, Registry, Scope
+from registry.db import publication as db_publication
 from registry.db import skills as db_skills
 from registry.db import unit
 from registry.db.cancel import guarded
@@ -33,7 +34,7 @@ from registry.services.write.request import WriteRequest
 from registry.settings import Settings
 from tests.support.faults import ScriptedFailpoints
 from tests.support.packages import as_bytes, package
-from tests.support.state import live_claims
+from tests.support.state import db_state, live_claims
 
 ACME = Scope("acme")
 
@@ -257,7 +258,9 @@ async def test_a_compare_and_swap_lost_under_the_lock_is_a_head_conflict(registr
     async def stale_swap(conn):
         skill = await db_skills.live_skill(conn, ACME, "pdf-report")
         stale = dataclasses.replace(skill, head=1)
-        await db_skills.move_head(conn, stale, new_head=2, size=1, now=registry.ctx.clock.now())
+        await db_publication.move_head(
+            conn, stale, new_head=2, size=1, now=registry.ctx.clock.now()
+        )
 
     with pytest.raises(HeadConflict) as caught:
         await registry.ctx.write(stale_swap)
@@ -401,3 +404,46 @@ async def test_an_online_fsck_racing_a_prune_reports_no_false_problem(make_regis
     # reported `manifest_mismatch` for the manifest the prune removed.
     report = await checking
     assert report.clean, report.problems
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_a_head_lost_under_the_lock_is_refused_by_the_one_statement_append(registry):
+    # PostgreSQL appends the version, moves the head and writes the event in one statement
+    # (registry/db/publication.py); its compare-and-swap refuses a stale head, and the
+    # transaction, version row included, rolls back.
+    await registry.write_package(
+        ACME, "pdf-report", package("pdf-report"), expected_head=None, actor="u"
+    )
+    await registry.write_package(
+        ACME, "pdf-report", package("pdf-report", tag="2"), expected_head=1, actor="u"
+    )
+    before = await db_state(registry)
+
+    async def stale_append(conn):
+        skill = await db_skills.live_skill(conn, ACME, "pdf-report")
+        info = await registry.package_info(ACME, "pdf-report")
+        await db_publication.append_version(
+            conn,
+            ACME,
+            "pdf-report",
+            dataclasses.replace(skill, head=1),
+            origin="edit",
+            actor="u",
+            message="",
+            restored_from=None,
+            manifest_id=(await db_skills.version(conn, skill, 2)).manifest_id,
+            manifest=info.manifest,
+            sources=["chat:1"],
+            write_id="00000000-0000-4000-8000-00000000beef",
+            now=registry.ctx.clock.now(),
+            auto_improve=None,
+            baseline=None,
+            event_kind="published",
+            payload={},
+        )
+
+    with pytest.raises(HeadConflict) as caught:
+        await registry.ctx.write(stale_append)
+    assert (caught.value.expected, caught.value.current) == (1, 2)
+    assert await db_state(registry) == before

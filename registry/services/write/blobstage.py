@@ -74,31 +74,16 @@ async def upload(ctx: Context, blobs: Mapping[str, bytes]) -> None:
     """
     if not blobs:
         return
-    gate = asyncio.Semaphore(ctx.settings.upload_concurrency)
-    stored: set[str] = set()
     budget = write_budget.current()
     limit = ctx.settings.upload_timeout
     if budget is not None:
         limit = max(0.0, min(limit, budget.left()))
-
-    async def put(digest: str, data: bytes) -> None:
-        async with gate:
-            await ctx.blobs.put(digest, data)
-        stored.add(digest)
-
     try:
-        async with asyncio.timeout(limit), asyncio.TaskGroup() as group:
-            for digest, data in blobs.items():
-                group.create_task(put(digest, data))
-    except* BlobStoreError as failures:
-        first = failures.exceptions[0]
-        raise StorageUnavailable("blob store", str(first)) from first
-    except* TimeoutError:
+        async with asyncio.timeout(limit):
+            await ctx.blobs.put_many(blobs, concurrency=ctx.settings.upload_concurrency)
+    except BlobStoreError as exc:
+        raise StorageUnavailable("blob store", str(exc)) from exc
+    except TimeoutError:
         raise StorageUnavailable(
-            "blob store", f"{len(blobs) - len(stored)} uploads did not finish within {limit:.3g}s"
+            "blob store", f"{len(blobs)} uploads did not finish within {limit:.3g}s"
         ) from None
-    # A TaskGroup counts a child that raised CancelledError as cancelled, not failed, and
-    # carries on. Only a put that returned proves the object is stored (invariant I2).
-    missing = sorted(set(blobs) - stored)
-    if missing:
-        raise StorageUnavailable("blob store", f"{len(missing)} uploads did not complete")

@@ -86,15 +86,18 @@ async def verdict(
     approve: Iterable[FindingRef] = (),
     workspace: str = "",
     remember: bool = True,
+    clean: set[str] | None = None,
 ) -> Verdict:
     """Check `manifest`'s files (`files`, or fetched from the blob store if None).
 
     Digests that scan clean are remembered only when nothing blocks, so a refused write
     leaves no trace beyond its error. With `remember=False` the caller records
     `Verdict.fresh` itself (the write path does it in its claim transaction, which saves
-    a commit).
+    a commit). `clean`, if given, are the digests already known to be clean (the write
+    path reads them together with the head).
     """
-    clean = await _clean_digests(ctx, (e.digest for e in manifest.entries))
+    if clean is None:
+        clean = await _clean_digests(ctx, (e.digest for e in manifest.entries))
     todo = [e for e in manifest.entries if e.digest not in clean]
     if files is None and todo:
         files = await read_files(ctx, Manifest(todo))

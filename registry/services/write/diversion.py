@@ -93,8 +93,13 @@ async def head_moved(
     decided: db_proposals.ProposalRow | None,
     number: int,
     now: datetime,
+    pending: bool = True,
 ) -> list[int]:
-    """Close the decided proposal as applied; return the ids of proposals made stale."""
+    """Close the decided proposal as applied; return the ids of proposals made stale.
+
+    `pending=False` (the skill had no pending proposal when the lock was taken) skips the
+    update that would find nothing to make stale.
+    """
     if decided is not None and request.decides is not None:
         await db_proposals.close(
             conn,
@@ -106,6 +111,8 @@ async def head_moved(
             applied_version=number,
         )
     # A proposal made on the old head can no longer be applied.
+    if not pending:
+        return []
     return await db_proposals.stale_open(conn, skill, now)
 
 

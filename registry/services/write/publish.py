@@ -38,6 +38,7 @@ from registry.db import approvals as db_approvals
 from registry.db import blobs as db_blobs
 from registry.db import errors as db_errors
 from registry.db import proposals as db_proposals
+from registry.db import publication as db_publication
 from registry.db import skills as db_skills
 from registry.db.budget import outside_write
 from registry.db.unit import CommitOutcomeUnknown, Outcome
@@ -47,7 +48,6 @@ from registry.domain.model import (
     FileInput,
     PackageFile,
     Publication,
-    Scope,
     check_slug,
 )
 from registry.domain.package import ValidatedPackage, validate_package
@@ -68,12 +68,6 @@ from registry.services.write.request import NOT_SCREENED, Screening, WriteReques
 # GC delete in flight finish (docs/gc.md, "Interleavings").
 _BLOB_RACE_ATTEMPTS: Final = 4
 _BLOB_RACE_PAUSE: Final = 0.05
-
-
-@dataclass(frozen=True)
-class _Head:
-    skill: db_skills.SkillRow
-    manifest: Manifest
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +109,16 @@ async def _write_package(
     check_slug(request.slug)
     package = validate_package(files, request.slug, ctx.limits)
     manifest = await _hash(package)
+    # One read for what the content check and the early checks need: the digests already
+    # scanned clean, and the head (its skill row and package).
+    digests = [e.digest for e in manifest.entries]
+    fingerprint = ctx.scanner.fingerprint
+
+    async def look(conn: AsyncConnection) -> tuple[db_publication.Head | None, set[str]]:
+        clean = await db_publication.clean_digests(conn, digests, fingerprint)
+        return await db_publication.head_for_write(conn, request.scope, request.slug), clean
+
+    head, clean = await ctx.read(look)
     # Approvals are inherited from the version the write builds on (docs/history.md);
     # they are looked up only if the content check finds something.
     expected = request.expected_head
@@ -126,13 +130,19 @@ async def _write_package(
         return await content.approvals_of(ctx, request.scope, request.slug, base)
 
     verdict = await content.verdict(
-        ctx, manifest, package.files, allowed=inherited, approve=request.approve, remember=False
+        ctx,
+        manifest,
+        package.files,
+        allowed=inherited,
+        approve=request.approve,
+        remember=False,
+        clean=clean,
     )
     if verdict.blocked is not None:
         raise verdict.blocked
     await ctx.hit("write.validated")
-    return await publish_manifest(
-        ctx, request, manifest, package.files, screening=Screening.of(verdict)
+    return await _publish_manifest(
+        ctx, request, manifest, package.files, Screening.of(verdict), head=head
     )
 
 
@@ -151,7 +161,10 @@ async def publish_manifest(
     `screening` is what the content check decided for this package.
     """
     with ctx.deadline():
-        return await _publish_manifest(ctx, request, manifest, files, screening)
+        head = await ctx.read(
+            lambda conn: db_publication.head_for_write(conn, request.scope, request.slug)
+        )
+        return await _publish_manifest(ctx, request, manifest, files, screening, head=head)
 
 
 async def _publish_manifest(
@@ -160,8 +173,9 @@ async def _publish_manifest(
     manifest: Manifest,
     files: Mapping[str, PackageFile],
     screening: Screening,
+    *,
+    head: db_publication.Head | None,
 ) -> Publication:
-    head = await ctx.read(lambda conn: _read_head(conn, request.scope, request.slug))
     # A decision or a repair must be recorded even if the head's package is the same.
     if head is not None and head.manifest.hash == manifest.hash and request.may_be_unchanged:
         return _unchanged(head)
@@ -248,16 +262,7 @@ async def _hash(package: ValidatedPackage) -> Manifest:
     return await offloaded(size, build_manifest, package.files)
 
 
-async def _read_head(conn: AsyncConnection, scope: Scope, slug: str) -> _Head | None:
-    skill = await db_skills.live_skill(conn, scope, slug)
-    if skill is None:
-        return None
-    head = await db_skills.version(conn, skill, skill.head)
-    assert head is not None, "a skill's head names an existing version"
-    return _Head(skill, await db_skills.manifest_entries(conn, scope.workspace, head.manifest_id))
-
-
-def _unchanged(head: _Head) -> Publication:
+def _unchanged(head: db_publication.Head) -> Publication:
     return Publication(
         version=head.skill.head,
         manifest_hash=head.manifest.hash,
@@ -297,18 +302,14 @@ async def _apply(
     """Root checks, compare-and-swap and every row of the new version (lock held)."""
     scope, now = request.scope, ctx.clock.now()
     write_id, uploaded = staged.write_id, staged.uploaded
-    skill = await db_skills.live_skill(conn, scope, request.slug)
-    if skill is not None and request.may_be_unchanged:
-        head = await db_skills.version(conn, skill, skill.head)
-        assert head is not None
-        if head.manifest_hash == manifest.hash:
-            # Another writer published this package first: the head references every
-            # blob this write claimed, so its claims are released (invariant I4).
-            if staged.claimed:
-                await db_blobs.release(conn, write_id)
-            return Publication(
-                skill.head, head.manifest_hash, created=False, retired=None, unchanged=True
-            )
+    found = await db_publication.write_context(conn, scope, request.slug, request.sources)
+    skill = found.skill
+    if skill is not None and request.may_be_unchanged and found.head_hash == manifest.hash:
+        # Another writer published this package first: the head references every blob
+        # this write claimed, so its claims are released (invariant I4).
+        if staged.claimed:
+            await db_publication.take_claims(conn, write_id, now)
+        return Publication(skill.head, manifest.hash, created=False, retired=None, unchanged=True)
     decided = await diversion.pending_proposal(conn, request, skill)
     draft_base = rootchecks.check_root_or_keep_draft(request, skill)
     # Retention may have pruned the restored version since the restore read it (and GC its
@@ -316,22 +317,22 @@ async def _apply(
     restored = request.restored_from
     if restored is not None and skill is not None and not await _has_version(conn, skill, restored):
         raise VersionNotFound(request.slug, restored)
-    await diversion.check_sources(conn, request)
+    if found.has_excluded_source:
+        await diversion.check_sources(conn, request)
     divert = draft_base is not None or diversion.diverted(request, skill)
     if not divert:
         await rootchecks.check_capacity_and_quota(ctx, conn, request, skill, manifest)
     await ctx.hit("publish.checked")
 
+    # Dropping the claims here releases them (the commit makes it stick) and tells
+    # `confirm` which of this write's uploads its claims still covered.
+    held = await db_publication.take_claims(conn, write_id, now) if staged.claimed else frozenset()
     problem = await db_blobs.confirm(
-        conn,
-        write_id=write_id,
-        uploaded=uploaded,
-        referenced=[e.digest for e in manifest.entries],
-        now=now,
+        conn, held=held, uploaded=uploaded, referenced=[e.digest for e in manifest.entries]
     )
     if problem is not None:
         raise _BlobsRaced(problem.digests)
-    manifest_id = await db_skills.ensure_manifest(conn, scope.workspace, manifest, now)
+    manifest_id = await db_publication.ensure_manifest(conn, scope.workspace, manifest, now)
     if divert:
         assert skill is not None
         proposed = await diversion.propose(
@@ -346,13 +347,12 @@ async def _apply(
             write_id=write_id,
             now=now,
         )
-        await db_blobs.release(conn, write_id)
         return _with_uploads(proposed, manifest, uploaded)
     publication = await _append_version(
         ctx,
         conn,
         request,
-        skill,
+        found,
         approvals=screening.approvals,
         manifest=manifest,
         manifest_id=manifest_id,
@@ -360,7 +360,6 @@ async def _apply(
         write_id=write_id,
         now=now,
     )
-    await db_blobs.release(conn, write_id)
     return _with_uploads(publication, manifest, uploaded)
 
 
@@ -382,7 +381,7 @@ async def _append_version(
     ctx: Context,
     conn: AsyncConnection,
     request: WriteRequest,
-    skill: db_skills.SkillRow | None,
+    found: db_publication.WriteContext,
     *,
     approvals: Sequence[Approval],
     manifest: Manifest,
@@ -392,9 +391,22 @@ async def _append_version(
     now: datetime,
 ) -> Publication:
     """Insert the version, move the head (compare-and-swap) and write the event."""
-    scope = request.scope
+    scope, skill = request.scope, found.skill
+    if skill is not None and conn.dialect.name == "postgresql":
+        return await _append_in_one(
+            ctx,
+            conn,
+            request,
+            found,
+            approvals=approvals,
+            manifest=manifest,
+            manifest_id=manifest_id,
+            decided=decided,
+            write_id=write_id,
+            now=now,
+        )
     if skill is None:
-        skill_id = await db_skills.insert_skill(
+        skill_id = await db_publication.insert_skill(
             conn,
             scope,
             request.slug,
@@ -407,7 +419,7 @@ async def _append_version(
         number, parent = 1, None
     else:
         skill_id, number, parent = skill.id, skill.head + 1, skill.head
-    version_id = await db_skills.insert_version(
+    version_id = await db_publication.insert_version(
         conn,
         skill_id,
         scope.workspace,
@@ -437,7 +449,7 @@ async def _append_version(
     if skill is not None:
         # A decided marketplace proposal moves the copy's baseline as its update would have.
         baseline = request.baseline or (None if decided is None else decided.baseline_tuple)
-        await db_skills.move_head(
+        await db_publication.move_head(
             conn,
             skill,
             new_head=number,
@@ -447,7 +459,13 @@ async def _append_version(
             baseline=baseline,
         )
         staled = await diversion.head_moved(
-            conn, request, skill, decided=decided, number=number, now=now
+            conn,
+            request,
+            skill,
+            decided=decided,
+            number=number,
+            now=now,
+            pending=found.has_pending_proposal,
         )
     await ctx.hit("publish.head_moved")
     await db_skills.insert_event(
@@ -458,18 +476,7 @@ async def _append_version(
         kind=diversion.event_kind(request),
         version=number,
         manifest_hash=manifest.hash,
-        payload={
-            "origin": request.origin.value,
-            "actor": request.actor,
-            "parent": parent,
-            "restored_from": request.restored_from,
-            "files": manifest.file_count,
-            "bytes": manifest.total_size,
-            "proposal": None if request.decides is None else request.decides.proposal,
-            "decided_by": None if request.decides is None else request.decides.actor,
-            "repair": request.repair,
-            "staled_proposals": staled,
-        },
+        payload=_event_payload(request, manifest, parent=parent, staled=staled),
         now=now,
     )
     return Publication(
@@ -547,3 +554,93 @@ async def _release(ctx: Context, workspace: str, write_id: str) -> None:
     await ctx.hit("cleanup.releasing")
     with outside_write(), contextlib.suppress(RegistryError):
         await ctx.write(lambda conn: db_blobs.release(conn, write_id), workspace=workspace)
+
+
+def _event_payload(
+    request: WriteRequest, manifest: Manifest, *, parent: int | None, staled: list[int]
+) -> dict[str, object]:
+    decides = request.decides
+    return {
+        "origin": request.origin.value,
+        "actor": request.actor,
+        "parent": parent,
+        "restored_from": request.restored_from,
+        "files": manifest.file_count,
+        "bytes": manifest.total_size,
+        "proposal": None if decides is None else decides.proposal,
+        "decided_by": None if decides is None else decides.actor,
+        "repair": request.repair,
+        "staled_proposals": staled,
+    }
+
+
+async def _append_in_one(
+    ctx: Context,
+    conn: AsyncConnection,
+    request: WriteRequest,
+    found: db_publication.WriteContext,
+    *,
+    approvals: Sequence[Approval],
+    manifest: Manifest,
+    manifest_id: int,
+    decided: db_proposals.ProposalRow | None,
+    write_id: str,
+    now: datetime,
+) -> Publication:
+    """PostgreSQL, an existing skill: the version, head move and event in one round trip.
+
+    The proposal bookkeeping a head move causes (closing the decided proposal, making the
+    open one stale) runs first; inside one transaction the order does not matter.
+    """
+    skill = found.skill
+    assert skill is not None
+    number = skill.head + 1
+    staled = await diversion.head_moved(
+        conn,
+        request,
+        skill,
+        decided=decided,
+        number=number,
+        now=now,
+        pending=found.has_pending_proposal,
+    )
+    # A decided marketplace proposal moves the copy's baseline as its update would have.
+    baseline = request.baseline or (None if decided is None else decided.baseline_tuple)
+    version_id = await db_publication.append_version(
+        conn,
+        request.scope,
+        request.slug,
+        skill,
+        origin=request.origin.value,
+        actor=request.actor,
+        message=request.message,
+        restored_from=request.restored_from,
+        manifest_id=manifest_id,
+        manifest=manifest,
+        sources=request.sources,
+        write_id=write_id,
+        now=now,
+        auto_improve=request.changes.auto_improve,
+        baseline=baseline,
+        event_kind=diversion.event_kind(request),
+        payload=_event_payload(request, manifest, parent=skill.head, staled=staled),
+    )
+    await db_approvals.replace(
+        conn,
+        request.scope.workspace,
+        version_id,
+        approvals,
+        actor=request.actor,
+        now=now,
+        fresh=True,
+    )
+    await ctx.hit("publish.version_rows")
+    await ctx.hit("publish.head_moved")
+    return Publication(
+        version=number,
+        manifest_hash=manifest.hash,
+        created=True,
+        retired=skill.head,
+        unchanged=False,
+        committed_at=now,
+    )

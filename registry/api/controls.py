@@ -1,0 +1,109 @@
+"""The owner's controls on the face of `Registry`: state, pauses, deletes, approvals, exclusions.
+
+A mixin of `Registry` (registry/api/registry.py), kept in its own module so the face stays a
+readable table of contents; every method delegates to `registry.services.history`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from registry.domain.approvals import FindingRef
+from registry.domain.model import Scope
+from registry.domain.states import Action
+from registry.services.context import Context
+from registry.services.history import approvals, controls, exclusions
+from registry.services.history.approvals import ApprovalResult
+from registry.services.history.controls import SkillStatus
+from registry.services.history.exclusions import ExclusionReport
+
+
+class OwnerControls:
+    """Owner controls, approvals and source exclusion (docs/history.md)."""
+
+    ctx: Context
+
+    async def skill_status(self, scope: Scope, slug: str) -> SkillStatus:
+        """The skill's controls and its state (ready, needs_decision, blocked, paused...)."""
+        return await controls.status(self.ctx, scope, slug)
+
+    async def pause_learning(
+        self, scope: Scope, slug: str, *, actor: str, reason: str = ""
+    ) -> SkillStatus:
+        """Pause learning: automated writes become proposals. `StateConflict` if paused."""
+        return await controls.act(self.ctx, scope, slug, Action.PAUSE, actor=actor, reason=reason)
+
+    async def resume_learning(self, scope: Scope, slug: str, *, actor: str) -> SkillStatus:
+        """Resume learning. `StateConflict` unless learning is paused."""
+        return await controls.act(self.ctx, scope, slug, Action.RESUME, actor=actor)
+
+    async def stop_using(
+        self, scope: Scope, slug: str, *, actor: str, reason: str = ""
+    ) -> SkillStatus:
+        """Stop using the skill: runtimes do not load it; history is kept."""
+        return await controls.act(
+            self.ctx, scope, slug, Action.STOP_USING, actor=actor, reason=reason
+        )
+
+    async def resume_use(self, scope: Scope, slug: str, *, actor: str) -> SkillStatus:
+        """Resume use. Refused unless use is paused, and while the head is blocked."""
+        return await controls.act(self.ctx, scope, slug, Action.RESUME_USE, actor=actor)
+
+    async def set_auto_improve(
+        self, scope: Scope, slug: str, *, enabled: bool, actor: str
+    ) -> SkillStatus:
+        """Turn automatic improvements on or off (`StateConflict` if already so)."""
+        action = Action.AUTO_IMPROVE_ON if enabled else Action.AUTO_IMPROVE_OFF
+        return await controls.act(self.ctx, scope, slug, action, actor=actor)
+
+    async def delete(
+        self, scope: Scope, slug: str, *, actor: str, expected_head: int | None = None
+    ) -> SkillStatus:
+        """Delete the skill: its versions are kept (listed as archived), the slug is free.
+
+        With `expected_head`, only if the head is still that version (`HeadConflict`).
+        """
+        return await controls.act(
+            self.ctx, scope, slug, Action.DELETE, actor=actor, expected_head=expected_head
+        )
+
+    async def control(
+        self,
+        scope: Scope,
+        slug: str,
+        action: Action,
+        *,
+        actor: str,
+        reason: str = "",
+        expected_head: int | None = None,
+    ) -> SkillStatus:
+        """Apply any owner control `action` (pause, resume, stop_using, ..., delete).
+
+        With `expected_head`, a compare-and-swap on the head (`HeadConflict`).
+        """
+        return await controls.act(
+            self.ctx, scope, slug, action, actor=actor, reason=reason, expected_head=expected_head
+        )
+
+    async def approve_findings(
+        self,
+        scope: Scope,
+        slug: str,
+        version: int,
+        findings: Sequence[FindingRef],
+        *,
+        actor: str,
+    ) -> ApprovalResult:
+        """Approve content-check findings of a stored version (exact-match, never values)."""
+        return await approvals.approve_findings(
+            self.ctx, scope, slug, version, findings, actor=actor
+        )
+
+    async def exclude_source(
+        self, scope: Scope, source: str, *, actor: str, reason: str = ""
+    ) -> ExclusionReport:
+        """Exclude `source` from the workspace and repair the heads that depend on it.
+
+        Idempotent: excluding again changes nothing more and finishes an interrupted repair.
+        """
+        return await exclusions.exclude_source(self.ctx, scope, source, actor=actor, reason=reason)

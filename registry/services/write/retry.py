@@ -1,0 +1,83 @@
+"""Retrying a compare-and-swap write: re-read the head, re-apply the change, back off.
+
+Many writers on one hot skill make compare-and-swap fail often: each writer's expected
+head is stale by the time it takes the lock. Retrying at once makes it worse (every loser
+comes back together). `write_with_retry` reads the head package, asks the caller's `change`
+for the new files, writes with `expected_head` set to the version it read, and on a
+`HeadConflict` waits a random time that grows with each attempt (tenacity's
+`wait_random_exponential`, "full jitter") before it reads again. The change is re-applied to
+what is current, never to what the caller saw first, so no writer's change is lost and none
+overwrites another's (docs/write-path.md, "Retrying a compare-and-swap").
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_random_exponential,
+)
+
+from registry.domain.model import FileInput, Origin, Publication, Scope
+from registry.errors import HeadConflict, SkillNotFound
+from registry.services.context import Context
+from registry.services.read import Package, read_package
+from registry.services.write.publish import write_package
+from registry.services.write.request import WriteRequest
+
+Change = Callable[[Package | None], Mapping[str, FileInput] | Awaitable[Mapping[str, FileInput]]]
+"""Given the current package (None if the skill does not exist), the files to write."""
+
+
+async def write_with_retry(
+    ctx: Context,
+    scope: Scope,
+    slug: str,
+    change: Change,
+    *,
+    actor: str,
+    origin: Origin = Origin.EDIT,
+    message: str = "",
+    sources: Sequence[str] = (),
+    attempts: int = 12,
+    wait: float = 0.02,
+    wait_max: float = 2.0,
+) -> Publication:
+    """Apply `change` to the current head as a compare-and-swap, retrying on conflicts.
+
+    Each attempt reads the head, calls `change` with it and writes the result with
+    `expected_head` set to the version read. A `HeadConflict` (another writer moved the head
+    in between) waits a random time, up to `wait * 2**attempt` seconds capped at `wait_max`,
+    and tries again, at most `attempts` times; the last conflict is raised. Every other error
+    is raised at once.
+    """
+    retrying = AsyncRetrying(
+        retry=retry_if_exception_type(HeadConflict),
+        stop=stop_after_attempt(attempts),
+        wait=wait_random_exponential(multiplier=wait, max=wait_max),
+        reraise=True,
+    )
+    async for attempt in retrying:
+        with attempt:
+            try:
+                current: Package | None = await read_package(ctx, scope, slug)
+            except SkillNotFound:
+                current = None
+            files = change(current)
+            if inspect.isawaitable(files):
+                files = await files
+            request = WriteRequest(
+                scope=scope,
+                slug=slug,
+                expected_head=None if current is None else current.version,
+                origin=origin,
+                actor=actor,
+                message=message,
+                sources=tuple(sources),
+            )
+            return await write_package(ctx, request, files)
+    raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
