@@ -2,7 +2,8 @@
 
 The app has no logic of its own beyond HTTP: every endpoint calls one `Registry` method.
 It does not own the registry it is given (`skillreg serve` opens and closes it); its
-lifespan checks, at startup, that the database schema is current and, with `jobs=True`,
+lifespan checks, at startup, that the database schema is current, applies the pending
+writes a raised capacity now has room for, and, with `jobs=True`,
 runs a job worker (marketplace installs and updates) beside the requests until shutdown.
 """
 
@@ -62,6 +63,8 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await registry.check_schema()
+        # Pending writes wait for room; a capacity raised with this start is room.
+        await registry.learning.apply_pending_writes()
         if not jobs:
             yield
             return
