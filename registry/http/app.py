@@ -26,7 +26,15 @@ from registry.http import problems
 from registry.http.limits import BodyLimit
 from registry.http.metrics import Metrics, RequestMetrics
 from registry.http.problems import PROBLEM_JSON
-from registry.http.routes import blobs, history, marketplace, operations, proposals, skills
+from registry.http.routes import (
+    blobs,
+    history,
+    learning,
+    marketplace,
+    operations,
+    proposals,
+    skills,
+)
 from registry.http.schemas import ManifestBody, PackageMeta, Problem
 
 TITLE: Final = "skill-registry"
@@ -96,6 +104,7 @@ def create_app(
         skills.router,
         history.router,
         proposals.router,
+        learning.router,
         blobs.router,
         *marketplace.routers,
     ):
