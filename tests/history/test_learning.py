@@ -70,7 +70,10 @@ async def test_a_learning_write_to_an_imported_skill_is_a_proposal(registry):
         ("", "Steps"),
         ("## Steps\n\n1. Run it.\n", "Verification"),
         ("## Steps\n\n\n## Verification\n\nThe file exists and is complete.\n", "Steps"),
-        ("## Steps\n\n1. Run it.\n\n## Verification\n\nTODO: write the checks here\n", "Verification"),
+        (
+            "## Steps\n\n1. Run it.\n\n## Verification\n\nTODO: write the checks here\n",
+            "Verification",
+        ),
         ("## Steps\n\n1. Run it.\n\n## Verification\n\nLooks fine.\n", "Verification"),
         ("```\n## Steps\n```\n## Verification\n\nThe file exists and is complete.\n", "Steps"),
     ],
@@ -250,7 +253,9 @@ async def test_triggers_are_returned_in_reads_listings_and_status(registry):
         b"---\nname: caf\xc3\xa9-notes\ndescription: Notes.\nmetadata:\n  triggers: |\n"
         b"    take notes in a cafe\n    summarise my notes\n---\n\nbody\n"
     )
-    await registry.write_package(ACME, "café-notes", {"SKILL.md": md}, expected_head=None, actor="u")
+    await registry.write_package(
+        ACME, "café-notes", {"SKILL.md": md}, expected_head=None, actor="u"
+    )
     triggers = ("take notes in a cafe", "summarise my notes")
     assert (await registry.package_info(ACME, "café-notes")).triggers == triggers
     assert (await registry.read_package(ACME, "café-notes", 1)).triggers == triggers

@@ -17,8 +17,8 @@ from registry.domain.model import as_package_file
 from registry.errors import HeadConflict, SkillNotFound
 from registry.services.materialize.folder import write_folder
 from registry.settings import Settings
-from tests.support.cli import database_options, run_json
 from tests.http.helpers import form
+from tests.support.cli import database_options, run_json
 from tests.support.faults import ScriptedFailpoints
 from tests.support.learning import learn, learned, prose
 from tests.support.packages import SLUG, package
@@ -90,7 +90,7 @@ OWNERS = {"library": _owner_by_library, "cli": _owner_by_cli, "http": _owner_by_
 
 @pytest.mark.parametrize("entry", sorted(OWNERS))
 @pytest.mark.parametrize("action", ACTIONS)
-async def test_the_owner_wins_a_race_with_a_learning_write(
+async def test_the_owner_wins_a_race_with_a_learning_write(  # noqa: PLR0917 - fixtures
     make_registry, serve, database_url, local_store, tmp_path, entry, action
 ):
     failpoints = ScriptedFailpoints()

@@ -10,10 +10,38 @@ from registry.domain.model import ANY, ExpectedHead, PackageFile, Publication, S
 from tests.support.packages import LEARNED_SECTIONS, SLUG
 from tests.support.scopes import ACME
 
-WORDS = (
-    "collect the inputs into one folder then run the render script with the title and "
-    "check the page count in the summary before sending the report to the team lead"
-).split()
+WORDS = [
+    "collect",
+    "the",
+    "inputs",
+    "into",
+    "one",
+    "folder",
+    "then",
+    "run",
+    "the",
+    "render",
+    "script",
+    "with",
+    "the",
+    "title",
+    "and",
+    "check",
+    "the",
+    "page",
+    "count",
+    "in",
+    "the",
+    "summary",
+    "before",
+    "sending",
+    "the",
+    "report",
+    "to",
+    "the",
+    "team",
+    "lead",
+]
 
 
 def learned_md(slug: str = SLUG, *, text: str = "", sections: str = LEARNED_SECTIONS) -> bytes:
