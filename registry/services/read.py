@@ -20,7 +20,7 @@ from registry.db import exclusions as db_exclusions
 from registry.db import skills as db_skills
 from registry.domain.frontmatter import parse_skill_md
 from registry.domain.manifest import Manifest
-from registry.domain.model import PackageFile, Scope
+from registry.domain.model import PackageFile, Scope, check_slug
 from registry.errors import (
     Inconsistency,
     RegistryError,
@@ -100,6 +100,7 @@ async def locate(
     A version that lists a source excluded from the workspace is unavailable: reading or
     restoring it raises `VersionUnavailable` (docs/history.md).
     """
+    check_slug(slug)
     skill = await db_skills.live_skill(conn, scope, slug)
     if skill is None:
         raise SkillNotFound(scope.workspace, scope.agent, slug)
