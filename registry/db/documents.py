@@ -13,6 +13,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from registry.db.blobs import upsert
 from registry.db.tables import Manifest, ManifestEntry, SkillMdIndex
 from registry.domain.paths import SKILL_MD
 
@@ -24,11 +25,10 @@ async def remember(
 
     The caller has claimed `digest`, so its blob row exists.
     """
-    exists = await conn.scalar(sa.select(SkillMdIndex.digest).where(SkillMdIndex.digest == digest))
-    if exists is None:
-        await conn.execute(
-            sa.insert(SkillMdIndex).values(digest=digest, triggers=list(triggers), created_at=now)
-        )
+    insert = upsert(conn, SkillMdIndex).values(
+        digest=digest, triggers=list(triggers), created_at=now
+    )
+    await conn.execute(insert.on_conflict_do_nothing(index_elements=["digest"]))
 
 
 async def skill_md_of(
