@@ -14,6 +14,7 @@ from registry.errors import (
 )
 from registry.services.history.decisions import DecisionRequest
 from registry.settings import Settings
+from tests.corpus.archives import LISTING, good_zip
 from tests.support.history import events
 from tests.support.learning import learn, learned, learned_md, prose
 from tests.support.packages import SLUG, as_bytes, package
@@ -347,3 +348,24 @@ async def test_a_load_is_recorded_and_its_version_outlives_retention(make_regist
     assert [(r.slug, r.version) for r in await registry.loads(ACME.workspace, "conv-1")] == [
         (SLUG, 1)
     ]
+
+
+# ---------------------------------------------------------------- installed copies
+
+
+async def test_a_learned_version_moves_an_installed_copy_into_the_saved_budget(make_registry):
+    registry = await make_registry(settings=Settings(capacity_saved=1))
+    await registry.marketplace.import_listing(LISTING, good_zip(), actor="publisher")
+    assert (await registry.marketplace.install(ACME, LISTING)).succeeded
+    # Installed: automatic improvements start off, so learning proposes.
+    proposed = await learn(registry, learned(LISTING), slug=LISTING)
+    assert proposed.proposal_kind == "learning"
+    await registry.set_auto_improve(ACME, LISTING, enabled=True, actor="owner")
+    await registry.write_package(ACME, "mine", package("mine"), expected_head=None, actor="u")
+    # The saved budget is full: the learned version waits, the copy stays installed.
+    waiting = await learn(registry, learned(LISTING, text="w"), slug=LISTING, expected=1)
+    assert (waiting.pending is not None, waiting.version) == (True, 1)
+    assert [s.kind for s in (await registry.list_skills(ACME)).items] == ["installed", "saved"]
+    await registry.delete(ACME, "mine", actor="owner")
+    (copy,) = (await registry.list_skills(ACME)).items
+    assert (copy.slug, copy.kind, copy.head) == (LISTING, "saved", 2)

@@ -135,7 +135,9 @@ async def test_concurrent_restore_and_edit_on_one_base_exactly_one_wins(make_reg
 
 
 async def test_edit_turns_auto_improve_off_unless_kept(registry):
-    await three_versions(registry)
+    await three_versions(registry)  # edits: automatic improvements are off now
+    assert not (await registry.skill_status(ACME, SLUG)).auto_improve
+    await registry.set_auto_improve(ACME, SLUG, enabled=True, actor="o")
     await registry.edit(
         ACME, SLUG, package(SLUG, tag="k"), base_version=3, actor="o", keep_auto_improve=True
     )

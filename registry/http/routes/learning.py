@@ -47,7 +47,7 @@ async def list_decisions(
     caller: Authorized,
     *,
     agent: Annotated[str | None, Query(pattern=NAME_PATTERN, max_length=128)] = None,
-    origin: Annotated[str | None, Query(max_length=32)] = None,
+    origin: Annotated[str | None, Query(pattern=r"^[a-z_]{1,32}$")] = None,
     kind: Kind | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     before: Annotated[int | None, Query(ge=1, le=2**63 - 1)] = None,
@@ -277,7 +277,9 @@ async def list_loads(
     request: Request,
     workspace: Workspace,
     caller: Authorized,
-    conversation: Annotated[str, Query(min_length=1, max_length=200)],
+    conversation: Annotated[
+        str, Query(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")
+    ],
 ) -> Loads:
     """Read each with `GET .../skills/{slug}/versions/{version}`."""
     del caller
