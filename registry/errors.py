@@ -141,12 +141,27 @@ class FrontmatterInvalid(RefusedInput, code="frontmatter_invalid"):
 
 @dataclass(eq=False, repr=False)
 class ContentBlocked(RefusedInput, code="content_blocked"):
-    """A credential-like value was found. The value itself is never carried."""
+    """A credential-like value was found. The value itself is never carried.
+
+    `path`, `pattern_class` and `ordinal` name the first blocking finding; `findings` lists
+    every blocking finding of the write (path, pattern class, ordinal, line), so that an
+    owner can approve them all at once (`FindingRef(path, ordinal)`).
+    """
 
     template = "content blocked in {path!r}: finding #{ordinal} looks like a {pattern_class}"
     path: str
     pattern_class: str
     ordinal: int
+    findings: list[dict[str, object]] = field(default_factory=list)
+
+
+@dataclass(eq=False, repr=False)
+class LearningIncomplete(RefusedInput, code="learning_incomplete"):
+    """A learning write's `SKILL.md` lacks its Steps or a concrete Verification section."""
+
+    template = "learned skill refused: {section} missing ({detail})"
+    section: str
+    detail: str
 
 
 @dataclass(eq=False, repr=False)
@@ -477,6 +492,18 @@ class VersionUnavailable(NotFound, code="version_unavailable"):
 class ProposalNotFound(NotFound, code="proposal_not_found"):
     template = "proposal {proposal} not found"
     proposal: int
+
+
+@dataclass(eq=False, repr=False)
+class PendingWriteNotFound(NotFound, code="pending_write_not_found"):
+    template = "pending write {pending} not found"
+    pending: int
+
+
+@dataclass(eq=False, repr=False)
+class SuppressionNotFound(NotFound, code="suppression_not_found"):
+    template = "suppression {suppression} not found"
+    suppression: int
 
 
 @dataclass(eq=False, repr=False)

@@ -24,6 +24,7 @@ POINTS: Final = (
     "publish.version_rows",  # version and manifest rows inserted
     "publish.head_moved",  # the head points at the new version
     "publish.proposal_rows",  # a diverted write's proposal row is inserted (instead of a version)
+    "publish.pending_rows",  # a learning write's pending-write row is inserted (no version)
     "publish.before_commit",  # everything written, commit next
     "publish.committed",  # the commit returned; the reply is still to be sent
     "cleanup.releasing",  # a failed write is about to release its claims

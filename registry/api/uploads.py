@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from registry.domain.approvals import FindingRef
 from registry.domain.model import ExpectedHead, Origin, PackageFile, Publication, Scope
 from registry.services.context import Context
-from registry.services.write import uploads
+from registry.services.write import pending, uploads
 from registry.services.write.request import WriteRequest
 from registry.services.write.uploads import ManifestFile, UploadedBlob
 
@@ -51,11 +52,14 @@ class Uploads:
         actor: str,
         sources: Sequence[str] = (),
         message: str = "",
+        approve: Sequence[FindingRef] = (),
+        keep_auto_improve: bool = False,
     ) -> Publication:
         """Publish a manifest whose blobs were uploaded with `put` beforehand.
 
         The package is validated and content-checked on the stored bytes, exactly like
-        `write_package`; `BlobsMissing` names the digests the workspace has not uploaded.
+        `write_package` (same options); `BlobsMissing` names the digests the workspace has
+        not uploaded.
         """
         request = WriteRequest(
             scope=scope,
@@ -65,8 +69,13 @@ class Uploads:
             actor=actor,
             message=message,
             sources=tuple(sources),
+            approve=tuple(approve),
+            keep_auto_improve=keep_auto_improve,
         )
-        return await uploads.publish_uploaded(self.ctx, request, files)
+        publication = await uploads.publish_uploaded(self.ctx, request, files)
+        if publication.pending is not None:
+            await pending.apply_quietly(self.ctx, scope)
+        return publication
 
     async def files(self, workspace: str, files: Sequence[ManifestFile]) -> dict[str, PackageFile]:
         """The files a manifest of uploaded blobs names, fetched and verified.

@@ -13,6 +13,7 @@ from registry.cli import (
     controls,
     gc,
     history,
+    learning,
     marketplace,
     packages,
     proposals,
@@ -72,6 +73,8 @@ for command in history.COMMANDS:
 for command in proposals.COMMANDS:
     cli.add_command(command)
 for command in controls.COMMANDS:
+    cli.add_command(command)
+for command in learning.COMMANDS:
     cli.add_command(command)
 for command in gc.COMMANDS:
     cli.add_command(command)

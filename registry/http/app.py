@@ -2,7 +2,8 @@
 
 The app has no logic of its own beyond HTTP: every endpoint calls one `Registry` method.
 It does not own the registry it is given (`skillreg serve` opens and closes it); its
-lifespan checks, at startup, that the database schema is current and, with `jobs=True`,
+lifespan checks, at startup, that the database schema is current, applies the pending
+writes a raised capacity now has room for, and, with `jobs=True`,
 runs a job worker (marketplace installs and updates) beside the requests until shutdown.
 """
 
@@ -25,7 +26,15 @@ from registry.http import problems
 from registry.http.limits import BodyLimit
 from registry.http.metrics import Metrics, RequestMetrics
 from registry.http.problems import PROBLEM_JSON
-from registry.http.routes import blobs, history, marketplace, operations, proposals, skills
+from registry.http.routes import (
+    blobs,
+    history,
+    learning,
+    marketplace,
+    operations,
+    proposals,
+    skills,
+)
 from registry.http.schemas import ManifestBody, PackageMeta, Problem
 
 TITLE: Final = "skill-registry"
@@ -62,6 +71,8 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await registry.check_schema()
+        # Pending writes wait for room; a capacity raised with this start is room.
+        await registry.learning.apply_pending_writes()
         if not jobs:
             yield
             return
@@ -93,6 +104,7 @@ def create_app(
         skills.router,
         history.router,
         proposals.router,
+        learning.router,
         blobs.router,
         *marketplace.routers,
     ):

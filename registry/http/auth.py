@@ -55,6 +55,17 @@ ROLES: Final[dict[str, Role | None]] = {
     "list_proposals": Role.READ,
     "get_proposal": Role.READ,
     "decide_proposal": Role.OWNER,
+    # learning: one decision list, pending writes, suppressions, status, loads
+    "list_decisions": Role.READ,
+    "decide_many": Role.OWNER,
+    "list_pending_writes": Role.READ,
+    "apply_pending_writes": Role.OWNER,
+    "drop_pending_write": Role.OWNER,
+    "list_suppressions": Role.READ,
+    "lift_suppression": Role.OWNER,
+    "learning_status": Role.READ,
+    "record_load": Role.WRITE,
+    "list_loads": Role.READ,
     # blobs
     "head_blob": Role.READ,
     "get_blob": Role.READ,

@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from registry.db import pending as db_pending
+from registry.db import skills as db_skills
 from registry.domain.access import Role
 from registry.domain.model import Origin
 from registry.http.app import create_app
@@ -121,6 +123,52 @@ async def _decide(served, w: str, n: str):
     )
 
 
+async def _decide_many(served, w: str, n: str):
+    _, proposal = await _proposal(served, n)
+    body = {"decisions": [{"proposal": proposal, "decision": "keep_current"}]}
+    return "POST", f"/v1/workspaces/{w}/decisions", {"json": body}
+
+
+async def _drop_pending(served, w: str, n: str):
+    """A waiting write, recorded directly (the served registry's capacity is never full)."""
+
+    async def work(conn):
+        skill = await db_skills.live_skill(conn, ACME, "demo")
+        head = await db_skills.version(conn, skill, skill.head)
+        manifest = await db_skills.manifest_entries(conn, "acme", head.manifest_id)
+        return await db_pending.record(
+            conn,
+            ACME,
+            f"waiting-{n}",
+            skill_id=None,
+            expected="new",
+            manifest_id=head.manifest_id,
+            manifest=manifest,
+            origin="learning",
+            actor="job",
+            message="",
+            sources=(),
+            approvals=(),
+            write_id=f"matrix-{n}",
+            now=served.registry.ctx.clock.now(),
+        )
+
+    pending = await served.registry.ctx.locked("acme", work)
+    return "DELETE", f"/v1/workspaces/{w}/pending-writes/{pending}", {}
+
+
+async def _lift(served, w: str, n: str):
+    slug = await _fresh_skill(served, n)
+    await served.registry.delete(ACME, slug, actor="t")
+    newest = (await served.registry.learning.suppressions("acme"))[0]
+    return "DELETE", f"/v1/workspaces/{w}/suppressions/{newest.id}", {}
+
+
+async def _record_load(_served, w: str, n: str):
+    body = {"version": 1, "conversation": f"conv-{n}"}
+    return "POST", f"/v1/workspaces/{w}/skills/demo/loads", {"json": body}
+
+
 async def _get_proposal(served, w: str, n: str):
     _, proposal = await _proposal(served, n)
     return "GET", f"/v1/workspaces/{w}/proposals/{proposal}", {}
@@ -179,6 +227,16 @@ MATRIX: dict[str, Request] = {
     "update_skill": _update,
     "list_jobs": fixed("GET", "/v1/workspaces/{w}/jobs"),
     "get_job": _get_job,
+    "list_decisions": fixed("GET", "/v1/workspaces/{w}/decisions"),
+    "decide_many": _decide_many,
+    "list_pending_writes": fixed("GET", "/v1/workspaces/{w}/pending-writes"),
+    "apply_pending_writes": fixed("POST", "/v1/workspaces/{w}/pending-writes/apply"),
+    "drop_pending_write": _drop_pending,
+    "list_suppressions": fixed("GET", "/v1/workspaces/{w}/suppressions"),
+    "lift_suppression": _lift,
+    "learning_status": fixed("GET", "/v1/workspaces/{w}/learning"),
+    "record_load": _record_load,
+    "list_loads": fixed("GET", "/v1/workspaces/{w}/loads", params={"conversation": "c"}),
 }
 # Endpoints outside any workspace: every workspace's token is "own" there.
 UNSCOPED = {"service_status", "list_listings", "get_listing", "get_listing_archive", "put_listing"}

@@ -42,6 +42,7 @@ from registry.http.routes.common import (
     read_body,
 )
 from registry.http.schemas import (
+    SLUG_PATTERN,
     InstallRequest,
     JobBody,
     JobList,
@@ -59,9 +60,7 @@ jobs_router = APIRouter(prefix="/v1/workspaces/{workspace}", tags=["marketplace"
 routers = (catalog_router, jobs_router)
 
 Authorized = Annotated[Caller, Depends(authorize)]
-Listing = Annotated[
-    str, Path(pattern=r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$", description="the listing id")
-]
+Listing = Annotated[str, Path(pattern=SLUG_PATTERN, description="the listing id")]
 Version = Annotated[
     int | None, Query(ge=1, le=2**31 - 1, description="a listing version (default: the newest)")
 ]
@@ -106,7 +105,7 @@ async def list_listings(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     after: Annotated[
         str | None,
-        Query(pattern=r"^[a-z0-9-]{1,64}$", description="`next_after` of the previous page"),
+        Query(pattern=SLUG_PATTERN, description="`next_after` of the previous page"),
     ] = None,
 ) -> ListingList:
     """Each listing's newest version, its manifest hash and its ETag."""

@@ -16,8 +16,10 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 
 from registry.api import Registry
+from registry.domain.access import Role
+from registry.domain.approvals import FindingRef
 from registry.domain.model import ExpectedHead, Origin, Publication, Scope
-from registry.errors import HeadConflict
+from registry.errors import Forbidden, HeadConflict
 from registry.http.archive import tar_gz
 from registry.http.auth import Caller, authorize, registry_of
 from registry.http.metrics import Metrics
@@ -42,6 +44,7 @@ from registry.http.routes.common import (
     read_body,
 )
 from registry.http.schemas import (
+    SLUG_PATTERN,
     ManifestBody,
     PackageMeta,
     PublishResult,
@@ -89,7 +92,7 @@ async def list_skills(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     after: Annotated[
         str | None,
-        Query(pattern=r"^[a-z0-9-]{1,64}$", description="`next_after` of the previous page"),
+        Query(pattern=SLUG_PATTERN, description="`next_after` of the previous page"),
     ] = None,
 ) -> SkillList:
     """The live skills of the scope, by slug, a page at a time."""
@@ -226,6 +229,10 @@ _PUT_BODY: dict[str, Any] = {
     response_model=PublishResult,
     responses={
         201: {"model": PublishResult, "description": "The skill was created"},
+        202: {
+            "model": PublishResult,
+            "description": "A learning write recorded as a proposal or a pending write",
+        },
         **problems(400, 403, 404, 409, 412, 413, 415, 422, 428, 429),
     },
     openapi_extra=_PUT_BODY,
@@ -300,11 +307,16 @@ async def _publish_multipart(
 
 
 def _options(body: WriteOptions, caller: Caller) -> dict[str, Any]:
+    if body.approve and not caller.token.role.allows(Role.OWNER):
+        # An exception to the content check is the owner's to grant.
+        raise Forbidden(Role.OWNER.value, caller.token.role.value)
     return {
         "origin": Origin(body.origin),
         "actor": body.actor or caller.actor,
         "sources": body.sources,
         "message": body.message,
+        "approve": [FindingRef(a.path, a.ordinal) for a in body.approve],
+        "keep_auto_improve": body.keep_auto_improve,
     }
 
 
@@ -323,7 +335,16 @@ def _invalid(exc: ValidationError) -> HttpProblem:
 async def published(
     request: Request, registry: Registry, scope: Scope, slug: str, pub: Publication
 ) -> Response:
-    """The response to a write that made (or found) version `pub.version`."""
+    """The response to a write that made (or found) version `pub.version`.
+
+    A write that made no version (a proposal or a pending write) is 202 Accepted: the
+    owner decides, or the write waits for room.
+    """
+    if pub.proposal is not None or pub.pending is not None:
+        head = None if pub.version == 0 else await registry.package_info(scope, slug, pub.version)
+        result = PublishResult.of(scope, slug, pub, None if head is None else _tag(head))
+        headers = {} if head is None else {"ETag": _tag(head)}
+        return JSONResponse(result.model_dump(mode="json"), status_code=202, headers=headers)
     # The tag of exactly the version this write made (or found): a pinned read, so a
     # later writer's head is never handed out as this write's.
     info = await registry.package_info(scope, slug, pub.version)

@@ -14,11 +14,11 @@ Failure handling (docs/write-path.md):
 - No blob I/O, hashing or scanning happens while the workspace lock is held.
 
 History (docs/history.md) adds three things to the locked transaction, so that each stays
-one change with one event: an automated (`learning`) write to a skill under human control
-records a proposal instead of a version; an owner's edit that loses its compare-and-swap
-can keep its draft as a proposal; and a write that applies a proposal closes it. Every
-head move makes the skill's open proposal stale, and a write that lists an excluded
-source is refused.
+one change with one event: an automated (`learning`) write the owner's rules divert
+records a proposal or a pending write instead of a version (`learning.route`, `record`);
+an owner's edit that loses its compare-and-swap can keep its draft as a proposal; and a
+write that applies a proposal closes it. Every head move makes the skill's open proposal
+stale, and a write that lists an excluded source is refused.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from registry.db import approvals as db_approvals
 from registry.db import blobs as db_blobs
 from registry.db import errors as db_errors
+from registry.db import pending as db_pending
 from registry.db import proposals as db_proposals
 from registry.db import publication as db_publication
 from registry.db import skills as db_skills
@@ -59,7 +60,7 @@ from registry.errors import (
     WorkspaceBusy,
 )
 from registry.services.context import Context, offloaded
-from registry.services.write import blobstage, content, diversion, rootchecks
+from registry.services.write import blobstage, content, diversion, learning, rootchecks
 from registry.services.write.request import NOT_SCREENED, Screening, WriteRequest
 
 # A publish that finds one of its blobs claimed away by GC (its claim expired while it
@@ -108,6 +109,7 @@ async def _write_package(
 ) -> Publication:
     check_slug(request.slug)
     package = validate_package(files, request.slug, ctx.limits)
+    learning.check_package(request, package)
     manifest = await _hash(package)
     # One read for what the content check and the early checks need: the digests already
     # scanned clean, and the head (its skill row and package).
@@ -141,9 +143,8 @@ async def _write_package(
     if verdict.blocked is not None:
         raise verdict.blocked
     await ctx.hit("write.validated")
-    return await _publish_manifest(
-        ctx, request, manifest, package.files, Screening.of(verdict), head=head
-    )
+    screening = await learning.screening(request, package, manifest, verdict)
+    return await _publish_manifest(ctx, request, manifest, package.files, screening, head=head)
 
 
 async def publish_manifest(
@@ -241,7 +242,12 @@ async def _store_and_publish(
         if attempt:
             await asyncio.sleep(random.uniform(0, _BLOB_RACE_PAUSE * 2**attempt))  # noqa: S311
         uploaded = await blobstage.claim_and_upload(
-            ctx, request.scope, write_id, pending, scanned_clean=screening.scanned_clean
+            ctx,
+            request.scope,
+            write_id,
+            pending,
+            scanned_clean=screening.scanned_clean,
+            document=screening.document,
         )
         try:
             staged = _Staged(write_id, claimed=bool(pending), uploaded=uploaded)
@@ -319,9 +325,9 @@ async def _apply(
         raise VersionNotFound(request.slug, restored)
     if found.has_excluded_source:
         await diversion.check_sources(conn, request)
-    divert = draft_base is not None or diversion.diverted(request, skill)
-    if not divert:
-        await rootchecks.check_capacity_and_quota(ctx, conn, request, skill, manifest)
+    route = await learning.route(
+        ctx, conn, request, skill, manifest, screening, draft_base=draft_base
+    )
     await ctx.hit("publish.checked")
 
     # Dropping the claims here releases them (the commit makes it stick) and tells
@@ -333,21 +339,20 @@ async def _apply(
     if problem is not None:
         raise _BlobsRaced(problem.digests)
     manifest_id = await db_publication.ensure_manifest(conn, scope.workspace, manifest, now)
-    if divert:
-        assert skill is not None
-        proposed = await diversion.propose(
+    if route.action != learning.PUBLISH:
+        # A proposal or a pending write instead of a version (docs/history.md).
+        recorded = await learning.record(
             ctx,
             conn,
             request,
-            skill,
+            route,
             approvals=screening.approvals,
             manifest=manifest,
             manifest_id=manifest_id,
-            base=skill.head if draft_base is None else draft_base,
             write_id=write_id,
             now=now,
         )
-        return _with_uploads(proposed, manifest, uploaded)
+        return _with_uploads(recorded, manifest, uploaded)
     publication = await _append_version(
         ctx,
         conn,
@@ -414,7 +419,7 @@ async def _append_version(
             size=manifest.total_size,
             now=now,
             baseline=request.baseline,
-            auto_improve=request.changes.auto_improve is not False,
+            auto_improve=request.changes.new_skill_auto_improve,
         )
         number, parent = 1, None
     else:
@@ -467,6 +472,17 @@ async def _append_version(
             now=now,
             pending=found.has_pending_proposal,
         )
+    else:
+        await diversion.skill_created(conn, request, decided=decided, number=number, now=now)
+    await learning.version_added(
+        conn,
+        request,
+        skill,
+        skill_id=skill_id,
+        number=number,
+        decided_suppression=None if decided is None else decided.suppression_id,
+        now=now,
+    )
     await ctx.hit("publish.head_moved")
     await db_skills.insert_event(
         conn,
@@ -516,6 +532,17 @@ async def _settle(ctx: Context, request: WriteRequest, write_id: str) -> Publica
             )
         proposed = await db_proposals.by_write(conn, workspace, write_id)
         if proposed is None:
+            waiting = await db_pending.by_write(conn, workspace, write_id)
+            if waiting is not None:
+                return Publication(
+                    version=0,
+                    manifest_hash=waiting.manifest_hash,
+                    created=False,
+                    retired=None,
+                    unchanged=False,
+                    committed_at=waiting.created_at,
+                    pending=waiting.id,
+                )
             await db_blobs.release(conn, write_id)
             return None
         skill = await db_skills.skill_by_id(conn, workspace, proposed.skill_id)
@@ -528,6 +555,7 @@ async def _settle(ctx: Context, request: WriteRequest, write_id: str) -> Publica
             unchanged=False,
             committed_at=proposed.created_at,
             proposal=proposed.id,
+            proposal_kind=proposed.kind,
         )
 
     with outside_write():
@@ -569,6 +597,7 @@ def _event_payload(
         "bytes": manifest.total_size,
         "proposal": None if decides is None else decides.proposal,
         "decided_by": None if decides is None else decides.actor,
+        "pending": request.applies_pending,
         "repair": request.repair,
         "staled_proposals": staled,
     }
@@ -635,6 +664,15 @@ async def _append_in_one(
         fresh=True,
     )
     await ctx.hit("publish.version_rows")
+    await learning.version_added(
+        conn,
+        request,
+        skill,
+        skill_id=skill.id,
+        number=number,
+        decided_suppression=None if decided is None else decided.suppression_id,
+        now=now,
+    )
     await ctx.hit("publish.head_moved")
     return Publication(
         version=number,
