@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from registry.domain.manifest import Manifest
 from registry.domain.model import Publication, Scope
+from registry.domain.numbers import MAX_ID, MAX_VERSION
 from registry.http.preconditions import entity_tag
 from registry.services.gc.figures import GcFigures
 from registry.services.marketplace.catalog import ListingVersion
@@ -38,7 +39,7 @@ class FileEntry(_Model):
 
     path: str = Field(min_length=1, max_length=4096)
     digest: str = Field(pattern=DIGEST_PATTERN, description="lower-case hex BLAKE3 of the bytes")
-    size: int = Field(ge=0)
+    size: int = Field(ge=0, le=MAX_ID)
     executable: bool = False
 
     @classmethod
@@ -352,7 +353,7 @@ class InstallRequest(ActorOptions):
     """`POST .../installs`: install a catalog listing into the scope."""
 
     listing: str = Field(pattern=SLUG_PATTERN, max_length=64)
-    version: int | None = Field(default=None, ge=1, le=2**31 - 1, description="default: newest")
+    version: int | None = Field(default=None, ge=1, le=MAX_VERSION, description="default: newest")
     key: str | None = Field(
         default=None,
         min_length=1,
@@ -365,7 +366,7 @@ class InstallRequest(ActorOptions):
 class UpdateRequest(ActorOptions):
     """`POST .../skills/{slug}/update`: move an installed copy to a listing version."""
 
-    version: int | None = Field(default=None, ge=1, le=2**31 - 1, description="default: newest")
+    version: int | None = Field(default=None, ge=1, le=MAX_VERSION, description="default: newest")
     policy: Literal["merge", "propose"] | None = Field(
         default=None,
         description="for an edited copy: merge cleanly or propose (default: the service's)",

@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 
 from registry.http.auth import Caller, authorize, registry_of
 from registry.http.metrics import Metrics
-from registry.http.routes.common import Digest, Workspace, problems, read_body
+from registry.http.routes.common import Digest, Workspace, location, problems, read_body
 from registry.http.schemas import BlobStored
 
 router = APIRouter(prefix="/v1/workspaces/{workspace}", tags=["blobs"])
@@ -104,6 +104,6 @@ async def put_blob(
     with metrics.write("upload_blob"):
         stored = await registry_of(request).uploads.put(workspace, digest, data)
     metrics.upload_bytes.labels("blob").inc(len(data))
-    location = str(request.url_for("get_blob", workspace=workspace, digest=digest))
+    where = location(request, "get_blob", workspace=workspace, digest=digest)
     body = BlobStored(digest=stored.digest, size=stored.size).model_dump(mode="json")
-    return JSONResponse(body, status_code=201, headers={"Location": location})
+    return JSONResponse(body, status_code=201, headers={"Location": where})

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from registry.api import Registry
 from registry.domain.model import ExpectedHead, Origin, Publication, Scope
+from registry.domain.numbers import MAX_VERSION
 from registry.errors import HeadConflict
 from registry.http.archive import tar_gz
 from registry.http.auth import Caller, authorize, registry_of
@@ -35,6 +36,8 @@ from registry.http.routes.common import (
     Slug,
     Workspace,
     body_chunks,
+    invalid_body,
+    location,
     make_scope,
     media_type,
     precondition_headers,
@@ -55,7 +58,7 @@ router = APIRouter(prefix="/v1/workspaces/{workspace}", tags=["skills"])
 
 Authorized = Annotated[Caller, Depends(authorize)]
 Version = Annotated[
-    int | None, Query(ge=1, le=2**31 - 1, description="a pinned version (default: the head)")
+    int | None, Query(ge=1, le=MAX_VERSION, description="a pinned version (default: the head)")
 ]
 
 
@@ -152,7 +155,7 @@ async def get_version(
     *,
     workspace: Workspace,
     slug: Slug,
-    version: Annotated[int, Path(ge=1, le=2**31 - 1)],
+    version: Annotated[int, Path(ge=1, le=MAX_VERSION)],
     caller: Authorized,
     agent: Agent = DEFAULT,
 ) -> Response:
@@ -273,9 +276,13 @@ async def _publish_manifest(
     try:
         body = ManifestBody.model_validate_json(raw)
     except ValidationError as exc:
-        raise _invalid(exc) from None
+        raise invalid_body(exc) from None
     pub = await registry.uploads.publish(
-        scope, slug, body.manifest_files(), expected_head=expected, **_options(body, caller)
+        scope,
+        slug,
+        body.manifest_files(),
+        expected_head=expected,
+        **_options(body, caller),
     )
     return pub, len(raw)
 
@@ -308,18 +315,6 @@ def _options(body: WriteOptions, caller: Caller) -> dict[str, Any]:
     }
 
 
-def _invalid(exc: ValidationError) -> HttpProblem:
-    if any(e["type"] == "json_invalid" for e in exc.errors()):
-        return HttpProblem("bad_request", "the body is not valid JSON")
-    errors = [
-        {"loc": ["body", *map(str, e["loc"])], "msg": e["msg"], "type": e["type"]}
-        for e in exc.errors()
-    ]
-    return HttpProblem(
-        "request_invalid", "the body does not match the schema", extra={"errors": errors}
-    )
-
-
 async def published(
     request: Request, registry: Registry, scope: Scope, slug: str, pub: Publication
 ) -> Response:
@@ -330,8 +325,8 @@ async def published(
     tag = _tag(info)
     result = PublishResult.of(scope, slug, pub, tag)
     status = 201 if pub.created and pub.retired is None else 200
-    location = str(request.url_for("get_skill", workspace=scope.workspace, slug=slug))
+    where = location(request, "get_skill", workspace=scope.workspace, slug=slug)
     if scope.agent != DEFAULT:
-        location += f"?agent={scope.agent}"
-    headers = {"ETag": tag, "Location": location}
+        where += f"?agent={scope.agent}"
+    headers = {"ETag": tag, "Location": where}
     return JSONResponse(result.model_dump(mode="json"), status_code=status, headers=headers)
