@@ -86,10 +86,22 @@ class WriteOptions(_Model):
     origin: ClientOrigin = "edit"
 
 
+class FindingApproval(_Model):
+    """A content-check finding the writer approves: the path and ordinal it was reported at."""
+
+    path: str = Field(min_length=1, max_length=4096)
+    ordinal: int = Field(ge=1, le=MAX_VERSION)
+
+
 class ManifestBody(WriteOptions):
     """`PUT .../skills/{slug}` as JSON: a manifest whose blobs were uploaded before."""
 
     files: list[FileEntry] = Field(max_length=10_000)
+    approve: list[FindingApproval] = Field(
+        default_factory=list,
+        max_length=1000,
+        description="findings the writer approves (a held blob's, by its path and ordinal)",
+    )
 
     def manifest_files(self) -> list[ManifestFile]:
         return [ManifestFile(f.path, f.digest, f.size, f.executable) for f in self.files]
@@ -380,11 +392,21 @@ class UpdateRequest(ActorOptions):
     )
 
 
+class BlobFinding(_Model):
+    """A content-check finding in a held blob: what it looks like and where, never its value."""
+
+    pattern_class: str
+    ordinal: int
+    line: int
+
+
 class BlobStored(_Model):
-    """A blob upload's result."""
+    """A blob upload's result; `held`: stored unreadable, its `findings` awaiting approval."""
 
     digest: str
     size: int
+    held: bool = False
+    findings: list[BlobFinding] = Field(default_factory=list)
 
 
 class Health(_Model):

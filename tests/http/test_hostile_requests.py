@@ -337,6 +337,52 @@ CASES = [
         (422,),
         "archive_rejected",
     ),
+    # metadata holding credentials (the write path and the fields a client names)
+    Case(
+        "message-token",
+        _publish(
+            {"message": f"deploy with {fakes.GITHUB_TOKEN}"}, slug="fresh", **{"If-None-Match": "*"}
+        ),
+        (422,),
+        "content_blocked",
+    ),
+    Case(
+        "source-token",
+        _publish(
+            {"sources": ["chat:1", f"key {fakes.AWS_ACCESS_KEY_ID}"]},
+            slug="fresh",
+            **{"If-None-Match": "*"},
+        ),
+        (422,),
+        "content_blocked",
+    ),
+    Case(
+        "actor-token",
+        _publish({"actor": fakes.STRIPE_KEY}, slug="fresh", **{"If-None-Match": "*"}),
+        (422,),
+        "content_blocked",
+    ),
+    Case(
+        "install-key-token",
+        _post(
+            "/v1/workspaces/acme/installs",
+            json.dumps({"listing": "corpus-listing", "key": fakes.SLACK_TOKEN}),
+        ),
+        (422,),
+        "content_blocked",
+    ),
+    Case(
+        "state-reason-token",
+        _post(f"{SKILL}/state", json.dumps({"action": "pause", "reason": fakes.GITHUB_TOKEN})),
+        (422,),
+        "content_blocked",
+    ),
+    Case(
+        "blob-token",
+        _blob(f"token = {fakes.GITHUB_TOKEN}\n".encode()),
+        (422,),
+        "content_blocked",
+    ),
     # a body is looked at only once the token is known (401 first)
     Case("no-token-restore", _no_token(f"{SKILL}/restore"), (401,)),
     Case("no-token-state", _no_token(f"{SKILL}/state"), (401,)),

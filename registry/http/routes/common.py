@@ -11,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 from registry.domain.model import DEFAULT_AGENT, Scope
 from registry.http.problems import PROBLEM_JSON, HttpProblem
 from registry.http.schemas import DIGEST_PATTERN, NAME_PATTERN, SLUG_PATTERN
+from registry.services.write.content import check_metadata
 
 Workspace = Annotated[
     str, Path(pattern=NAME_PATTERN, max_length=128, description="the token's workspace")
@@ -144,3 +145,15 @@ def location(request: Request, route: str, /, **params: object) -> str:
     path = request.app.url_path_for(route, **{k: str(v) for k, v in params.items()})
     base: str | None = request.app.state.registry.settings.public_base_url
     return f"{base.rstrip('/')}{path}" if base else str(path)
+
+
+def refuse_credentials(request: Request, **fields: str | None) -> None:
+    """Refuse a client's actor, reason or key if it holds a credential-like value.
+
+    The write path checks a version's message and sources itself; these fields are stored
+    too (with the version, the skill's state or the job) and handed back, so a value a
+    client names is checked the same way, before anything runs (`content_blocked`, 422,
+    at `meta:<field>`; the value is never echoed).
+    """
+    scanner = request.app.state.registry.ctx.scanner
+    check_metadata(scanner, [(name, value) for name, value in fields.items() if value])

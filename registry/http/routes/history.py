@@ -33,6 +33,7 @@ from registry.http.routes.common import (
     json_request_body,
     make_scope,
     problems,
+    refuse_credentials,
 )
 from registry.http.routes.skills import published
 from registry.http.schemas import ActorOptions, PublishResult
@@ -144,6 +145,7 @@ async def restore_skill(
 ) -> Response:
     """A new version with origin `restore`; uploads nothing; automatic improvements off."""
     body = await json_body(request, RestoreBody)
+    refuse_credentials(request, actor=body.actor)
     registry = registry_of(request)
     scope = make_scope(workspace, agent)
     expected = await expected_head(
@@ -222,6 +224,7 @@ async def change_state(
 ) -> Response:
     """One control, as a compare-and-swap on the head; 409 if the state does not allow it."""
     body = await json_body(request, StateChange)
+    refuse_credentials(request, actor=body.actor, reason=body.reason)
     registry = registry_of(request)
     scope = make_scope(workspace, agent)
     expected = await expected_head(request, registry, scope, slug, allow_create=False)

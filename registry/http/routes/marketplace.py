@@ -44,6 +44,7 @@ from registry.http.routes.common import (
     precondition_headers,
     problems,
     read_body,
+    refuse_credentials,
 )
 from registry.http.schemas import (
     InstallRequest,
@@ -282,6 +283,7 @@ async def install_listing(
     failed: an owner-saved skill of that slug is never replaced (`ownership_conflict`).
     """
     body = await json_body(request, InstallRequest)
+    refuse_credentials(request, actor=body.actor, key=body.key)
     enqueued = await registry_of(request).marketplace.enqueue_install(
         make_scope(workspace, agent),
         body.listing,
@@ -318,6 +320,7 @@ async def update_skill(
     `If-Match`: an owner's edit in between is merged or proposed, not lost.
     """
     body = await json_body(request, UpdateRequest)
+    refuse_credentials(request, actor=body.actor, key=body.key)
     enqueued = await registry_of(request).marketplace.enqueue_update(
         make_scope(workspace, agent),
         slug,

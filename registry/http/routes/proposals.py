@@ -28,6 +28,7 @@ from registry.http.routes.common import (
     json_request_body,
     make_scope,
     problems,
+    refuse_credentials,
 )
 from registry.http.schemas import ActorOptions, FileEntry
 from registry.services.history.proposals import DecisionResult, ProposalDetail, ProposalPage
@@ -118,6 +119,7 @@ async def decide_proposal(
 ) -> Response:
     """Record the owner's decision; `If-Match` names the skill's head."""
     body = await json_body(request, DecisionBody)
+    refuse_credentials(request, actor=body.actor)
     registry = registry_of(request)
     scope = make_scope(workspace, agent)
     if (body.files is not None) != (body.decision == "alternative"):

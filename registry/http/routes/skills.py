@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 
 from registry.api import Registry
+from registry.domain.approvals import FindingRef
 from registry.domain.model import ExpectedHead, Origin, Publication, Scope
 from registry.domain.numbers import MAX_VERSION
 from registry.errors import HeadConflict
@@ -43,6 +44,7 @@ from registry.http.routes.common import (
     precondition_headers,
     problems,
     read_body,
+    refuse_credentials,
 )
 from registry.http.schemas import (
     ManifestBody,
@@ -282,7 +284,8 @@ async def _publish_manifest(
         slug,
         body.manifest_files(),
         expected_head=expected,
-        **_options(body, caller),
+        approve=[FindingRef(a.path, a.ordinal) for a in body.approve],
+        **_options(request, body, caller),
     )
     return pub, len(raw)
 
@@ -301,12 +304,13 @@ async def _publish_multipart(
     )
     meta: PackageMeta = upload.meta
     pub = await registry.write_package(
-        scope, slug, upload.files, expected_head=expected, **_options(meta, caller)
+        scope, slug, upload.files, expected_head=expected, **_options(request, meta, caller)
     )
     return pub, sum(len(f.data) for f in upload.files.values())
 
 
-def _options(body: WriteOptions, caller: Caller) -> dict[str, Any]:
+def _options(request: Request, body: WriteOptions, caller: Caller) -> dict[str, Any]:
+    refuse_credentials(request, actor=body.actor)
     return {
         "origin": Origin(body.origin),
         "actor": body.actor or caller.actor,

@@ -143,8 +143,10 @@ async def publish_manifest(
 
     `files` holds the bytes of every entry whose blob may need storing; a restore or an
     install passes an empty mapping (every blob is already referenced and live).
-    `screening` is what the content check decided for this package.
+    `screening` is what the content check decided for this package; the request's metadata
+    is checked here, for every write.
     """
+    content.check_metadata(ctx.scanner, content.version_metadata(request.message, request.sources))
     with ctx.deadline():
         return await _publish_manifest(ctx, request, manifest, files, screening)
 
