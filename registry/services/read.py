@@ -17,11 +17,10 @@ from registry.domain.model import PackageFile, Scope
 from registry.errors import (
     Inconsistency,
     SkillNotFound,
-    StorageUnavailable,
     VersionNotFound,
     VersionUnavailable,
 )
-from registry.services.context import Context
+from registry.services.context import Context, blob_store_failed
 
 _READ_CONCURRENCY: Final = 16
 MAX_PAGE: Final = 500
@@ -142,7 +141,7 @@ async def read_files(ctx: Context, manifest: Manifest) -> dict[str, PackageFile]
     except (BlobNotFound, BlobCorrupted) as exc:
         raise Inconsistency(f"a referenced blob is unreadable: {exc}") from exc
     except BlobStoreError as exc:
-        raise StorageUnavailable("blob store", str(exc)) from exc
+        raise blob_store_failed(exc) from exc
     return {e.path: PackageFile(fetched[e.digest], e.executable) for e in manifest.entries}
 
 

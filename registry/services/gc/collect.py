@@ -36,8 +36,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from blobstore import BlobInfo, BlobStoreError
 from registry.db import gc as db_gc
 from registry.domain.retention import RetentionPolicy
-from registry.errors import RegistryError, StorageUnavailable
-from registry.services.context import Context
+from registry.errors import RegistryError
+from registry.services.context import Context, blob_store_failed
 from registry.services.gc import retention
 from registry.services.gc.retention import RetentionReport
 
@@ -124,7 +124,7 @@ async def collect(ctx: Context, *, grace: float | None = None, dry_run: bool = F
         try:
             await _plan(ctx, cutoffs, policy, tally)
         except BlobStoreError as exc:
-            raise StorageUnavailable("blob store", str(exc)) from exc
+            raise blob_store_failed(exc) from exc
         return _report(None, grace, started, ctx.clock.now(), tally, dry_run=True)
 
     async def start(conn: AsyncConnection) -> int:
@@ -245,7 +245,7 @@ async def _sweep_store(ctx: Context, cutoffs: db_gc.Cutoffs, tally: _Tally) -> N
                 await _reclaim_untracked(ctx, page, cutoffs, tally)
                 page = []
     except BlobStoreError as exc:
-        raise StorageUnavailable("blob store", str(exc)) from exc
+        raise blob_store_failed(exc) from exc
     if page:
         await _reclaim_untracked(ctx, page, cutoffs, tally)
     tally.store_listed = True
@@ -278,7 +278,7 @@ async def _sweep_temp(ctx: Context, cutoffs: db_gc.Cutoffs, tally: _Tally) -> No
         try:
             tally.temp_files_removed += await ctx.blobs.sweep_temp(cutoffs.touched_before)
         except BlobStoreError as exc:
-            raise StorageUnavailable("blob store", str(exc)) from exc
+            raise blob_store_failed(exc) from exc
 
 
 async def _delete_marked(
@@ -322,7 +322,7 @@ async def _delete_chunk(
     try:
         deleted, skipped, repaired = await ctx.write(work)
     except BlobStoreError as exc:
-        raise StorageUnavailable("blob store", str(exc)) from exc
+        raise blob_store_failed(exc) from exc
     await ctx.hit("gc.committed")
     for item in deleted:
         if item.stored_bytes is None:

@@ -45,7 +45,7 @@ from registry.errors import (
 )
 from registry.failpoints import NO_FAILPOINTS
 from registry.services import read
-from registry.services.context import Context
+from registry.services.context import Context, blob_store_failed
 from registry.services.materialize import desired, drift, swap
 from registry.services.materialize.applied import Records
 from registry.services.materialize.desired import Want
@@ -548,5 +548,5 @@ def _describe(seen: Observation) -> str:
 
 def _as_registry_error(exc: BaseException) -> RegistryError:
     if isinstance(exc, BlobStoreError):
-        return StorageUnavailable("blob store", str(exc))
+        return blob_store_failed(exc)
     return StorageUnavailable("target filesystem", str(exc))

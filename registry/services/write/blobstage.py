@@ -21,7 +21,7 @@ from registry.db import budget as write_budget
 from registry.db import scans as db_scans
 from registry.domain.model import Scope
 from registry.errors import StorageUnavailable
-from registry.services.context import Context
+from registry.services.context import Context, blob_store_failed
 from registry.services.write import content
 
 
@@ -92,7 +92,7 @@ async def upload(ctx: Context, blobs: Mapping[str, bytes]) -> None:
                 group.create_task(put(digest, data))
     except* BlobStoreError as failures:
         first = failures.exceptions[0]
-        raise StorageUnavailable("blob store", str(first)) from first
+        raise blob_store_failed(first) from first
     except* TimeoutError:
         raise StorageUnavailable(
             "blob store", f"{len(blobs) - len(stored)} uploads did not finish within {limit:.3g}s"

@@ -58,7 +58,7 @@ from registry.errors import (
     RegistryError,
     StorageUnavailable,
 )
-from registry.services.context import Context, offloaded
+from registry.services.context import Context, blob_store_failed, offloaded
 from registry.services.write import content, publish
 from registry.services.write.request import WriteRequest
 
@@ -163,7 +163,7 @@ async def _claim_store_confirm(
             try:
                 stored = await ctx.blobs.put(digest, data)
             except BlobStoreError as exc:
-                raise StorageUnavailable("blob store", str(exc)) from exc
+                raise blob_store_failed(exc) from exc
         confirmed = await ctx.write(confirm, workspace=workspace)
     except BaseException:
         # Cancellation included: nothing references the blob yet, so the claim goes and
@@ -218,7 +218,7 @@ async def _fetch(ctx: Context, digests: Sequence[str]) -> dict[str, bytes]:
     except (BlobNotFound, BlobCorrupted) as exc:
         raise Inconsistency(f"a referenced blob is unreadable: {exc}") from exc
     except BlobStoreError as exc:
-        raise StorageUnavailable("blob store", str(exc)) from exc
+        raise blob_store_failed(exc) from exc
 
 
 def _check_declared(files: Sequence[ManifestFile], ctx: Context) -> None:
