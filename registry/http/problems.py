@@ -136,6 +136,38 @@ def problem(
     return JSONResponse(body, status_code=status, headers=all_headers, media_type=PROBLEM_JSON)
 
 
+def _subclasses(cls: type[errors.RegistryError]) -> list[type[errors.RegistryError]]:
+    return [cls, *(s for sub in cls.__subclasses__() for s in _subclasses(sub))]
+
+
+def _client_codes() -> frozenset[str]:
+    # Each class's status, decided by the table on a bare instance (no fields needed).
+    return frozenset(
+        cls.code
+        for cls in _subclasses(errors.RegistryError)
+        if status_for(cls.__new__(cls)) < HTTPStatus.INTERNAL_SERVER_ERROR
+    )
+
+
+def public_error(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A recorded error (a job's `last_error`) as a client may see it.
+
+    An error a client caused or can act on (a 4xx code) is shown whole. A server-side one
+    (a store unavailable, an integrity error, an unexpected exception) keeps its code,
+    attempt, time, permanence and the kind of store, not its message or details: those
+    name paths, buckets, endpoints and URLs, which `skillreg jobs show` shows operators.
+    """
+    if record is None or record.get("code") in _client_codes():
+        return None if record is None else dict(record)
+    what = (record.get("details") or {}).get("what")
+    kept = {k: record[k] for k in ("code", "attempt", "at", "permanent") if k in record}
+    return {
+        **kept,
+        "message": "the attempt failed on the server side; `skillreg jobs show` has the cause",
+        "details": {} if what is None else {"what": what},
+    }
+
+
 def correlation_id() -> str:
     """A fresh id that ties a server error's answer to its log line."""
     return secrets.token_hex(8)

@@ -14,6 +14,7 @@ from registry.domain.manifest import Manifest
 from registry.domain.model import Publication, Scope
 from registry.domain.numbers import MAX_ID, MAX_VERSION
 from registry.http.preconditions import entity_tag
+from registry.http.problems import public_error
 from registry.services.gc.figures import GcFigures
 from registry.services.marketplace.catalog import ListingVersion
 from registry.services.marketplace.jobs import JobPage, JobRow
@@ -336,7 +337,7 @@ class JobBody(_Model):
             run_after=job.run_after,
             payload=job.payload,
             result=job.result,
-            last_error=job.last_error,
+            last_error=public_error(job.last_error),
             created_at=job.created_at,
             updated_at=job.updated_at,
             finished_at=job.finished_at,

@@ -16,6 +16,7 @@ from registry.http.problems import (
     HTTP_CODES,
     STATUS_BY_ERROR,
     HttpProblem,
+    public_error,
     registry_problem,
     status_for,
 )
@@ -119,3 +120,28 @@ def test_a_server_error_says_which_store_and_a_correlation_id_and_logs_the_cause
     logged = [r for r in caplog.records if reference in r.getMessage()]
     assert len(logged) == 1
     assert cause in logged[0].getMessage()
+
+
+def test_a_jobs_server_side_error_is_shown_without_its_cause():
+    """A job's `last_error` is served to clients: the same rule as a 5xx body."""
+    failed = errors.StorageUnavailable("blob store", "put ab/cd in /var/lib/skillreg/blobs: EIO")
+    record = {
+        "code": failed.code,
+        "message": str(failed),
+        "details": failed.details(),
+        "attempt": 2,
+        "at": "2026-01-01T00:00:00+00:00",
+        "permanent": False,
+    }
+    shown = public_error(record)
+    assert shown is not None
+    assert "/var/lib" not in json.dumps(shown)
+    assert shown["details"] == {"what": "blob store"}
+    assert (shown["code"], shown["attempt"], shown["permanent"]) == (
+        "storage_unavailable",
+        2,
+        False,
+    )
+    conflict = {**record, "code": "ownership_conflict", "message": "skill 'x' is owner-saved"}
+    assert public_error(conflict) == conflict
+    assert public_error(None) is None
