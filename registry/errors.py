@@ -454,6 +454,18 @@ class SkillNotFound(NotFound, code="skill_not_found"):
 
 
 @dataclass(eq=False, repr=False)
+class ScopeNotFound(NotFound, code="scope_not_found"):
+    """A scope has no skills, no history and no target: probably a misspelt name."""
+
+    template = (
+        "workspace {workspace!r} (agent {agent!r}) has no skills, no history and no target; "
+        "to bind a target to it anyway, ask to create it (`--create`)"
+    )
+    workspace: str
+    agent: str
+
+
+@dataclass(eq=False, repr=False)
 class VersionNotFound(NotFound, code="version_not_found"):
     template = "version {version} of skill {slug!r} not found"
     slug: str

@@ -37,7 +37,8 @@ from registry.services.history.diff import DiffTarget, PackageDiff
 from registry.services.history.loads import LoadRecord
 from registry.services.history.proposals import DecisionResult, ProposalDetail, ProposalPage
 from registry.services.history.versions import HistoryPage
-from registry.services.materialize import lockfile, reconcile
+from registry.services.materialize import forget, lockfile, reconcile
+from registry.services.materialize.forget import ForgetReport
 from registry.services.materialize.lockfile import LockFile
 from registry.services.materialize.reconcile import ReconcileReport
 from registry.services.ops import status
@@ -417,6 +418,7 @@ class Registry(OwnerControls):
         lock: LockFile | None = None,
         wait: bool = False,
         actor: str = "reconciler",
+        create: bool = False,
     ) -> ReconcileReport:
         """Make the directory `target` hold the desired state of `scope`, and repair drift.
 
@@ -427,7 +429,9 @@ class Registry(OwnerControls):
         `mode` is `link` (default: each skill a link swapped atomically) or `copy` (real
         folders, `SKILL.md` written last), fixed when the target is first used. `verify`
         rehashes every file instead of trusting the stat cache. A second reconciler on the
-        same target raises `TargetBusy` unless `wait=True`.
+        same target raises `TargetBusy` unless `wait=True`. A scope with no skill, no
+        history and no target raises `ScopeNotFound` unless `create=True`: binding a
+        target to a misspelt scope is the mistake this catches (`forget_target` undoes one).
         """
         return await reconcile.reconcile(
             self.ctx,
@@ -439,7 +443,17 @@ class Registry(OwnerControls):
             lock=lock,
             wait=wait,
             actor=actor,
+            create=create,
         )
+
+    async def forget_target(self, target: Path | str, *, wait: bool = False) -> ForgetReport:
+        """Unbind the directory `target`: remove what the reconciler put there and its records.
+
+        The skills the reconciler materialised there and its private area (`.skillreg/`,
+        which binds the directory to a scope) are removed, and so are the registry's
+        records of the target, with one event. Anything else in the directory stays.
+        """
+        return await forget.forget(self.ctx, target, wait=wait)
 
     async def lock_file(self, scope: Scope) -> LockFile:
         """The head version and manifest hash of every skill of `scope` in use."""

@@ -24,14 +24,18 @@ class Uploads:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
 
-    async def put(self, workspace: str, digest: str, data: bytes) -> UploadedBlob:
+    async def put(
+        self, workspace: str, digest: str, data: bytes, *, hold: bool = False
+    ) -> UploadedBlob:
         """Store one file's bytes under its digest, ahead of the manifest that names it.
 
-        The bytes are verified against `digest` before anything is stored
-        (`BlobDigestMismatch`); the blob is kept for `workspace` for `claim_ttl` seconds,
-        and for good once a version references it.
+        The bytes are verified against `digest` (`BlobDigestMismatch`) and content-checked
+        (`ContentBlocked`) before anything is stored; the blob is kept for `workspace` for
+        `claim_ttl` seconds, and for good once a version references it. With `hold`, a blob
+        with findings is stored instead of refused, but no read returns it until a publish
+        that names it and approves its findings (`UploadedBlob.findings`) commits.
         """
-        return await uploads.upload_blob(self.ctx, workspace, digest, data)
+        return await uploads.upload_blob(self.ctx, workspace, digest, data, hold=hold)
 
     async def size(self, workspace: str, digest: str) -> int:
         """The size of a blob the workspace uploaded or references (`BlobUnknown` otherwise)."""
@@ -58,8 +62,8 @@ class Uploads:
         """Publish a manifest whose blobs were uploaded with `put` beforehand.
 
         The package is validated and content-checked on the stored bytes, exactly like
-        `write_package` (same options); `BlobsMissing` names the digests the workspace has
-        not uploaded.
+        `write_package` (same options; `approve` names findings the writer approves, a held
+        blob's included); `BlobsMissing` names the digests the workspace has not uploaded.
         """
         request = WriteRequest(
             scope=scope,

@@ -1,7 +1,8 @@
 """`skillreg`: the command line entry point and its global options.
 
 Exit codes: 0 success, 1 unexpected error, 2 usage, 3 refused input, 4 conflict,
-5 not found (the table is in registry/cli/exits.py).
+5 not found (the table is in registry/cli/exits.py). A path a command reads that is
+missing or of the wrong kind is a usage error (`common.FOLDER`).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from registry.cli.common import (
+    FOLDER,
     CliState,
     agent_option,
     json_option,
@@ -72,7 +73,7 @@ def _publication_line(slug: str, pub: Publication) -> str:
 
 
 @click.command()
-@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("directory", type=FOLDER)
 @click.option("--workspace", "-w", required=True, help="The workspace to publish into.")
 @agent_option
 @click.option("--slug", help="The skill's slug (default: the folder's name).")

@@ -58,6 +58,11 @@ _STYLE = {
 )
 @click.option("--wait", is_flag=True, help="Wait for another reconciler instead of failing.")
 @click.option("--actor", default="reconciler", show_default=True, help="Who adopts edits.")
+@click.option(
+    "--create",
+    is_flag=True,
+    help="Bind TARGET to the scope even if it has no skills, no history and no target yet.",
+)
 @json_option
 @run_async
 async def reconcile(
@@ -73,8 +78,14 @@ async def reconcile(
     lock_path: Path | None,
     wait: bool,
     actor: str,
+    create: bool,
 ) -> None:
-    """Make TARGET hold the skills of WORKSPACE in use, package-atomically; repair drift."""
+    """Make TARGET hold the skills of WORKSPACE in use, package-atomically; repair drift.
+
+    A target is bound to its workspace and agent for good when first reconciled, so a
+    scope with no skills, no history and no target (a misspelt name, most likely) is
+    refused unless --create; `skillreg target forget TARGET` undoes a binding.
+    """
     scope = make_scope(workspace, agent)
     if adopt and lock_path is not None:
         msg = "--adopt and --lock cannot be combined: a lock file pins versions"
@@ -92,6 +103,7 @@ async def reconcile(
             lock=lock,
             wait=wait,
             actor=actor,
+            create=create,
         )
     out.emit(report_dict(report), lambda c: _render_report(report, c))
     if not report.ok:
@@ -208,4 +220,31 @@ def _write_atomically(path: Path, text: str) -> None:
         raise
 
 
-COMMANDS = (reconcile, lock)
+@click.group(name="target")
+def target() -> None:
+    """Materialisation targets: directories `reconcile` keeps."""
+
+
+@target.command(name="forget")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--wait", is_flag=True, help="Wait for a reconciler at work instead of failing.")
+@json_option
+@run_async
+async def forget(state: CliState, out: Output, *, directory: Path, wait: bool) -> None:
+    """Unbind DIRECTORY from its scope: remove the skills reconcile put there and its records.
+
+    Files the reconciler did not make stay. Reconcile DIRECTORY again (with any scope) to
+    use it anew.
+    """
+    async with state.open() as reg:
+        report = await reg.forget_target(directory, wait=wait)
+    out.emit(
+        report,
+        lambda c: c.print(
+            f"forgot {report.target} (workspace {report.workspace}, agent {report.agent}): "
+            f"{len(report.removed)} skills removed, {report.records} records deleted"
+        ),
+    )
+
+
+COMMANDS = (reconcile, lock, target)

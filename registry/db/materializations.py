@@ -237,3 +237,32 @@ def _key(row: AppliedRow | None) -> tuple[object, ...] | None:
     if row is None:
         return None
     return (row.manifest_hash, row.version, row.outcome, row.error)
+
+
+async def scope_known(conn: AsyncConnection, scope: Scope) -> bool:
+    """True if `scope` has a skill (live or not: history stays) or a registered target."""
+    skills = sa.select(Skill.id).where(
+        Skill.workspace == scope.workspace, Skill.agent == scope.agent
+    )
+    targets = sa.select(MaterializationTarget.id).where(
+        MaterializationTarget.workspace == scope.workspace,
+        MaterializationTarget.agent == scope.agent,
+    )
+    return bool(await conn.scalar(sa.select(sa.or_(skills.exists(), targets.exists()))))
+
+
+async def forget_target(conn: AsyncConnection, workspace: str, target_id: str) -> int:
+    """Delete a target's row and its records (they cascade); the records it had."""
+    records = await conn.scalar(
+        sa.select(sa.func.count())
+        .select_from(Materialization)
+        .where(Materialization.target_id == target_id)
+    )
+    await conn.execute(sa.delete(Materialization).where(Materialization.target_id == target_id))
+    await conn.execute(
+        sa.delete(MaterializationTarget).where(
+            MaterializationTarget.workspace == workspace,
+            MaterializationTarget.target_id == target_id,
+        )
+    )
+    return int(records or 0)

@@ -35,7 +35,15 @@ from registry.http.routes import (
     proposals,
     skills,
 )
-from registry.http.schemas import ManifestBody, PackageMeta, Problem
+from registry.http.routes.history import RestoreBody, StateChange
+from registry.http.routes.proposals import DecisionBody
+from registry.http.schemas import (
+    InstallRequest,
+    ManifestBody,
+    PackageMeta,
+    Problem,
+    UpdateRequest,
+)
 
 TITLE: Final = "skill-registry"
 DESCRIPTION: Final = (
@@ -44,7 +52,16 @@ DESCRIPTION: Final = (
     "`code`. See docs/http.md."
 )
 # Schemas the routes reference by hand (bodies they parse themselves, problems).
-_EXTRA_SCHEMAS: Final = (ManifestBody, PackageMeta, Problem)
+_EXTRA_SCHEMAS: Final = (
+    ManifestBody,
+    PackageMeta,
+    RestoreBody,
+    StateChange,
+    DecisionBody,
+    InstallRequest,
+    UpdateRequest,
+    Problem,
+)
 # Seconds a shutting-down worker may take to finish its job before it is interrupted
 # (an interrupted worker hands the job back at once; docs/marketplace.md).
 JOB_STOP_GRACE: Final = 10.0

@@ -12,7 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from registry.domain.manifest import Manifest
 from registry.domain.model import Publication, Scope
+from registry.domain.numbers import MAX_ID, MAX_VERSION
 from registry.http.preconditions import entity_tag
+from registry.http.problems import public_error
 from registry.services.gc.figures import GcFigures
 from registry.services.marketplace.catalog import ListingVersion
 from registry.services.marketplace.jobs import JobPage, JobRow
@@ -41,7 +43,7 @@ class FileEntry(_Model):
 
     path: str = Field(min_length=1, max_length=4096)
     digest: str = Field(pattern=DIGEST_PATTERN, description="lower-case hex BLAKE3 of the bytes")
-    size: int = Field(ge=0)
+    size: int = Field(ge=0, le=MAX_ID)
     executable: bool = False
 
     @classmethod
@@ -77,7 +79,7 @@ class FindingApproval(_Model):
     """A content-check finding to approve, as a refused write listed it (never its value)."""
 
     path: str = Field(min_length=1, max_length=4096)
-    ordinal: int = Field(ge=1, le=2**31 - 1)
+    ordinal: int = Field(ge=1, le=MAX_VERSION)
 
 
 class WriteOptions(_Model):
@@ -99,7 +101,11 @@ class WriteOptions(_Model):
     sources: list[Source] = Field(default_factory=list, max_length=100)
     origin: ClientOrigin = "edit"
     keep_auto_improve: bool = False
-    approve: list[FindingApproval] = Field(default_factory=list, max_length=1000)
+    approve: list[FindingApproval] = Field(
+        default_factory=list,
+        max_length=1000,
+        description="findings the owner approves (a held blob's too), by path and ordinal",
+    )
 
 
 class ManifestBody(WriteOptions):
@@ -356,7 +362,7 @@ class JobBody(_Model):
             run_after=job.run_after,
             payload=job.payload,
             result=job.result,
-            last_error=job.last_error,
+            last_error=public_error(job.last_error),
             created_at=job.created_at,
             updated_at=job.updated_at,
             finished_at=job.finished_at,
@@ -385,7 +391,7 @@ class InstallRequest(ActorOptions):
     """`POST .../installs`: install a catalog listing into the scope."""
 
     listing: str = Field(pattern=SLUG_PATTERN, max_length=64)
-    version: int | None = Field(default=None, ge=1, le=2**31 - 1, description="default: newest")
+    version: int | None = Field(default=None, ge=1, le=MAX_VERSION, description="default: newest")
     key: str | None = Field(
         default=None,
         min_length=1,
@@ -398,7 +404,7 @@ class InstallRequest(ActorOptions):
 class UpdateRequest(ActorOptions):
     """`POST .../skills/{slug}/update`: move an installed copy to a listing version."""
 
-    version: int | None = Field(default=None, ge=1, le=2**31 - 1, description="default: newest")
+    version: int | None = Field(default=None, ge=1, le=MAX_VERSION, description="default: newest")
     policy: Literal["merge", "propose"] | None = Field(
         default=None,
         description="for an edited copy: merge cleanly or propose (default: the service's)",
@@ -412,11 +418,21 @@ class UpdateRequest(ActorOptions):
     )
 
 
+class BlobFinding(_Model):
+    """A content-check finding in a held blob: what it looks like and where, never its value."""
+
+    pattern_class: str
+    ordinal: int
+    line: int
+
+
 class BlobStored(_Model):
-    """A blob upload's result."""
+    """A blob upload's result; `held`: stored unreadable, its `findings` awaiting approval."""
 
     digest: str
     size: int
+    held: bool = False
+    findings: list[BlobFinding] = Field(default_factory=list)
 
 
 class Health(_Model):

@@ -25,11 +25,10 @@ from registry.errors import (
     Inconsistency,
     RegistryError,
     SkillNotFound,
-    StorageUnavailable,
     VersionNotFound,
     VersionUnavailable,
 )
-from registry.services.context import Context
+from registry.services.context import Context, blob_store_failed
 
 _READ_CONCURRENCY: Final = 16
 MAX_PAGE: Final = 500
@@ -183,7 +182,7 @@ async def _parsed_triggers(ctx: Context, digest: str, slug: str) -> tuple[str, .
     try:
         data = await ctx.blobs.get(digest)
     except BlobStoreError as exc:
-        raise StorageUnavailable("blob store", str(exc)) from exc
+        raise blob_store_failed(exc) from exc
     try:
         return parse_skill_md(data, slug).triggers
     except RegistryError:
@@ -204,7 +203,7 @@ async def read_files(ctx: Context, manifest: Manifest) -> dict[str, PackageFile]
     except (BlobNotFound, BlobCorrupted) as exc:
         raise Inconsistency(f"a referenced blob is unreadable: {exc}") from exc
     except BlobStoreError as exc:
-        raise StorageUnavailable("blob store", str(exc)) from exc
+        raise blob_store_failed(exc) from exc
     return {e.path: PackageFile(fetched[e.digest], e.executable) for e in manifest.entries}
 
 

@@ -355,3 +355,31 @@ async def test_no_token_or_a_bad_token_is_401_everywhere(served):
 async def test_public_endpoints_need_no_token(served):
     for path in ("/healthz", "/readyz", "/metrics", "/openapi.json"):
         assert (await served.client.get(path)).status_code == 200, path
+
+
+async def test_the_token_is_checked_before_the_body_is_parsed(served):
+    """No token and a malformed body: 401, not 422 (issue 15, item 7)."""
+    await _setup(served)
+    paths = {
+        "restore": "/v1/workspaces/acme/skills/demo/restore",
+        "state": "/v1/workspaces/acme/skills/demo/state",
+        "decision": "/v1/workspaces/acme/proposals/1/decision",
+        "install": "/v1/workspaces/acme/installs",
+        "update": "/v1/workspaces/acme/skills/demo/update",
+    }
+    wrong = []
+    for name, path in paths.items():
+        for body in (b"{not json", b'{"version": "one"}', b""):
+            r = await served.client.post(
+                path, content=body, headers={"Content-Type": "application/json"}
+            )
+            if r.status_code != 401:
+                wrong.append((name, body, r.status_code))
+    assert wrong == []
+    # With a token, the body decides: 400 if it does not parse, 422 if it does not fit.
+    owner = served.auth("owner")
+    r = await served.client.post(paths["restore"], content=b"{not json", headers=owner)
+    assert (r.status_code, r.json()["code"]) == (400, "bad_request")
+    r = await served.client.post(paths["restore"], json={"version": "one"}, headers=owner)
+    assert (r.status_code, r.json()["code"]) == (422, "request_invalid")
+    assert r.json()["errors"][0]["loc"] == ["body", "version"]

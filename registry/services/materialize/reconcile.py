@@ -45,7 +45,7 @@ from registry.errors import (
 )
 from registry.failpoints import NO_FAILPOINTS
 from registry.services import read
-from registry.services.context import Context
+from registry.services.context import Context, blob_store_failed
 from registry.services.materialize import desired, drift, swap
 from registry.services.materialize.applied import Records
 from registry.services.materialize.desired import Want
@@ -149,12 +149,15 @@ async def reconcile(
     lock: LockFile | None = None,
     wait: bool = False,
     actor: str = "reconciler",
+    create: bool = False,
 ) -> ReconcileReport:
     """Make the target at `path` hold the desired state of `scope` (see the module docstring).
 
     `mode` (`link` or `copy`) is fixed when a target is first used; `verify` rehashes
     every file instead of trusting the stat cache; `lock` pins the versions; `wait` waits
-    for another reconciler instead of raising `TargetBusy`.
+    for another reconciler instead of raising `TargetBusy`. A scope with no skill, no
+    history and no target is refused (`ScopeNotFound`, a misspelt name most likely: a
+    target is bound to its scope for good) unless `create`.
     """
     if lock is not None:
         lock.check_scope(scope)
@@ -162,8 +165,9 @@ async def reconcile(
             raise LockFileInvalid(
                 "adopt_with_lock", "a lock file pins versions; adopting would change them"
             )
+    bind = create or await ctx.read(lambda conn: db_materializations.scope_known(conn, scope))
     step = _step_hook(ctx)
-    target = await _open(ctx, path, scope, mode=mode, wait=wait)
+    target = await _open(ctx, path, scope, mode=mode, wait=wait, bind=bind)
     run = _Run(ctx, scope, target, step, adopt=adopt, verify=verify, actor=actor)
     try:
         return await run.run(lock)
@@ -180,11 +184,11 @@ def _thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> asyncio.Futur
 
 
 async def _open(
-    ctx: Context, path: Path | str, scope: Scope, *, mode: str | None, wait: bool
+    ctx: Context, path: Path | str, scope: Scope, *, mode: str | None, wait: bool, bind: bool
 ) -> Target:
     """Open and lock the target; with `wait`, wait for another reconciler to finish first."""
     while True:
-        opening = _thread(Target.open, path, scope, mode=mode)
+        opening = _thread(Target.open, path, scope, mode=mode, bind=bind)
         try:
             return await asyncio.shield(opening)
         except TargetBusy:
@@ -548,5 +552,5 @@ def _describe(seen: Observation) -> str:
 
 def _as_registry_error(exc: BaseException) -> RegistryError:
     if isinstance(exc, BlobStoreError):
-        return StorageUnavailable("blob store", str(exc))
+        return blob_store_failed(exc)
     return StorageUnavailable("target filesystem", str(exc))

@@ -22,7 +22,7 @@ from registry.db import documents as db_documents
 from registry.db import scans as db_scans
 from registry.domain.model import Scope
 from registry.errors import StorageUnavailable
-from registry.services.context import Context
+from registry.services.context import Context, blob_store_failed
 from registry.services.write import content
 
 
@@ -88,7 +88,7 @@ async def upload(ctx: Context, blobs: Mapping[str, bytes]) -> None:
         async with asyncio.timeout(limit):
             await ctx.blobs.put_many(blobs, concurrency=ctx.settings.upload_concurrency)
     except BlobStoreError as exc:
-        raise StorageUnavailable("blob store", str(exc)) from exc
+        raise blob_store_failed(exc) from exc
     except TimeoutError:
         raise StorageUnavailable(
             "blob store", f"{len(blobs)} uploads did not finish within {limit:.3g}s"

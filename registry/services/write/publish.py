@@ -108,6 +108,7 @@ async def _write_package(
     ctx: Context, request: WriteRequest, files: Mapping[str, FileInput]
 ) -> Publication:
     check_slug(request.slug)
+    content.check_metadata(ctx.scanner, content.version_metadata(request.message, request.sources))
     package = validate_package(files, request.slug, ctx.limits)
     learning.check_package(request, package)
     manifest = await _hash(package)
@@ -159,8 +160,10 @@ async def publish_manifest(
 
     `files` holds the bytes of every entry whose blob may need storing; a restore or an
     install passes an empty mapping (every blob is already referenced and live).
-    `screening` is what the content check decided for this package.
+    `screening` is what the content check decided for this package; the request's metadata
+    is checked here, for every write.
     """
+    content.check_metadata(ctx.scanner, content.version_metadata(request.message, request.sources))
     with ctx.deadline():
         head = await ctx.read(
             lambda conn: db_publication.head_for_write(conn, request.scope, request.slug)
