@@ -249,11 +249,10 @@ async def test_a_blob_holding_a_credential_is_refused_at_upload_and_never_stored
     assert r.status_code == 422, r.text
     problem = r.json()
     assert problem["code"] == "content_blocked"
-    assert problem["details"] == {
-        "path": digest(data),
-        "pattern_class": "aws_access_key_id",
-        "ordinal": 1,
-    }
+    first = {"path": digest(data), "pattern_class": "aws_access_key_id", "ordinal": 1}
+    # Every blocking finding is listed too (issue 17: an owner approves them all at once).
+    assert {k: problem["details"][k] for k in first} == first
+    assert [{k: f[k] for k in first} for f in problem["details"]["findings"]] == [first]
     assert AWS_ACCESS_KEY_ID not in r.text
     assert await db_state(served.registry, WRITE_TABLES) == before
     assert digest(data) not in await store_digests(served.registry.ctx.blobs)
@@ -280,8 +279,13 @@ async def test_a_held_blob_is_unreadable_until_a_publish_that_approves_it_commit
     assert refused.json()["details"]["path"] == "config.env"
     assert (await served.client.get(blob, headers=served.auth("read"))).status_code == 404
     # Approved by the path and ordinal it is reported at, it is published, then readable.
+    # An exception to the content check is the owner's to grant (issue 17): a write token
+    # that approves is refused; the owner's approval publishes it.
     body = manifest(files, approve=[{"path": "config.env", "ordinal": 1}])
-    published = await served.client.put(f"{SKILLS}/held", json=body, headers=put)
+    denied = await served.client.put(f"{SKILLS}/held", json=body, headers=put)
+    assert denied.status_code == 403, denied.text
+    as_owner = {"If-None-Match": "*", **served.auth("owner")}
+    published = await served.client.put(f"{SKILLS}/held", json=body, headers=as_owner)
     assert published.status_code == 201, published.text
     read = await served.client.get(blob, headers=served.auth("read"))
     assert (read.status_code, read.content) == (200, secret)

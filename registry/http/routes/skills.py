@@ -290,7 +290,6 @@ async def _publish_manifest(
         slug,
         body.manifest_files(),
         expected_head=expected,
-        approve=[FindingRef(a.path, a.ordinal) for a in body.approve],
         **_options(request, body, caller),
     )
     return pub, len(raw)

@@ -45,12 +45,11 @@ from registry.db import scans as db_scans
 from registry.db import uploads as db_uploads
 from registry.domain.manifest import file_digest
 from registry.domain.model import PackageFile, Publication, check_scope_name
-from registry.domain.scanner import Finding
+from registry.domain.scanner import Finding, blocking_error
 from registry.errors import (
     BlobDigestMismatch,
     BlobsMissing,
     BlobUnknown,
-    ContentBlocked,
     Inconsistency,
     InvalidName,
     LimitExceeded,
@@ -124,7 +123,9 @@ async def upload_blob(
         raise BlobDigestMismatch(digest, actual)
     findings = await content.blob_findings(ctx, digest, data)
     if findings and not hold:
-        raise ContentBlocked(digest, findings[0].pattern_class, findings[0].ordinal)
+        blocked = blocking_error(findings)
+        assert blocked is not None
+        raise blocked
     for _ in range(_ATTEMPTS):
         result = await _claim_store_confirm(ctx, workspace, digest, data, findings)
         if result is not None:
