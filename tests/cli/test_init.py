@@ -53,7 +53,8 @@ def test_init_names_the_createdb_command_when_the_role_may_not(pg_server, tmp_pa
         out = run("--database-url", url, "--blob-url", (tmp_path / "b").as_uri(), "init", code=1)
         assert len(out.strip().splitlines()) == 1, out
         assert f'database "{name}" does not exist and role "{role}" may not create' in out
-        assert f"createdb -h {pg_server.host} -p {pg_server.port} -U postgres -O {role} {name}" in out
+        server = f"-h {pg_server.host} -p {pg_server.port}"
+        assert f"createdb {server} -U postgres -O {role} {name}" in out
         assert "secret" not in out
         assert not _exists(pg_server, name)
     finally:
