@@ -266,6 +266,7 @@ async def demo(state: CliState, out: Output, *, workspace: str, agent: str) -> N
         page = await reg.list_skills(scope)
 
     def render(console: Console) -> None:
+        console.print(f"the bundled example skills, published into workspace {scope.workspace!r}:")
         for slug, pub in results.items():
             console.print(_publication_line(slug, pub))
         _render_page(page, console)
