@@ -27,6 +27,8 @@ from pathlib import Path
 import pytest
 
 import registry
+from registry.cli.packages import read_example
+from registry.domain.manifest import build_manifest
 from tests.support.shell import clean_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,9 +152,15 @@ def test_the_installed_wheel_runs_from_an_empty_folder(prefix, tmp_path):
     assert registry.__version__ in sh("skillreg", "--version")
 
     assert "revision" in sh("skillreg", "init")
-    demo = sh("skillreg", "demo")
-    assert "workspace 'demo'" in demo
-    assert "pdf-report" in demo
+    demo = json.loads(sh("skillreg", "demo", "--json"))["published"]
+    # The installed examples are the source tree's, byte for byte and mode for mode (an
+    # install adds __pycache__ folders to them, which the demo leaves out).
+    assert {slug: pub["manifest_hash"] for slug, pub in demo.items()} == {
+        folder.name: build_manifest(read_example(folder)).hash
+        for folder in (ROOT / "registry" / "examples").iterdir()
+        if folder.is_dir()
+    }
+    assert "workspace 'demo'" in sh("skillreg", "demo")
 
     skill = work / "hello"
     (skill / "scripts").mkdir(parents=True)
