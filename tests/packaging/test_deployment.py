@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import yaml
 
 from registry.db.engine import parse_database_url
 from registry.settings import Settings
+from tests.packaging.dockerfile import ROOT, copied, stages
 
-ROOT = Path(__file__).resolve().parents[2]
-DOCKERFILE = (ROOT / "Dockerfile").read_text(encoding="utf-8")
 DEPLOYMENT = (ROOT / "docs" / "deployment.md").read_text(encoding="utf-8")
 # The settings a shared deployment sizes (docs/deployment.md, "Settings that matter").
 SIZED = {
@@ -35,22 +33,6 @@ SIZED = {
     "SKILLREG_S3_CONNECT_TIMEOUT",
     "SKILLREG_S3_READ_TIMEOUT",
 }
-
-
-def instructions(stage: str) -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) of a Dockerfile stage, continuation lines joined."""
-    joined = re.sub(r"\\\n\s*", " ", stage)
-    found = []
-    for line in joined.splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            keyword, _, rest = line.strip().partition(" ")
-            found.append((keyword.upper(), rest.strip()))
-    return found
-
-
-def stages() -> list[list[tuple[str, str]]]:
-    parts = re.split(r"^(?=FROM )", DOCKERFILE, flags=re.MULTILINE)
-    return [instructions(p) for p in parts if p.startswith("FROM ")]
 
 
 def test_both_stages_start_from_the_slim_python_image():
@@ -81,15 +63,9 @@ def test_the_build_context_admits_every_source_the_dockerfile_copies():
         for line in (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
         if line.startswith("!")
     }
-    copied = [
-        source
-        for stage in stages()
-        for kw, args in stage
-        if kw == "COPY" and not args.startswith("--from")
-        for source in args.split()[:-1]
-    ]
-    assert copied
-    for source in copied:
+    sources = [source for stage in stages() for source in copied(stage)]
+    assert sources
+    for source in sources:
         assert (ROOT / source).exists(), source
         assert source in admitted, source
 

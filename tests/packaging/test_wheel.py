@@ -29,27 +29,17 @@ import pytest
 import registry
 from registry.cli.packages import read_example
 from registry.domain.manifest import build_manifest
+from tests.packaging.dockerfile import ROOT, copied, stages
 from tests.support.shell import clean_env
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
-
-
-def build_context(dockerfile: str) -> list[str]:
-    """The sources the Dockerfile's first (build) stage copies, as repository paths."""
-    build_stage = dockerfile.split("\nFROM ", 2)[1]
-    sources: list[str] = []
-    for line in build_stage.splitlines():
-        if line.startswith("COPY ") and "--from=" not in line:
-            sources += line.split()[1:-1]
-    return sources
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     """The wheel, built like the Dockerfile's build stage: `pip wheel --no-deps` of its COPYs."""
     context = tmp_path_factory.mktemp("context")
-    for source in build_context((ROOT / "Dockerfile").read_text(encoding="utf-8")):
+    for source in copied(stages()[0]):
         origin = ROOT / source
         if origin.is_dir():
             ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
