@@ -5,6 +5,11 @@ is fsynced, renamed over the final path with `os.replace`, and then the shard di
 fsynced so that the rename itself survives a power loss. Directories created on the way are
 made durable by fsyncing their parent. A reader therefore sees a whole object or none.
 
+The writer holds an exclusive `flock` on its temp file from just after creating it until
+after the rename, and `sweep_temp` removes only temp files it can lock itself, so a sweep
+never takes a file from an upload in progress, however old the file or short the cutoff.
+Locks die with their process, so a crashed writer's leftovers are swept.
+
 All blocking filesystem work runs in worker threads (`asyncio.to_thread`).
 """
 
@@ -12,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import fcntl
 import os
 import re
 import stat
@@ -19,7 +25,7 @@ import tempfile
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, BinaryIO, Final
 
 from blobstore.base import BlobInfo
 from blobstore.digest import check_digest, compute_digest, is_digest, sharded_path
@@ -126,11 +132,11 @@ class LocalBlobStore:
         self._closed = True
 
     async def sweep_temp(self, older_than: datetime) -> int:
-        """Remove temp files last modified before `older_than`; return how many.
+        """Remove abandoned temp files last modified before `older_than`; return how many.
 
         Temp files are left behind only by writers that crashed between creating and
-        renaming them. A live writer's temp file is younger than its write, so a cutoff of
-        (say) an hour ago never removes one in use. `older_than` must be timezone-aware.
+        renaming them. A file whose writer is still at work is locked by it (`flock`) and
+        skipped, whatever `older_than` says. `older_than` must be timezone-aware.
         """
         if older_than.tzinfo is None:
             raise ValueError("older_than must be timezone-aware")
@@ -154,27 +160,43 @@ class LocalBlobStore:
             self._make_durable_dir(self._tmp)
             self._make_durable_dir(path.parent.parent)
             self._make_durable_dir(path.parent)
-            temp = self._write_temp(digest, data)
-            try:
-                temp.replace(path)
-            except BaseException:
-                _unlink_quietly(temp)
-                raise
-            _fsync_dir(path.parent)
-        return True
-
-    def _write_temp(self, digest: str, data: bytes) -> Path:
-        fd, name = tempfile.mkstemp(dir=self._tmp, prefix=f"{digest[:16]}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as file:
+            with self._temp_file(digest) as (file, temp):
                 file.write(data)
                 file.flush()
                 os.fchmod(file.fileno(), _OBJECT_MODE)
                 os.fsync(file.fileno())
+                # Still under the temp file's lock: a sweep cannot take it before this.
+                temp.replace(path)
+            _fsync_dir(path.parent)
+        return True
+
+    @contextmanager
+    def _temp_file(self, digest: str) -> Iterator[tuple[BinaryIO, Path]]:
+        """A new temp file, open for writing and locked until the block ends.
+
+        On failure the file is removed. A sweep may find the file between its creation
+        and the `flock` (the only moment it is not locked) and remove it; then it has no
+        link left once the lock is held, and another is made.
+        """
+        while True:
+            fd, name = tempfile.mkstemp(dir=self._tmp, prefix=f"{digest[:16]}.", suffix=".tmp")
+            file = os.fdopen(fd, "wb")
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                if os.fstat(fd).st_nlink > 0:
+                    break
+            except BaseException:
+                file.close()
+                _unlink_quietly(Path(name))
+                raise
+            file.close()
+        temp = Path(name)
+        try:
+            with file:
+                yield file, temp
         except BaseException:
-            _unlink_quietly(Path(name))
+            _unlink_quietly(temp)
             raise
-        return Path(name)
 
     def _make_durable_dir(self, directory: Path) -> None:
         if directory in self._durable_dirs:
@@ -299,10 +321,9 @@ class LocalBlobStore:
                 try:
                     if entry.stat(follow_symlinks=False).st_mtime >= cutoff:
                         continue
-                    Path(entry.path).unlink()
+                    removed += _remove_if_abandoned(Path(entry.path))
                 except FileNotFoundError:
                     continue  # its writer finished, or another sweeper was first
-                removed += 1
         return removed
 
     # ------------------------------------------------------------ shared
@@ -355,6 +376,28 @@ def _read_regular(path: Path) -> bytes | None:
         if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
             return None
         return file.read()
+
+
+def _remove_if_abandoned(path: Path) -> bool:
+    """Unlink the temp file `path` unless a writer holds its lock; True if removed.
+
+    The unlink happens under this sweeper's own lock on the file, and only if `path` still
+    names the file that was locked: a writer renames its file before it unlocks it.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # an upload in progress
+        locked = os.fstat(fd)
+        current = path.lstat()
+        if (current.st_dev, current.st_ino) != (locked.st_dev, locked.st_ino):
+            return False
+        path.unlink()
+        return True
+    finally:
+        os.close(fd)
 
 
 def _fsync_dir(directory: Path) -> None:

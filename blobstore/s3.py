@@ -233,10 +233,10 @@ class S3BlobStore:
 
         One request in the common case: a conditional PUT (`If-None-Match: *`) stores a new
         object and is refused (412) for an existing one; only then does a HEAD check the
-        existing object's size, and a wrong-sized object is replaced. A store that ignores
-        the condition overwrites the object with the same bytes, which is harmless. The
-        upload carries a SHA-256 checksum of the verified bytes, so S3 refuses a body
-        damaged in transit instead of storing it.
+        existing object's size, and a wrong-sized object (or one deleted since) is
+        replaced. A store that ignores the condition overwrites the object with the same
+        bytes, which is harmless. The upload carries a SHA-256 checksum of the verified
+        bytes, so S3 refuses a body damaged in transit instead of storing it.
         """
         key = self._enter(digest)
         # Hashing is CPU work: it runs on the loop's default threads, leaving this store's
@@ -245,12 +245,17 @@ class S3BlobStore:
         try:
             await self._upload(key, data, checksum, if_absent=True)
         except _ExistsError:
-            head = await self._request(
-                "head",
-                key,
-                functools.partial(self._client.head_object, Bucket=self._bucket, Key=key),
-            )
-            if head["ContentLength"] == len(data):
+            try:
+                head = await self._request(
+                    "head",
+                    key,
+                    functools.partial(self._client.head_object, Bucket=self._bucket, Key=key),
+                )
+            except _MissingError:
+                # Deleted between the refused PUT and the HEAD (garbage collection does
+                # that, concurrently with uploads): store it after all.
+                head = None
+            if head is not None and head["ContentLength"] == len(data):
                 return False
             await self._upload(key, data, checksum, if_absent=False)
         return True

@@ -33,9 +33,10 @@ POINTS: Final = (
     "gc.claims_expired",  # a batch of expired claims was deleted and committed
     "gc.marked",  # a batch of candidates was marked `deleting` and committed (tx1)
     "gc.untracked_marked",  # rows (`deleting`) were inserted for objects that had none
-    "gc.locked",  # tx2 holds the row locks and re-checked them; objects not yet deleted
-    "gc.object_deleted",  # one object was deleted; its row is not (tx2 still open)
-    "gc.committed",  # tx2 committed: the rows of the deleted objects are gone
+    "gc.locked",  # tx2 holds the row locks and re-checked them; rows not yet fenced
+    "gc.fenced",  # tx2 committed: the rows are fenced; no object deleted yet
+    "gc.object_deleted",  # one object was deleted (no transaction open); its row is fenced
+    "gc.committed",  # tx3 committed: the rows of the deleted objects are gone
     "retention.planned",  # a skill's prune was planned without the lock; lock next
     "retention.locked",  # the workspace lock is held, versions not yet deleted
     "retention.before_commit",  # versions and manifests deleted, commit next

@@ -70,6 +70,11 @@ class Settings(BaseSettings):
     # GC treats a claim as expired only this long after its expiry, so that a GC process
     # whose clock runs ahead of a writer's never deletes a blob the writer still holds.
     gc_clock_skew: float = Field(default=60.0, ge=0)
+    # GC deletes a chunk's objects outside any transaction, under a fence on their rows that
+    # lasts this long (plus `gc_clock_skew`). It starts a delete only in the first half;
+    # the second half is the margin for a delete in flight. Writers that need a fenced
+    # digest wait it out; a run killed mid-purge leaves its fence to expire (docs/gc.md).
+    gc_purge_lease: float = Field(default=600.0, gt=0)
 
     # Retention (off by default): keep the newest N versions and/or those younger than D
     # days of every skill; the head, marketplace baselines and versions other rows name

@@ -3,8 +3,10 @@
 A write *claims* the digests it is about to upload before it uploads them, in a short
 transaction of its own: the blob row is created (`pending`) or touched, and a claim row
 names the write. Garbage collection never deletes a blob that an unexpired claim, a
-manifest row or a proposal references, and it takes the same row lock as `claim` before it
-deletes, so a digest a writer claims is never removed underneath it (docs/gc.md).
+manifest row or a proposal references. It re-checks that under the row lock `claim` also
+takes and then *fences* the row before it deletes the object outside any transaction; a
+claim never lands on a fenced row, so a digest a writer claims is never removed
+underneath it (docs/gc.md).
 
 A write never deletes a blob. On failure it only releases its claims; GC reclaims what
 nobody references once the grace period has passed.
@@ -44,8 +46,16 @@ async def claim(
 
     A `live` digest is stored and confirmed: the writer need not upload it. A `pending`
     one must be uploaded (put is idempotent, so two writers may both do it). A `deleting`
-    one is resurrected to `pending` here, under the row lock GC also takes, and uploaded
-    again: GC re-checks the status under that lock and leaves it alone.
+    one that GC has only marked is resurrected to `pending` here, under the row lock GC
+    also takes, and uploaded again: GC re-checks the status under that lock before it
+    fences the row, and leaves it alone.
+
+    A *fenced* row (GC is deleting its object now, outside any transaction, and may do so
+    after this write uploads it) stays `deleting` and gets no claim: the caller uploads in
+    vain and its `confirm` refuses the digest, so it claims again, and once GC has
+    finished (the row is gone) the claim inserts a fresh row and the upload that follows
+    lands after GC's delete. A fence that has expired (its GC run died or stalled; it
+    starts no delete late in its lease) is lifted here and the row resurrected.
     """
     if not sizes:
         return {}
@@ -54,15 +64,25 @@ async def claim(
         for d, size in sorted(sizes.items())
     ]
     insert = upsert(conn, Blob)
+    # In an upsert's SET, column references are the existing row's values.
+    unfenced = sa.or_(Blob.purge_expires_at.is_(None), Blob.purge_expires_at <= now)
     statement = insert.values(rows).on_conflict_do_update(
         index_elements=[Blob.digest],
         set_={
             "touched_at": insert.excluded.touched_at,
-            "status": sa.case((Blob.status == "deleting", "pending"), else_=Blob.status),
+            "status": sa.case(
+                (sa.and_(Blob.status == "deleting", unfenced), "pending"), else_=Blob.status
+            ),
+            "purge_expires_at": sa.case((unfenced, None), else_=Blob.purge_expires_at),
         },
     )
     result = await conn.execute(statement.returning(Blob.digest, Blob.status))
     statuses = {row.digest: row.status for row in result}
+    # Whatever is still `deleting` is fenced. The upsert holds the row lock until commit
+    # (PostgreSQL), so GC cannot lift the fence and delete the row underneath this claim.
+    claimable = sorted(d for d in sizes if statuses[d] != "deleting")
+    if not claimable:
+        return statuses
     claims = upsert(conn, BlobClaim).values(
         [
             {
@@ -72,7 +92,7 @@ async def claim(
                 "created_at": now,
                 "expires_at": expires_at,
             }
-            for d in sorted(sizes)
+            for d in claimable
         ]
     )
     # A write that claims again (its publish found a claim lapsed) renews the expiry.
@@ -111,7 +131,8 @@ async def confirm(
     A digest this write uploaded must have a row that is not `deleting` and this write's
     claim on it must still be unexpired; any other digest (deduplicated against the head
     or found `live` at claim time) must be `live`, which only a committed write that
-    verified the object can make it.
+    verified the object can make it. A row GC is deleting the object of (fenced) is
+    `deleting` and carries no claim of this write's, so it is refused either way.
 
     Why the claim: a write that stalled past its claim's expiry may have had its upload
     deleted by GC, and the digest claimed afresh (`pending`) by another write that has

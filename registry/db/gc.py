@@ -11,6 +11,10 @@ every query here:
 - A blob is *referenced* when any `manifest_entries` row names it (a version's, a
   proposal's, any manifest's) and *claimed* while a claim on it is unexpired. GC treats a
   claim as live until `gc_clock_skew` after its expiry (`Cutoffs.claims_after`).
+- A `deleting` row is *fenced* while its `purge_expires_at` is in the future: a GC run is
+  deleting its object outside any transaction, and only that run removes the row, by
+  naming the fence it set (`finish_purge`). A fence that has expired is abandoned (its run
+  died or stalled) and the row is treated as merely marked again.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ class Cutoffs:
 
     touched_before: datetime  # orphans touched before this are past their grace
     claims_after: datetime  # claims expiring after this still protect their blob
+    now: datetime  # fences expiring after this are still in force
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +59,16 @@ class Recheck:
     status: str
     referenced: bool
     claimed: bool
+    fenced: bool  # another run's fence is still in force
 
     @property
     def deletable(self) -> bool:
-        return self.status == "deleting" and not self.referenced and not self.claimed
+        return (
+            self.status == "deleting"
+            and not self.fenced
+            and not self.referenced
+            and not self.claimed
+        )
 
 
 def referenced() -> sa.Exists:
@@ -70,18 +81,27 @@ def claimed(after: datetime) -> sa.Exists:
     return sa.exists().where(BlobClaim.digest == Blob.digest, BlobClaim.expires_at > after)
 
 
+def fenced(now: datetime) -> sa.ColumnElement[bool]:
+    """True for a row whose object a GC run may be deleting at `now`."""
+    return sa.and_(Blob.purge_expires_at.is_not(None), Blob.purge_expires_at > now)
+
+
 def eligible(cutoffs: Cutoffs) -> sa.ColumnElement[bool]:
     """Rows GC may mark: orphans past their grace, and rows a run already marked.
 
     A `deleting` row left by a killed run is selected whatever its age: the mark was
-    decided under these same conditions, and tx2 re-checks it under the row lock.
+    decided under these same conditions, and tx2 re-checks it under the row lock. A row
+    another run has fenced is that run's until its fence expires.
     """
-    return sa.or_(
-        Blob.status == "deleting",
-        sa.and_(
-            Blob.touched_at < cutoffs.touched_before,
-            ~referenced(),
-            ~claimed(cutoffs.claims_after),
+    return sa.and_(
+        ~fenced(cutoffs.now),
+        sa.or_(
+            Blob.status == "deleting",
+            sa.and_(
+                Blob.touched_at < cutoffs.touched_before,
+                ~referenced(),
+                ~claimed(cutoffs.claims_after),
+            ),
         ),
     )
 
@@ -141,10 +161,11 @@ async def candidates(
 async def mark_deleting(
     conn: AsyncConnection, digests: Sequence[str], cutoffs: Cutoffs
 ) -> list[Candidate]:
-    """Mark the locked `digests` that still qualify `deleting`; return every `deleting` one.
+    """Mark the locked `digests` that still qualify `deleting`; return every unfenced one.
 
-    This is the second statement of tx1: it runs after `candidates` locked the rows, so
-    its `NOT EXISTS` checks see every publish that committed while the lock was awaited.
+    A row another run has fenced is that run's until the fence expires. This is the
+    second statement of tx1: it runs after `candidates` locked the rows, so its `NOT
+    EXISTS` checks see every publish that committed while the lock was awaited.
     """
     if not digests:
         return []
@@ -161,13 +182,13 @@ async def mark_deleting(
     )
     rows = await conn.execute(
         sa.select(Blob.digest, Blob.size)
-        .where(Blob.digest.in_(digests), Blob.status == "deleting")
+        .where(Blob.digest.in_(digests), Blob.status == "deleting", ~fenced(cutoffs.now))
         .order_by(Blob.digest)
     )
     return [Candidate(r.digest, r.size) for r in rows]
 
 
-# ---------------------------------------------------------------- tx2: delete
+# ---------------------------------------------------------------- tx2: fence, tx3: finish
 
 
 async def lock_and_recheck(
@@ -182,13 +203,7 @@ async def lock_and_recheck(
     ordered = sorted(set(digests))
     if not ordered:
         return []
-    if _is_postgres(conn):
-        await conn.execute(
-            sa.select(Blob.digest)
-            .where(Blob.digest.in_(ordered))
-            .order_by(Blob.digest)
-            .with_for_update()
-        )
+    await _lock(conn, ordered)
     rows = await conn.execute(
         sa.select(
             Blob.digest,
@@ -196,40 +211,108 @@ async def lock_and_recheck(
             Blob.status,
             referenced().label("referenced"),
             claimed(cutoffs.claims_after).label("claimed"),
+            fenced(cutoffs.now).label("fenced"),
         )
         .where(Blob.digest.in_(ordered))
         .order_by(Blob.digest)
     )
-    return [Recheck(r.digest, r.size, r.status, bool(r.referenced), bool(r.claimed)) for r in rows]
+    return [
+        Recheck(r.digest, r.size, r.status, bool(r.referenced), bool(r.claimed), bool(r.fenced))
+        for r in rows
+    ]
 
 
-async def delete_rows(conn: AsyncConnection, digests: Sequence[str], cutoffs: Cutoffs) -> int:
-    """Delete the rows (and their expired claims) of objects tx2 deleted; return how many.
+@dataclass(frozen=True, slots=True)
+class Fenced:
+    """What tx2 decided for a chunk: the rows it fenced, and the odd ones."""
 
-    Only rows still `deleting` go: the caller holds their locks and re-checked them, so
-    this is a guard, not a decision. The claims' foreign key makes a live claim on a
-    deleted row impossible, so a mistake here fails loudly instead of orphaning a claim.
+    digests: list[str]  # fenced by this run: their objects may be deleted now
+    suspicious: list[str]  # `deleting` yet referenced (never by the protocol; see collect)
+    skipped: int  # taken back by a writer, or another run's
+
+
+async def fence(conn: AsyncConnection, rows: Sequence[Recheck], *, until: datetime) -> Fenced:
+    """tx2, after `lock_and_recheck`: fence the deletable `rows` until `until`.
+
+    The fence is what lets GC delete the objects after this transaction commits: a claim
+    does not resurrect a fenced row nor add a claim to it, `confirm` refuses it (it is
+    `deleting`), and no other run selects it, until `until` has passed. `until` also
+    names this run's fence in `finish_purge`.
     """
-    if not digests:
+    doomed = [r.digest for r in rows if r.deletable]
+    if doomed:
+        await conn.execute(
+            sa.update(Blob)
+            .where(Blob.digest.in_(doomed), Blob.status == "deleting")
+            .values(purge_expires_at=until)
+        )
+    return Fenced(
+        digests=doomed,
+        suspicious=[r.digest for r in rows if r.status == "deleting" and r.referenced],
+        skipped=len(rows) - len(doomed),
+    )
+
+
+async def finish_purge(
+    conn: AsyncConnection, digests: Sequence[str], cutoffs: Cutoffs, *, until: datetime
+) -> int:
+    """tx3: delete the rows (and their expired claims) still under this run's fence.
+
+    `until` is the fence `fence()` set. A row whose fence expired and was lifted since (a
+    writer resurrected it, or another run fenced it again) no longer carries it and is
+    left alone. A fenced row holds no unexpired claim (`claim` adds none to it, and
+    `fence` needed it unclaimed), so the claims' foreign key makes a mistake here fail
+    loudly instead of orphaning a claim.
+    """
+    ordered = sorted(set(digests))
+    if not ordered:
+        return 0
+    await _lock(conn, ordered)
+    ours = list(
+        (
+            await conn.execute(
+                sa.select(Blob.digest).where(
+                    Blob.digest.in_(ordered),
+                    Blob.status == "deleting",
+                    Blob.purge_expires_at == until,
+                )
+            )
+        ).scalars()
+    )
+    if not ours:
         return 0
     await conn.execute(
         sa.delete(BlobClaim).where(
-            BlobClaim.digest.in_(digests), BlobClaim.expires_at <= cutoffs.claims_after
+            BlobClaim.digest.in_(ours), BlobClaim.expires_at <= cutoffs.claims_after
         )
     )
-    result = await conn.execute(
-        sa.delete(Blob).where(Blob.digest.in_(digests), Blob.status == "deleting")
-    )
+    result = await conn.execute(sa.delete(Blob).where(Blob.digest.in_(ours)))
     return int(result.rowcount)
 
 
 async def mark_live(conn: AsyncConnection, digests: Sequence[str]) -> None:
-    """Return `deleting` rows that turned out to be referenced (and stored) to `live`."""
+    """Return unfenced `deleting` rows that turned out to be referenced (and stored) to `live`."""
     if digests:
         await conn.execute(
             sa.update(Blob)
-            .where(Blob.digest.in_(digests), Blob.status == "deleting")
+            .where(
+                Blob.digest.in_(digests),
+                Blob.status == "deleting",
+                Blob.purge_expires_at.is_(None),
+                referenced(),
+            )
             .values(status="live")
+        )
+
+
+async def _lock(conn: AsyncConnection, ordered: Sequence[str]) -> None:
+    """PostgreSQL: lock the rows `FOR UPDATE`, in digest order (SQLite holds its write lock)."""
+    if _is_postgres(conn):
+        await conn.execute(
+            sa.select(Blob.digest)
+            .where(Blob.digest.in_(ordered))
+            .order_by(Blob.digest)
+            .with_for_update()
         )
 
 

@@ -55,8 +55,10 @@ async def confirm_upload(
 
     Only while this upload's claim is unexpired: a claim that lapsed may have let GC
     delete the object and another write claim the digest afresh, and that `pending` row
-    is not ours to confirm (the same rule as `registry.db.blobs.confirm`). On PostgreSQL
-    the row is locked first, so GC's delete (which locks it too) sees a consistent state.
+    is not ours to confirm (the same rule as `registry.db.blobs.confirm`). A row GC is
+    deleting the object of is `deleting` and got no claim (`claim` leaves a fenced row
+    alone), so it is refused too. On PostgreSQL the row is locked first, so GC's fence
+    and its final delete of the row (which lock it too) see a consistent state.
     """
     lock = sa.select(Blob.status).where(Blob.digest == digest)
     if conn.dialect.name == "postgresql":

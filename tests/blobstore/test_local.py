@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
+import fcntl
 import os
 import stat
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -177,6 +180,86 @@ async def test_crash_leftovers_are_ignored_and_swept(local):
     assert temp_files(local) == ["in-progress.tmp"]
     assert await local.sweep_temp(now - timedelta(hours=1)) == 0
     assert await local.get(digest) == data
+
+
+@pytest.fixture
+def parked_rename(monkeypatch):
+    """Hold the first rename of a temp file into place until `proceed` is set.
+
+    The put waits in its worker thread with its temp file written, fsynced and (if the
+    store locks it) locked; `written` is set then.
+    """
+    written, proceed = threading.Event(), threading.Event()
+    real_replace = os.replace
+
+    def replace(source, target):
+        if not written.is_set():
+            written.set()
+            proceed.wait()
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", replace)
+    yield written, proceed
+    proceed.set()
+
+
+async def test_a_sweep_leaves_the_temp_file_of_an_upload_in_progress(local, parked_rename):
+    """Whatever the cutoff: the writer holds its temp file's lock until the rename."""
+    written, proceed = parked_rename
+    data = b"a slow upload"
+    digest = compute_digest(data)
+    put = asyncio.create_task(local.put(digest, data))
+    assert await asyncio.to_thread(written.wait, 30)
+    assert len(temp_files(local)) == 1
+
+    assert await local.sweep_temp(datetime.now(UTC) + timedelta(days=1)) == 0
+    assert len(temp_files(local)) == 1
+    proceed.set()
+    assert await put is True
+    assert await local.get(digest) == data
+    assert temp_files(local) == []
+
+
+async def test_an_unlocked_temp_file_is_swept_whatever_its_name(local):
+    """A crashed writer's lock died with it; a file someone else holds locked is kept."""
+    tmp = local.root / TEMP_DIR
+    (tmp / "crashed.tmp").write_bytes(b"left behind")
+    held = tmp / "held.tmp"
+    held.write_bytes(b"another process's upload")
+    fd = os.open(held, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        assert await local.sweep_temp(datetime.now(UTC) + timedelta(days=1)) == 1
+        assert temp_files(local) == ["held.tmp"]
+    finally:
+        os.close(fd)
+    assert await local.sweep_temp(datetime.now(UTC) + timedelta(days=1)) == 1
+    assert temp_files(local) == []
+
+
+async def test_a_sweep_before_the_writer_locks_its_temp_file_makes_it_start_another(
+    local, monkeypatch
+):
+    """The one unlocked moment, between `mkstemp` and `flock`: the writer notices and retries."""
+    loop = asyncio.get_running_loop()
+    real_flock = fcntl.flock
+    swept = []
+
+    def flock(fd, operation):
+        if operation == fcntl.LOCK_EX and not swept:
+            # The writer's first lock, not yet taken: a sweep (another thread) runs now.
+            future = datetime.now(UTC) + timedelta(days=1)
+            sweep = asyncio.run_coroutine_threadsafe(local.sweep_temp(future), loop)
+            swept.append(sweep.result(timeout=30))
+        real_flock(fd, operation)
+
+    monkeypatch.setattr(fcntl, "flock", flock)
+    data = b"raced by a sweep"
+    digest = compute_digest(data)
+    assert await local.put(digest, data) is True
+    assert swept == [1]
+    assert await local.get(digest) == data
+    assert temp_files(local) == []
 
 
 async def test_sweep_temp_needs_an_aware_cutoff(local):

@@ -158,6 +158,21 @@ async def test_a_wrong_sized_object_under_the_digest_is_replaced(s3_store, s3_cl
     assert await s3_store.get(digest) == data
 
 
+async def test_an_object_deleted_between_the_refused_put_and_the_head_is_stored(
+    s3_store, s3_client
+):
+    """GC deletes objects while writers upload: the existing object may vanish mid-put."""
+    digest, data = blob()
+    await s3_store.put(digest, data)
+
+    def delete_first(**_):
+        s3_client.delete_object(Bucket=s3_store.bucket, Key=s3_store.key_for(digest))
+
+    s3_store._client.meta.events.register("before-send.s3.HeadObject", delete_first)
+    assert await s3_store.put(digest, data) is True
+    assert await s3_store.get(digest) == data
+
+
 TRANSIENT = {
     "connection-closed": ConnectionClosedError(endpoint_url="http://injected"),
     "endpoint-connection": EndpointConnectionError(endpoint_url="http://injected"),

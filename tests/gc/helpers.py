@@ -11,6 +11,8 @@ from registry.settings import Settings
 from tests.support.scopes import ACME
 
 HOUR = 3600.0
+# GC's fence on the rows whose objects it is deleting (`gc_purge_lease`; no clock skew).
+PURGE_LEASE = 600.0
 
 
 class ManualClock:
@@ -34,7 +36,12 @@ class ManualClock:
 
 def gc_settings(**overrides: object) -> Settings:
     """Settings for GC tests: no clock-skew margin, so the clock alone decides expiry."""
-    values: dict[str, object] = {"gc_clock_skew": 0.0, "gc_grace": HOUR, "claim_ttl": HOUR}
+    values: dict[str, object] = {
+        "gc_clock_skew": 0.0,
+        "gc_grace": HOUR,
+        "claim_ttl": HOUR,
+        "gc_purge_lease": PURGE_LEASE,
+    }
     values.update(overrides)
     return Settings(**values)
 

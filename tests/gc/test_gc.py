@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from datetime import timedelta
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from blobstore import compute_digest
 from registry.db import blobs as db_blobs
 from registry.db.engine import write_connection
-from tests.gc.helpers import HOUR, gc_settings, read_all, referenced_digests
+from tests.gc.helpers import HOUR, PURGE_LEASE, gc_settings, read_all, referenced_digests
 from tests.support.faults import InjectedFault
 from tests.support.packages import package, publish
 from tests.support.scopes import ACME
@@ -179,6 +180,7 @@ GC_POINTS = [
     "gc.claims_expired",
     "gc.marked",
     "gc.locked",
+    "gc.fenced",
     "gc.object_deleted",
     "gc.committed",
     "gc.untracked_marked",
@@ -212,12 +214,15 @@ async def test_gc_killed_anywhere_then_restarted_converges(make_env, point, how)
         with pytest.raises(asyncio.CancelledError):
             await env.registry.gc.collect()
 
-    # Killed mid-sweep: whatever it left (rows marked `deleting`, a row whose object is
-    # gone) hides no referenced blob.
+    # Killed mid-sweep: whatever it left (rows marked `deleting`, fenced rows, a fenced
+    # row whose object is gone) hides no referenced blob.
     report = await env.registry.gc.fsck(verify_content=True)
     assert report.clean, report.problems
     await read_all(env.registry)
 
+    # A killed run's fence holds its rows until it expires (nothing tells a killed run
+    # from a stalled one with a delete in flight); then the next run finishes them.
+    env.clock.advance(PURGE_LEASE)
     await env.registry.gc.collect()
     await assert_converged(env)
     figures = await env.registry.gc.figures()
@@ -267,6 +272,42 @@ async def test_a_local_stores_abandoned_temp_files_are_swept(make_registry, loca
     assert report.temp_files_removed == 1
     assert not stale.exists()
     assert fresh.exists()
+
+
+async def test_gc_with_no_grace_leaves_an_upload_s_temp_file(
+    make_registry, local_store, monkeypatch
+):
+    """A put parked between writing its temp file and renaming it meets `gc(grace=0)`.
+
+    The sweep used to remove the file (its mtime was past the cutoff), and the rename then
+    failed the write with `StorageUnavailable`. The upload holds the file's lock: skipped.
+    """
+    from tests.gc.helpers import ManualClock  # noqa: PLC0415
+
+    clock = ManualClock()
+    registry = await make_registry(clock=clock, settings=gc_settings())
+    written, proceed = threading.Event(), threading.Event()
+    real_replace = os.replace
+
+    def replace(source, target):
+        if not written.is_set():
+            written.set()
+            proceed.wait()
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", replace)
+    writer = asyncio.create_task(publish(registry))
+    try:
+        assert await asyncio.to_thread(written.wait, 30)
+        clock.advance(60)  # the temp file is older than the run's cutoff
+        report = await registry.gc.collect(grace=0)
+        assert report.temp_files_removed == 0
+    finally:
+        proceed.set()
+    pub = await writer
+    assert (pub.version, pub.created) == (1, True)
+    await read_all(registry)
+    assert not list((local_store.root / ".tmp").iterdir())
 
 
 async def test_negative_grace_is_refused(env):

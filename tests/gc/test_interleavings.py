@@ -15,11 +15,12 @@ import sqlalchemy as sa
 
 from blobstore import compute_digest
 from registry import ANY
+from registry.errors import StorageUnavailable
 from registry.settings import Settings
-from tests.gc.helpers import HOUR, gc_settings, referenced_digests
-from tests.support.faults import InjectedFault
+from tests.gc.helpers import HOUR, PURGE_LEASE, gc_settings, referenced_digests
+from tests.support.faults import InjectedFault, Park
 from tests.support.packages import package, publish
-from tests.support.scopes import ACME
+from tests.support.scopes import ACME, GLOBEX
 from tests.support.state import blob_rows, store_digests
 
 SHARED = b"# Shared notes\n\nThe same bytes in more than one package.\n"
@@ -57,11 +58,48 @@ async def wait_for_lock_waiter(env):
 
 
 async def assert_nothing_lost(env, *versions):
-    """Every version named reads back verified; fsck reads every referenced blob clean."""
-    for slug, number in versions:
-        await env.registry.read_package(ACME, slug, number)
+    """Every version named reads back verified; fsck reads every referenced blob clean.
+
+    A version is `(slug, number)` in ACME, or `(scope, slug, number)`.
+    """
+    for version in versions:
+        scope, slug, number = version if len(version) == 3 else (ACME, *version)
+        await env.registry.read_package(scope, slug, number)
     report = await env.registry.gc.fsck(verify_content=True)
     assert report.clean, report.problems
+
+
+async def reached(park, task):
+    """Wait until `task` is held at `park`; if it ends first, raise what it raised."""
+    waiting = asyncio.ensure_future(park.reached.wait())
+    done, _ = await asyncio.wait({waiting, task}, return_when=asyncio.FIRST_COMPLETED)
+    if waiting not in done:
+        waiting.cancel()
+        task.result()
+        raise AssertionError("the task finished without reaching its park")
+
+
+def park_delete(env, digest, *, after=False):
+    """Hold GC's delete of `digest` before it reaches the store (or after it returned)."""
+    park = Park()
+
+    async def hook(deleting):
+        if deleting == digest and not park.reached.is_set():
+            park.reached.set()
+            await park.release.wait()
+
+    if after:
+        env.store.after_delete = hook
+    else:
+        env.store.before_delete = hook
+    return park
+
+
+async def claims_on(env, digest):
+    async with env.registry.engine.connect() as conn:
+        return await conn.scalar(
+            sa.text("SELECT count(*) FROM blob_claims WHERE digest = :d"), {"d": digest}
+        )
 
 
 async def orphan_shared(env):
@@ -103,21 +141,187 @@ async def test_a_writer_claims_a_digest_gc_has_marked(env, writer_park):
 
 
 async def test_a_writer_claims_while_gc_holds_the_row_lock(env):
-    """tx2 holds X's row lock: the claim waits, then inserts a fresh row and uploads again."""
+    """tx2 holds X's row lock: the claim waits, then finds X fenced (or gone) and stores it again.
+
+    Either way the write's `confirm` accepts X only from an upload that followed GC's
+    delete: a claim on the fenced row adds no claim, so the first confirm is refused and
+    the write claims X afresh once GC has removed the row.
+    """
     await orphan_shared(env)
     gc_parked = env.failpoints.park("gc.locked")
     gc = asyncio.create_task(env.registry.gc.collect())
-    await gc_parked.reached.wait()
+    await reached(gc_parked, gc)
 
     puts = env.store.calls["put"]
+    uploaded = env.failpoints.park("write.uploaded")
     writer = asyncio.create_task(publish(env.registry, "taker", files=with_shared("taker")))
     await wait_for_lock_waiter(env)
     gc_parked.release.set()
-    report, pub = await settle(env, gc, writer)
-    assert not isinstance(report, BaseException), report
-    assert not isinstance(pub, BaseException), pub
-    # GC deleted X and the writer stored it again; either way the version has its bytes.
+    report = await gc
+    assert report.blobs_reclaimed >= 3  # the donor's own blobs, and X unless claimed first
+    await reached(uploaded, writer)
+    uploaded.release.set()
+    pub = await writer
     assert env.store.calls["put"] > puts
+    assert SHARED_DIGEST in await store_digests(env.raw)
+    await assert_nothing_lost(env, ("taker", pub.version))
+
+
+async def test_a_writer_commits_while_gc_deletes_an_object(make_env):
+    """GC opens no transaction around a blob-store delete.
+
+    On SQLite the write lock is the whole database's: if GC held it while S3 answered,
+    every writer of every workspace would wait on the round trip. Here GC's delete of X
+    is parked, and a write to another workspace commits meanwhile (with the lock held, it
+    would give up after the busy timeout).
+    """
+    env = await make_env(gc_settings(sqlite_busy_timeout=0.5))
+    await orphan_shared(env)
+    deleting = park_delete(env, SHARED_DIGEST)
+    gc = asyncio.create_task(env.registry.gc.collect())
+    await reached(deleting, gc)
+
+    pub = await publish(env.registry, "elsewhere", scope=GLOBEX)
+    assert (pub.version, pub.created) == (1, True)
+    deleting.release.set()
+    report = await gc
+    assert report.blobs_reclaimed == 4
+    assert SHARED_DIGEST not in await store_digests(env.raw)
+    await assert_nothing_lost(env, (GLOBEX, "elsewhere", 1))
+
+
+@pytest.mark.parametrize("upload", ["before_the_delete", "after_the_delete"])
+async def test_a_writer_claims_a_digest_gc_is_deleting(env, upload):
+    """I3 against a delete outside any transaction: the write's upload of X may precede it.
+
+    GC fenced X and is deleting its object. The writer's claim must not resurrect the
+    row (the delete could land after the upload, and a version would name a missing
+    blob): it leaves X `deleting` and unclaimed, the writer uploads X in vain (or, after
+    the delete, into an object GC is about to leave without a row), and its `confirm`
+    refuses X. GC removes the row; the write claims X afresh and uploads it again.
+    """
+    await orphan_shared(env)
+    deleting = park_delete(env, SHARED_DIGEST, after=upload == "after_the_delete")
+    gc = asyncio.create_task(env.registry.gc.collect())
+    await reached(deleting, gc)
+
+    puts = env.store.put_digests.count(SHARED_DIGEST)
+    uploaded = env.failpoints.park("write.uploaded")
+    writer = asyncio.create_task(publish(env.registry, "taker", files=with_shared("taker")))
+    await reached(uploaded, writer)
+    assert (await blob_rows(env.registry))[SHARED_DIGEST] == "deleting"
+    assert await claims_on(env, SHARED_DIGEST) == 0
+    assert env.store.put_digests.count(SHARED_DIGEST) == puts + 1
+
+    deleting.release.set()
+    report = await gc
+    # An upload after the delete left X stored without a row once tx3 removed it; GC's
+    # listing, its clock hours past the object's time, then reclaims it as untracked.
+    late = upload == "after_the_delete"
+    assert (report.blobs_reclaimed, report.untracked_reclaimed) == (4 + late, late)
+    assert SHARED_DIGEST not in await blob_rows(env.registry)
+    uploaded.release.set()
+    pub = await writer
+    assert env.store.put_digests.count(SHARED_DIGEST) == puts + 2
+    assert (await blob_rows(env.registry))[SHARED_DIGEST] == "live"
+    assert SHARED_DIGEST in await store_digests(env.raw)
+    await assert_nothing_lost(env, ("taker", pub.version))
+
+
+async def test_a_write_that_reaches_its_commit_during_the_purge_stores_again_after_it(env):
+    """`confirm` refuses a fenced X; the write claims again until GC is done, then stores X.
+
+    The write's first attempt runs entirely while GC's delete of X is parked: its commit
+    is refused. Its second claim also meets the fence; GC then finishes, so the second
+    commit finds no row, and the third attempt claims a fresh row and uploads X after the
+    delete.
+    """
+    await orphan_shared(env)
+    deleting = park_delete(env, SHARED_DIGEST)
+    gc = asyncio.create_task(env.registry.gc.collect())
+    await reached(deleting, gc)
+
+    puts = env.store.put_digests.count(SHARED_DIGEST)
+    hits = env.failpoints.hits.copy()
+    again = env.failpoints.park("write.claimed", nth=hits["write.claimed"] + 2)
+    writer = asyncio.create_task(publish(env.registry, "taker", files=with_shared("taker")))
+    await reached(again, writer)
+    # The first attempt got as far as `confirm`, which refused X: no commit.
+    assert env.failpoints.hits["publish.checked"] == hits["publish.checked"] + 1
+    assert env.failpoints.hits["publish.before_commit"] == hits["publish.before_commit"]
+    assert await claims_on(env, SHARED_DIGEST) == 0
+
+    deleting.release.set()
+    await gc
+    again.release.set()
+    pub = await writer
+    assert env.store.put_digests.count(SHARED_DIGEST) == puts + 3
+    assert SHARED_DIGEST in await store_digests(env.raw)
+    await assert_nothing_lost(env, ("taker", pub.version))
+
+
+async def test_a_fence_left_by_a_killed_run_holds_until_it_expires(env):
+    """GC killed after fencing: nothing tells it from a stalled run with a delete in flight.
+
+    Until the fence expires, another run leaves the rows alone and a writer that needs X
+    fails cleanly after its attempts (it stores no version). Then the writer's claim
+    lifts the fence and resurrects X, and the next run collects the rest.
+    """
+    await orphan_shared(env)
+    env.failpoints.fail("gc.fenced")
+    with pytest.raises(InjectedFault):
+        await env.registry.gc.collect()
+    assert (await blob_rows(env.registry))[SHARED_DIGEST] == "deleting"
+
+    assert (await env.registry.gc.collect()).blobs_reclaimed == 0
+    with pytest.raises(StorageUnavailable):
+        await publish(env.registry, "taker", files=with_shared("taker"))
+    assert SHARED_DIGEST in await store_digests(env.raw)
+
+    env.clock.advance(PURGE_LEASE)
+    pub = await publish(env.registry, "taker", files=with_shared("taker"))
+    assert (await blob_rows(env.registry))[SHARED_DIGEST] == "live"
+    assert (await env.registry.gc.collect()).blobs_reclaimed == 3  # the donor's own blobs
+    await assert_nothing_lost(env, ("taker", pub.version))
+
+
+async def test_gc_stalled_past_half_its_lease_starts_no_delete(env):
+    """The second half of the lease is the margin for a delete in flight; none starts in it."""
+    await orphan_shared(env)
+    fenced = env.failpoints.park("gc.fenced")
+    gc = asyncio.create_task(env.registry.gc.collect())
+    await reached(fenced, gc)
+    env.clock.advance(PURGE_LEASE / 2 + 1)
+    fenced.release.set()
+    report = await gc
+    assert (report.blobs_reclaimed, report.skipped) == (0, 4)
+    assert env.store.calls["delete"] == 0
+    assert set((await blob_rows(env.registry)).values()) == {"deleting"}
+
+    env.clock.advance(PURGE_LEASE / 2)  # the fence has expired: the next run takes over
+    assert (await env.registry.gc.collect()).blobs_reclaimed == 4
+    assert await blob_rows(env.registry) == {}
+
+
+async def test_a_run_finishing_after_its_fence_expired_leaves_a_row_taken_over(env):
+    """tx3 deletes only rows still under its own fence.
+
+    GC deleted X's object and stalled before tx3 until its fence expired; a writer's
+    claim then resurrected X and its write committed X again. The stale tx3 must not
+    delete X's row (the name of the fence it set is gone from it).
+    """
+    await orphan_shared(env)
+    deleted = park_delete(env, SHARED_DIGEST, after=True)
+    gc = asyncio.create_task(env.registry.gc.collect())
+    await reached(deleted, gc)
+    assert SHARED_DIGEST not in await store_digests(env.raw)
+
+    env.clock.advance(PURGE_LEASE)
+    pub = await publish(env.registry, "taker", files=with_shared("taker"))
+    deleted.release.set()
+    report = await gc
+    assert report.blobs_reclaimed == 4
+    assert (await blob_rows(env.registry))[SHARED_DIGEST] == "live"
     assert SHARED_DIGEST in await store_digests(env.raw)
     await assert_nothing_lost(env, ("taker", pub.version))
 

@@ -15,7 +15,9 @@ from registry.db.tables import Blob, BlobClaim, Manifest, ManifestEntry
 
 NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)
 OLD = NOW - timedelta(hours=2)
-CUTOFFS = db_gc.Cutoffs(touched_before=NOW - timedelta(hours=1), claims_after=NOW)
+CUTOFFS = db_gc.Cutoffs(touched_before=NOW - timedelta(hours=1), claims_after=NOW, now=NOW)
+FENCE = NOW + timedelta(minutes=10)  # a fence in force at NOW
+EXPIRED = NOW - timedelta(seconds=1)  # a fence that has expired by NOW
 
 
 def digest(name: str) -> str:
@@ -36,10 +38,15 @@ async def write(engine, work):
             return await work(conn)
 
 
-async def add_blob(conn, name, *, status="live", touched=OLD):
+async def add_blob(conn, name, *, status="live", touched=OLD, fence=None):
     await conn.execute(
         sa.insert(Blob).values(
-            digest=digest(name), size=len(name), status=status, created_at=OLD, touched_at=touched
+            digest=digest(name),
+            size=len(name),
+            status=status,
+            created_at=OLD,
+            touched_at=touched,
+            purge_expires_at=fence,
         )
     )
 
@@ -86,6 +93,8 @@ async def test_candidates_are_unreferenced_unclaimed_and_past_grace(engine):
         await add_blob(conn, "claimed")
         await add_blob(conn, "claim-expired")
         await add_blob(conn, "marked", status="deleting", touched=NOW)
+        await add_blob(conn, "fenced", status="deleting", fence=FENCE)
+        await add_blob(conn, "fence-expired", status="deleting", fence=EXPIRED)
         await reference(conn, "referenced")
         await add_claim(conn, "claimed")
         await add_claim(conn, "claim-expired", expires=NOW - timedelta(seconds=1))
@@ -93,10 +102,12 @@ async def test_candidates_are_unreferenced_unclaimed_and_past_grace(engine):
     await write(engine, setup)
     async with engine.connect() as conn:
         found = await db_gc.candidates(conn, after="", cutoffs=CUTOFFS, limit=100, lock=False)
+    # Another run's fence keeps its rows from this run until it expires.
     assert {c.digest for c in found} == {
         digest("orphan"),
         digest("claim-expired"),
         digest("marked"),
+        digest("fence-expired"),
     }
     assert [c.digest for c in found] == sorted(c.digest for c in found)
 
@@ -143,33 +154,67 @@ async def test_mark_deleting_re_checks_a_stale_candidate_list(engine):
     assert (await statuses(engine))[digest("now-referenced")] == "live"
 
 
-async def test_recheck_under_the_lock_and_delete_only_what_is_still_deleting(engine):
+async def test_fence_only_what_is_still_deleting_and_nobody_else_s(engine):
     async def setup(conn):
         await add_blob(conn, "doomed", status="deleting")
         await add_blob(conn, "resurrected", status="pending")
         await add_blob(conn, "odd", status="deleting")
+        await add_blob(conn, "fenced", status="deleting", fence=FENCE)
+        await add_blob(conn, "abandoned", status="deleting", fence=EXPIRED)
         await add_claim(conn, "doomed", expires=NOW - timedelta(hours=1))
         await reference(conn, "odd")
 
     await write(engine, setup)
-    names = ("doomed", "resurrected", "odd")
+    names = ("doomed", "resurrected", "odd", "fenced", "abandoned")
+    until = NOW + timedelta(minutes=5)
 
     async def tx2(conn):
         rows = await db_gc.lock_and_recheck(conn, [digest(n) for n in names], CUTOFFS)
-        deletable = [r.digest for r in rows if r.deletable]
-        # The status guard: a row a writer resurrected is not deleted even if asked.
-        deleted = await db_gc.delete_rows(conn, [*deletable, digest("resurrected")], CUTOFFS)
-        return deletable, deleted
+        return await db_gc.fence(conn, rows, until=until)
 
-    deletable, deleted = await write(engine, tx2)
-    assert deletable == [digest("doomed")]
+    fenced = await write(engine, tx2)
+    assert sorted(fenced.digests) == sorted([digest("doomed"), digest("abandoned")])
+    assert fenced.suspicious == [digest("odd")]
+    assert fenced.skipped == 3
+    async with engine.connect() as conn:
+        fences = dict((await conn.execute(sa.select(Blob.digest, Blob.purge_expires_at))).all())
+    assert fences[digest("doomed")] == fences[digest("abandoned")] == until
+    assert fences[digest("fenced")] == FENCE
+    assert fences[digest("resurrected")] is None
+
+
+async def test_finish_purge_deletes_only_rows_under_its_own_fence(engine):
+    until = NOW + timedelta(minutes=5)
+
+    async def setup(conn):
+        await add_blob(conn, "ours", status="deleting", fence=until)
+        await add_blob(conn, "refenced", status="deleting", fence=until + timedelta(minutes=1))
+        await add_blob(conn, "taken-back", status="pending")
+        await add_claim(conn, "ours", expires=NOW - timedelta(hours=1))
+        await add_claim(conn, "taken-back")
+
+    await write(engine, setup)
+    names = [digest(n) for n in ("ours", "refenced", "taken-back")]
+    deleted = await write(
+        engine, lambda conn: db_gc.finish_purge(conn, names, CUTOFFS, until=until)
+    )
     assert deleted == 1
-    left = await statuses(engine)
-    assert digest("doomed") not in left
-    assert left[digest("resurrected")] == "pending"
-    # A referenced row is held by its manifest entry's foreign key: a mistake fails loudly.
+    assert set(await statuses(engine)) == {digest("refenced"), digest("taken-back")}
+
+
+async def test_a_referenced_row_cannot_be_deleted(engine):
+    """A referenced row is held by its manifest entry's foreign key: a mistake fails loudly."""
+    until = NOW + timedelta(minutes=5)
+
+    async def setup(conn):
+        await add_blob(conn, "odd", status="deleting", fence=until)
+        await reference(conn, "odd")
+
+    await write(engine, setup)
     with pytest.raises(sa.exc.IntegrityError):
-        await write(engine, lambda conn: db_gc.delete_rows(conn, [digest("odd")], CUTOFFS))
+        await write(
+            engine, lambda conn: db_gc.finish_purge(conn, [digest("odd")], CUTOFFS, until=until)
+        )
 
 
 async def test_claim_resurrects_a_deleting_row_and_renews_its_own_claim(engine):
@@ -188,6 +233,38 @@ async def test_claim_resurrects_a_deleting_row_and_renews_its_own_claim(engine):
     async with engine.connect() as conn:
         expires = await conn.scalar(sa.select(BlobClaim.expires_at))
     assert expires == NOW + timedelta(hours=1)
+
+
+async def test_claim_leaves_a_fenced_row_alone_and_lifts_an_expired_fence(engine):
+    """A fenced row stays `deleting` and unclaimed; an expired fence is lifted (row resurrected)."""
+
+    async def setup(conn):
+        await add_blob(conn, "fenced", status="deleting", fence=FENCE)
+        await add_blob(conn, "abandoned", status="deleting", fence=EXPIRED)
+
+    await write(engine, setup)
+    sizes = {digest("fenced"): 1, digest("abandoned"): 1, digest("new"): 1}
+
+    async def claim(conn):
+        return await db_blobs.claim(
+            conn,
+            write_id="w1",
+            workspace="acme",
+            sizes=sizes,
+            now=NOW,
+            expires_at=NOW + timedelta(hours=1),
+        )
+
+    assert await write(engine, claim) == {
+        digest("fenced"): "deleting",
+        digest("abandoned"): "pending",
+        digest("new"): "pending",
+    }
+    async with engine.connect() as conn:
+        claimed = set((await conn.execute(sa.select(BlobClaim.digest))).scalars())
+        fences = dict((await conn.execute(sa.select(Blob.digest, Blob.purge_expires_at))).all())
+    assert claimed == {digest("abandoned"), digest("new")}
+    assert fences == {digest("fenced"): FENCE, digest("abandoned"): None, digest("new"): None}
 
 
 @pytest.mark.parametrize(

@@ -41,6 +41,7 @@ WRITER_FAULTS = {
 GC_FAULTS = {
     "gc.marked": 0.02,
     "gc.locked": 0.02,
+    "gc.fenced": 0.02,
     "gc.object_deleted": 0.01,
     "gc.committed": 0.02,
     "gc.untracked_marked": 0.05,
@@ -75,8 +76,12 @@ def contents(seed: int) -> list[bytes]:
 async def soak(make_registry, stores, *, writes: int, writers: int = 4) -> None:
     clock = ManualClock(tick=timedelta(milliseconds=1))
     # Claims last 50 ms of a clock that moves 1 ms a reading: writes outlive them often,
-    # so stale writers, expired claims and GC's deletes collide all the time.
-    settings = gc_settings(claim_ttl=0.05, gc_batch_size=16, gc_delete_concurrency=4)
+    # so stale writers, expired claims and GC's deletes collide all the time. The fences of
+    # killed GC runs expire within the soak (a second: a delete in flight has half of it,
+    # 500 readings, to land), so writers and later runs take them over too.
+    settings = gc_settings(
+        claim_ttl=0.05, gc_batch_size=16, gc_delete_concurrency=4, gc_purge_lease=1.0
+    )
     pool = contents(7)
     outcomes: Counter[str] = Counter()
     acked: list[tuple[Scope, str, int, dict]] = []

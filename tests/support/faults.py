@@ -32,7 +32,7 @@ class ScriptedFailpoints:
         self.hits: Counter[str] = Counter()
         self.trace: list[str] = []
         self._actions: dict[tuple[str, int], Callable[[], object]] = {}
-        self._parks: dict[str, Park] = {}
+        self._parks: dict[tuple[str, int], Park] = {}
         self.on_hit: Callable[[str], None] | None = None
 
     def fail(self, name: str, *, nth: int = 1, error: BaseException | None = None) -> None:
@@ -49,9 +49,10 @@ class ScriptedFailpoints:
 
         self._actions[(name, nth)] = action
 
-    def park(self, name: str) -> Park:
+    def park(self, name: str, *, nth: int | None = None) -> Park:
+        """Park the next hit of `name` (or its `nth` hit, counted from the first ever)."""
         park = Park()
-        self._parks[name] = park
+        self._parks[(name, self.hits[name] + 1 if nth is None else nth)] = park
         return park
 
     async def hit(self, name: str) -> None:
@@ -61,7 +62,7 @@ class ScriptedFailpoints:
         self.trace.append(name)
         if self.on_hit is not None:
             self.on_hit(name)
-        park = self._parks.pop(name, None)
+        park = self._parks.pop((name, nth), None)
         if park is not None:
             park.reached.set()
             await park.release.wait()
@@ -81,6 +82,9 @@ class InstrumentedStore:
         self.cancel_puts: set[int] = set()
         self.guard: Callable[[str], None] | None = None
         self.before_put: Callable[[str], object] | None = None
+        # Called with the digest before a delete reaches the store, and after it returned.
+        self.before_delete: Callable[[str], object] | None = None
+        self.after_delete: Callable[[str], object] | None = None
 
     def _enter(self, method: str) -> None:
         self.calls[method] += 1
@@ -94,10 +98,7 @@ class InstrumentedStore:
     async def put(self, digest: str, data: bytes) -> bool:
         self._enter("put")
         n = self.calls["put"]
-        if self.before_put is not None:
-            result = self.before_put(digest)
-            if asyncio.iscoroutine(result):
-                await result
+        await _call(self.before_put, digest)
         if n in self.cancel_puts:
             raise asyncio.CancelledError
         if n in self.fail_puts:
@@ -120,7 +121,9 @@ class InstrumentedStore:
 
     async def delete(self, digest: str) -> None:
         self._enter("delete")
+        await _call(self.before_delete, digest)
         await self.inner.delete(digest)
+        await _call(self.after_delete, digest)
 
     async def iter_digests(self) -> AsyncIterator[BlobInfo]:
         self._enter("iter_digests")
@@ -135,3 +138,10 @@ class InstrumentedStore:
 
     async def close(self) -> None:
         await self.inner.close()
+
+
+async def _call(hook: Callable[[str], object] | None, digest: str) -> None:
+    if hook is not None:
+        result = hook(digest)
+        if asyncio.iscoroutine(result):
+            await result

@@ -72,6 +72,11 @@ class Blob(Base):
     `status`: `pending` (claimed by a write, upload not yet confirmed by a commit),
     `live` (a committed write confirmed it is stored), `deleting` (GC decided to remove it;
     a writer that wants the digest again resurrects it to `pending` and uploads again).
+
+    `purge_expires_at` is set only on a `deleting` row whose object a GC run is deleting
+    right now, outside any transaction (the row is *fenced*): until that instant no claim
+    resurrects the row, and the run that set it is the only one that deletes it
+    (docs/gc.md, "The protocol").
     """
 
     __tablename__ = "blobs"
@@ -81,6 +86,7 @@ class Blob(Base):
     status: Mapped[str] = mapped_column(sa.String(16), default="pending")
     created_at: Mapped[datetime]
     touched_at: Mapped[datetime]
+    purge_expires_at: Mapped[datetime | None]
 
     __table_args__ = (
         sa.CheckConstraint(hex64_check("digest"), name="digest_hex"),

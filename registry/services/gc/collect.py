@@ -5,19 +5,27 @@ A run, each step idempotent so that a run killed anywhere is finished by the nex
 1. retention (when a policy is configured): prune old versions, one locked transaction
    per skill (`registry/services/gc/retention.py`);
 2. expired claims are deleted, a batch per transaction;
-3. the rows are swept in digest order (keyset batches), two transactions per batch:
+3. the rows are swept in digest order (keyset batches):
    - tx1 (short) locks the eligible rows (unreferenced, unclaimed, untouched for the grace
      period; PostgreSQL `FOR UPDATE SKIP LOCKED`), re-checks them and marks them
      `deleting`;
-   - tx2, a chunk at a time, locks the rows `FOR UPDATE`, re-checks that each is still
-     `deleting`, unreferenced and unclaimed, deletes its object *while holding the lock*
-     and then the row. A writer that wants the digest meanwhile either resurrected the
-     row to `pending` before tx2 (tx2 leaves it alone) or waits in its `claim()` for tx2's
-     commit and then inserts a fresh row and uploads again;
+   - then a chunk at a time: tx2 (short) locks the rows `FOR UPDATE`, re-checks that each
+     is still `deleting`, unreferenced and unclaimed, and *fences* it (`purge_expires_at`,
+     `gc_purge_lease` + `gc_clock_skew` ahead); the objects are deleted with no
+     transaction open; tx3 deletes the rows still under this run's fence. A writer that
+     wants a digest meanwhile either resurrected the row to `pending` before tx2 (tx2
+     leaves it alone), or finds it fenced: its claim changes nothing, its `confirm`
+     refuses the digest and it claims again, until tx3 has removed the row and its fresh
+     upload lands after the delete;
 4. the store is listed (streamed) and every object without a row that is older than the
    grace period gets a `deleting` row (a conflict means a writer claimed it: skipped) and
-   goes through tx2;
-5. a local store's abandoned temp files are swept.
+   goes through tx2 and tx3;
+5. a local store's abandoned temp files are swept (never one an upload still holds).
+
+No transaction is open while the blob store is called, so on SQLite (one write lock for
+the whole database) no writer waits on a blob-store round trip. A run starts a fenced
+object's delete only in the first half of its lease; a run killed or stalled after tx2
+leaves fenced rows that writers and later runs take over once the fence expires.
 
 Memory is bounded by one batch of rows or one listing page. Runs are recorded in `gc_runs`.
 """
@@ -108,6 +116,7 @@ def cutoffs_at(ctx: Context, now: datetime, grace: float) -> db_gc.Cutoffs:
     return db_gc.Cutoffs(
         touched_before=now - timedelta(seconds=grace),
         claims_after=now - timedelta(seconds=ctx.settings.gc_clock_skew),
+        now=now,
     )
 
 
@@ -303,26 +312,43 @@ async def _delete_chunk(
     *,
     untracked: bool,
 ) -> None:
-    """tx2: lock, re-check, delete the objects under the lock, then the rows; commit."""
+    """tx2 fences the rows; the objects are deleted with no transaction open; tx3 drops the rows.
 
-    async def work(conn: AsyncConnection) -> tuple[list[_Deleted], int, int]:
+    A failure or cancellation between tx2 and tx3 leaves the rows fenced: no writer takes
+    them back and no run selects them until the fence expires, by when no delete this run
+    started can still be in flight.
+    """
+    settings = ctx.settings
+    fenced_at = ctx.clock.now()
+    until = fenced_at + timedelta(seconds=settings.gc_purge_lease + settings.gc_clock_skew)
+    # The second half of the lease (and the clock skew) is the margin for a delete that
+    # was started in time and is still in flight; no delete starts after this.
+    last_start = fenced_at + timedelta(seconds=settings.gc_purge_lease / 2)
+
+    async def fence(conn: AsyncConnection) -> db_gc.Fenced:
         rows = await db_gc.lock_and_recheck(conn, digests, cutoffs)
-        doomed = [r for r in rows if r.deletable]
-        suspicious = [r.digest for r in rows if r.status == "deleting" and r.referenced]
         await ctx.hit("gc.locked")
-        deleted = await _bounded(doomed, lambda r: _delete_object(ctx, r.digest), len(doomed))
-        # A referenced row cannot be `deleting` (tx1 re-checks references after its
-        # lock, and `confirm` refuses `deleting`); if one is anyway, it goes back to
-        # `live` only if its object is still there, else fsck reports it.
-        restorable = [d for d in suspicious if await _stored(ctx, d)]
-        await db_gc.mark_live(conn, restorable)
-        await db_gc.delete_rows(conn, [d.digest for d in deleted], cutoffs)
-        return deleted, len(rows) - len(doomed), len(restorable)
+        return await db_gc.fence(conn, rows, until=until)
 
+    fenced = await ctx.write(fence)
+    await ctx.hit("gc.fenced")
     try:
-        deleted, skipped, repaired = await ctx.write(work)
+        outcomes = await _bounded(
+            fenced.digests, lambda d: _delete_object(ctx, d, last_start), len(fenced.digests)
+        )
+        # A referenced row cannot be `deleting` (tx1 re-checks references after its lock,
+        # and `confirm` refuses `deleting`); if one is anyway, it goes back to `live` only
+        # if its object is still there, else fsck reports it.
+        restorable = [d for d in fenced.suspicious if await _stored(ctx, d)]
     except BlobStoreError as exc:
         raise StorageUnavailable("blob store", str(exc)) from exc
+    deleted = [o for o in outcomes if o is not None]
+
+    async def finish(conn: AsyncConnection) -> None:
+        await db_gc.mark_live(conn, restorable)
+        await db_gc.finish_purge(conn, [d.digest for d in deleted], cutoffs, until=until)
+
+    await ctx.write(finish)
     await ctx.hit("gc.committed")
     for item in deleted:
         if item.stored_bytes is None:
@@ -330,12 +356,18 @@ async def _delete_chunk(
         tally.blobs_reclaimed += 1
         tally.bytes_reclaimed += item.stored_bytes
         tally.untracked_reclaimed += int(untracked)
-    tally.skipped += skipped
-    tally.repaired += repaired
+    tally.skipped += fenced.skipped + len(outcomes) - len(deleted)
+    tally.repaired += len(restorable)
 
 
-async def _delete_object(ctx: Context, digest: str) -> _Deleted:
+async def _delete_object(ctx: Context, digest: str, last_start: datetime) -> _Deleted | None:
+    """Delete one fenced object; None if it is too late in the lease to start the delete.
+
+    A row whose delete did not start stays fenced until its fence expires.
+    """
     info = await ctx.blobs.stat(digest)
+    if ctx.clock.now() > last_start:
+        return None
     if info is not None:
         await ctx.blobs.delete(digest)
     await ctx.hit("gc.object_deleted")

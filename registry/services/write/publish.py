@@ -23,7 +23,9 @@ source is refused.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import random
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -61,8 +63,11 @@ from registry.services.write import blobstage, content, diversion, rootchecks
 from registry.services.write.request import NOT_SCREENED, Screening, WriteRequest
 
 # A publish that finds one of its blobs claimed away by GC (its claim expired while it
-# was stalled) starts again from the claim; this bounds how often.
-_BLOB_RACE_ATTEMPTS: Final = 3
+# was stalled, or GC is deleting that object right now under its fence) starts again from
+# the claim; this bounds how often, and the jittered pause before each new attempt lets a
+# GC delete in flight finish (docs/gc.md, "Interleavings").
+_BLOB_RACE_ATTEMPTS: Final = 4
+_BLOB_RACE_PAUSE: Final = 0.05
 
 
 @dataclass(frozen=True)
@@ -218,7 +223,9 @@ async def _store_and_publish(
     its bytes; a restore or an install, which has none, fails instead.
     """
     pending = dict(to_store)
-    for _ in range(_BLOB_RACE_ATTEMPTS):
+    for attempt in range(_BLOB_RACE_ATTEMPTS):
+        if attempt:
+            await asyncio.sleep(random.uniform(0, _BLOB_RACE_PAUSE * 2**attempt))  # noqa: S311
         uploaded = await blobstage.claim_and_upload(
             ctx, request.scope, write_id, pending, scanned_clean=screening.scanned_clean
         )
