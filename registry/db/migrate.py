@@ -177,16 +177,16 @@ async def _maintenance_connection(url: URL) -> AsyncIterator[AsyncConnection | N
 
 
 def _createdb_hint(url: URL) -> str:
-    command = ["createdb"]
+    argv = ["createdb"]
     if url.host:
-        command += ["-h", url.host]
+        argv += ["-h", url.host]
     if url.port:
-        command += ["-p", str(url.port)]
-    command += ["-U", "postgres"]
+        argv += ["-p", str(url.port)]
+    argv += ["-U", "postgres"]
     if url.username:
-        command += ["-O", url.username]
-    command.append(str(url.database))
+        argv += ["-O", url.username]
+    argv.append(str(url.database))
     return (
         f'database "{url.database}" does not exist and role "{url.username}" may not create '
-        f"databases; create it as a role that may, e.g. {shlex.join(command)}"
+        f"databases; create it as a role that may, e.g. {shlex.join(argv)}"
     )
