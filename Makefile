@@ -6,6 +6,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+RUN_STAMP := $(VENV)/.run-stamp
 
 .PHONY: help install run test test-fast lint format typecheck db-check openapi bench bench-quick docs clean
 
@@ -16,14 +17,25 @@ help: ## list the targets
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
+	@touch $@ $(RUN_STAMP)
+
+# Running needs the package and its runtime dependencies only: no test or benchmark tools.
+$(RUN_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e .
 	@touch $@
 
 # The suite tests the benchmark harness and its report too, so the bench extra is part of it.
 install: $(STAMP) ## create .venv and install the package with its dev and bench extras
 
-run: install ## the main job: initialise the embedded default and publish the example skills
-	$(BIN)/skillreg init
-	$(BIN)/skillreg demo
+run: $(RUN_STAMP) ## the main job: install what running needs, init the embedded default, publish the examples
+	@$(BIN)/skillreg init
+	@$(BIN)/skillreg demo
+	@echo
+	@echo "Made: the registry above, with the example skills in workspace 'demo'. Try next:"
+	@echo "  $(BIN)/skillreg show demo/pdf-report          # the head version and its files"
+	@echo "  $(BIN)/skillreg history demo/pdf-report       # versions, newest first"
+	@echo "  $(BIN)/skillreg serve --port 8080             # the HTTP API (docs/http.md)"
 
 test: install ## run the whole suite (the harness starts PostgreSQL and an S3 endpoint)
 	$(BIN)/pytest

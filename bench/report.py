@@ -207,6 +207,7 @@ def render(document: Json) -> str:
         ),
         "## How to run\n\n",
         (
+            "<!-- not run: benchmark runs take minutes; CI runs `make bench-quick` -->\n"
             "```sh\n"
             "make bench         # every scenario, regenerates this page (< 15 min)\n"
             "make bench-quick   # smoke run of every scenario (CI), JSON only\n"

@@ -25,7 +25,7 @@ from registry.cli import (
 )
 from registry.cli.common import CliState, json_option, redact, run_async, settings_with
 from registry.cli.output import Output
-from registry.db.migrate import current_revision
+from registry.db.migrate import current_revision, ensure_database
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -48,18 +48,24 @@ def cli(
 @json_option
 @run_async
 async def init(state: CliState, out: Output) -> None:
-    """Create or migrate the database and create the blob store."""
+    """Create or migrate the database and create the blob store.
+
+    A PostgreSQL database that does not exist is created first, if the role may.
+    """
+    created = await ensure_database(state.settings.database_url)
     async with state.open(initialize=True) as reg:
         revision = await current_revision(reg.engine)
     data = {
         "database_url": redact(state.settings.database_url),
         "blob_url": state.settings.blob_url,
         "revision": revision,
+        "created_database": created,
     }
     out.emit(
         data,
         lambda c: c.print(
-            f"initialised database {data['database_url']} (revision {revision}) "
+            ("created the database; " if created else "")
+            + f"initialised database {data['database_url']} (revision {revision}) "
             f"and blob store {data['blob_url']}"
         ),
     )

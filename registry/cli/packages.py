@@ -23,7 +23,7 @@ from registry.cli.common import (
 )
 from registry.cli.output import Output, human_size
 from registry.domain.approvals import FindingRef
-from registry.domain.model import ANY, ExpectedHead, Origin, Publication
+from registry.domain.model import ANY, ExpectedHead, Origin, PackageFile, Publication
 from registry.services.materialize.folder import read_folder, write_folder
 from registry.services.read import PackageInfo, SkillPage
 
@@ -288,6 +288,16 @@ def example_root() -> Path:
     return Path(str(resources.files("registry") / "examples"))
 
 
+def read_example(folder: Path) -> dict[str, PackageFile]:
+    """An example skill's files, without the `__pycache__` folders an install adds.
+
+    pip byte-compiles every `.py` file of a wheel, the examples' scripts included, so an
+    installed example has `scripts/__pycache__/*.pyc` beside its sources: not part of it.
+    """
+    files = read_folder(folder)
+    return {path: f for path, f in files.items() if "__pycache__" not in path.split("/")}
+
+
 @click.command()
 @click.option("--workspace", "-w", default="demo", show_default=True)
 @agent_option
@@ -299,7 +309,7 @@ async def demo(state: CliState, out: Output, *, workspace: str, agent: str) -> N
     results: dict[str, Publication] = {}
     async with state.open() as reg:
         for folder in sorted(p for p in example_root().iterdir() if p.is_dir()):
-            files = await asyncio.to_thread(read_folder, folder)
+            files = await asyncio.to_thread(read_example, folder)
             results[folder.name] = await reg.write_package(
                 scope,
                 folder.name,
@@ -312,6 +322,7 @@ async def demo(state: CliState, out: Output, *, workspace: str, agent: str) -> N
         page = await reg.list_skills(scope)
 
     def render(console: Console) -> None:
+        console.print(f"the bundled example skills, published into workspace {scope.workspace!r}:")
         for slug, pub in results.items():
             console.print(_publication_line(slug, pub))
         _render_page(page, console)
