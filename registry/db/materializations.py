@@ -8,6 +8,7 @@ transaction and, for writes, the workspace lock.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,7 +18,16 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db.skills import in_scope
-from registry.db.tables import Materialization, MaterializationTarget, Skill, Version
+from registry.db.tables import (
+    Manifest,
+    ManifestEntry,
+    Materialization,
+    MaterializationTarget,
+    Skill,
+    Version,
+)
+from registry.domain.manifest import Manifest as DomainManifest
+from registry.domain.manifest import ManifestEntry as DomainEntry
 from registry.domain.model import Scope
 from registry.errors import StateConflict
 
@@ -167,6 +177,30 @@ async def heads(conn: AsyncConnection, scope: Scope) -> list[HeadRow]:
         .order_by(Skill.slug)
     )
     return [HeadRow(**r._asdict()) for r in rows]
+
+
+async def manifests(
+    conn: AsyncConnection, workspace: str, manifest_ids: Iterable[int]
+) -> dict[int, DomainManifest]:
+    """The manifests stored under `manifest_ids` (of `workspace`), in one query."""
+    ids = sorted(set(manifest_ids))
+    if not ids:
+        return {}
+    rows = await conn.execute(
+        sa.select(
+            ManifestEntry.manifest_id,
+            ManifestEntry.path,
+            ManifestEntry.digest,
+            ManifestEntry.size,
+            ManifestEntry.executable,
+        )
+        .join(Manifest, Manifest.id == ManifestEntry.manifest_id)
+        .where(Manifest.workspace == workspace, ManifestEntry.manifest_id.in_(ids))
+    )
+    entries: dict[int, list[DomainEntry]] = defaultdict(list)
+    for r in rows:
+        entries[r.manifest_id].append(DomainEntry(r.path, r.digest, r.size, r.executable))
+    return {manifest_id: DomainManifest(found) for manifest_id, found in entries.items()}
 
 
 async def record(
