@@ -16,6 +16,7 @@ one module each:
     reg.uploads       the two-phase upload: blobs by digest, a manifest   uploads.py
     reg.tokens        the HTTP service's access tokens                    tokens.py
     reg.ops           readiness and service-wide figures                  ops.py
+    reg.targets       desired state and records for remote reconcilers    targets.py
 
 Every method forwards to a service (`registry/services/<capability>/`); the docstrings here
 are the reference.

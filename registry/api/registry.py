@@ -17,6 +17,7 @@ from blobstore import BlobStore
 from registry.api.gc import GarbageCollection
 from registry.api.marketplace import Marketplace
 from registry.api.ops import Operations
+from registry.api.targets import Targets
 from registry.api.tokens import Tokens
 from registry.api.uploads import Uploads
 from registry.bootstrap import build_blobstore, build_engine
@@ -79,6 +80,7 @@ class Registry:
         self.uploads = Uploads(self.ctx)
         self.tokens = Tokens(self.ctx)
         self.ops = Operations(self.ctx)
+        self.targets = Targets(self.ctx)
 
     @property
     def engine(self) -> AsyncEngine:

@@ -118,6 +118,19 @@ async def targets(
     return [_target(r) for r in await conn.execute(query)]
 
 
+async def target_id_taken(conn: AsyncConnection, target_id: str) -> bool:
+    """True if any workspace registered `target_id`.
+
+    The one query here that does not filter by workspace, because the constraint it
+    checks does not: target ids are unique across workspaces. Only the boolean leaves
+    it, so a caller learns that an id it already knows is taken, and nothing about where.
+    """
+    found = await conn.scalar(
+        sa.select(MaterializationTarget.id).where(MaterializationTarget.target_id == target_id)
+    )
+    return found is not None
+
+
 async def save_target(conn: AsyncConnection, row: TargetRow) -> bool:
     """Insert the target, or refresh where it was seen; False if nothing changed."""
     existing = await target(conn, row.workspace, row.target_id)

@@ -25,7 +25,15 @@ from registry.http import problems
 from registry.http.limits import BodyLimit
 from registry.http.metrics import Metrics, RequestMetrics
 from registry.http.problems import PROBLEM_JSON
-from registry.http.routes import blobs, history, marketplace, operations, proposals, skills
+from registry.http.routes import (
+    blobs,
+    history,
+    marketplace,
+    operations,
+    proposals,
+    skills,
+    targets,
+)
 from registry.http.schemas import ManifestBody, PackageMeta, Problem
 
 TITLE: Final = "skill-registry"
@@ -94,6 +102,7 @@ def create_app(
         history.router,
         proposals.router,
         blobs.router,
+        targets.router,
         *marketplace.routers,
     ):
         app.include_router(router)

@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from registry.db import materializations as db_materializations
 from registry.db import skills as db_skills
 from registry.domain.model import Scope
-from registry.errors import TargetMismatch, TargetNotFound
+from registry.errors import StateConflict, TargetMismatch, TargetNotFound
 from registry.services.context import Context
 from registry.services.materialize.source import Applied, Change, Place
 
@@ -48,7 +48,8 @@ async def register(ctx: Context, scope: Scope, place: Place) -> bool:
     """Record the target once, and again when it is found at another path or host.
 
     True if the record changed. A target id registered for another agent of the workspace
-    is refused (`TargetMismatch`): a target is bound to one scope.
+    is refused (`TargetMismatch`): a target is bound to one scope; one registered in
+    another workspace too (`StateConflict`, which does not say where).
     """
     now = ctx.clock.now()
     row = db_materializations.TargetRow(
@@ -77,8 +78,11 @@ async def register(ctx: Context, scope: Scope, place: Place) -> bool:
         return False
 
     async def work(conn: AsyncConnection) -> bool:
-        if unchanged(await current(conn)):
+        existing = await current(conn)
+        if unchanged(existing):
             return False
+        if existing is None and await db_materializations.target_id_taken(conn, place.target_id):
+            raise StateConflict(f"register target {place.target_id}", "its id is taken")
         if not await db_materializations.save_target(conn, row):
             return False
         await db_skills.insert_event(

@@ -11,7 +11,15 @@ from collections.abc import Sequence
 
 from registry.errors import RegistryError
 from registry.services.materialize.drift import DriftItem
-from registry.services.materialize.source import APPLIED, FAILED, REMOVED, Applied, Change, Source
+from registry.services.materialize.source import (
+    APPLIED,
+    FAILED,
+    MAX_ERROR,
+    REMOVED,
+    Applied,
+    Change,
+    Source,
+)
 
 
 class Records:
@@ -49,7 +57,7 @@ class Records:
             None if row is None else row.manifest_hash,
             None if row is None else row.version,
             FAILED,
-            f"{error.code}: {error}",
+            f"{error.code}: {error}"[:MAX_ERROR],
         )
         try:
             await self._save(new, Change(FAILED, error_code=error.code))

@@ -38,6 +38,7 @@ REMOVED: Final = "removed"
 FAILED: Final = "failed"
 OUTCOMES: Final = (APPLIED, REMOVED, FAILED)
 MAX_DRIFT_IN_EVENT: Final = 100
+MAX_ERROR: Final = 2000  # characters of an error message a record keeps
 
 
 @dataclass(frozen=True)
