@@ -222,23 +222,18 @@ class RemoteSource:
         self._cache = LocalBlobStore(target.blob_cache)
         await self._cache.ensure()
         self._saved = await _settled(self._load, target)
-        state = await self._desired(target)
+        state, heads = await self._desired(target)
         place = Place.of(target)
         if state.target is None or state.target.place() != place:
             await self._register(place)
-        heads: dict[str, Head] = {}
-        for skill in state.skills:
-            try:
-                heads[skill.slug] = skill.head()
-            except ValueError as exc:
-                raise Inconsistency(f"the registry's desired state: {exc}") from exc
         wanted = await resolve(heads, lock, self._pinned)
         applied = {a.slug: a.applied(a.slug) for a in state.applied}
         if lock is not None:
             await self._save(target)
         return Snapshot(wanted, applied)
 
-    async def _desired(self, target: Target) -> DesiredState:
+    async def _desired(self, target: Target) -> tuple[DesiredState, dict[str, Head]]:
+        """The desired state (saved, when it is new, only once it checked out) and its heads."""
         params = {"agent": self.scope.agent, "target": target.target_id}
         saved = self._saved
         headers = {}
@@ -248,17 +243,18 @@ class RemoteSource:
             "GET", f"{self._base}/desired", ok=(200, 304), params=params, headers=headers
         )
         if response.status_code == HTTPStatus.NOT_MODIFIED and saved.state is not None:
-            return saved.state
+            return saved.state, _heads(saved.state)
         try:
             state = DesiredState.model_validate_json(response.content)
         except ValidationError as exc:
             raise Inconsistency(f"the registry's desired state is malformed: {exc}") from exc
         if (state.workspace, state.agent) != (self.scope.workspace, self.scope.agent):
             raise Inconsistency(f"the registry answered the desired state of {state.workspace}")
+        heads = _heads(state)
         self._saved.etag = response.headers.get("etag")
         self._saved.state = state
         await self._save(target)
-        return state
+        return state, heads
 
     async def _register(self, place: Place) -> None:
         body = TargetRegistration.model_validate(
@@ -400,6 +396,17 @@ class RemoteSource:
         data = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
         await _settled(target.save_source_state, data)
         await self.failpoints.hit("sync.state_saved")
+
+
+def _heads(state: DesiredState) -> dict[str, Head]:
+    """The heads of a desired state, every manifest checked against its hash."""
+    heads: dict[str, Head] = {}
+    for skill in state.skills:
+        try:
+            heads[skill.slug] = skill.head()
+        except ValueError as exc:
+            raise Inconsistency(f"the registry's desired state: {exc}") from exc
+    return heads
 
 
 async def _settled(fn: Callable[..., T], /, *args: Any) -> T:
