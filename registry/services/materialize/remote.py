@@ -25,6 +25,7 @@ import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, is_dataclass
+from datetime import UTC, datetime, timedelta
 from http import HTTPStatus
 from typing import Any, Final, TypeVar
 
@@ -221,6 +222,9 @@ class RemoteSource:
         self._target = target
         self._cache = LocalBlobStore(target.blob_cache)
         await self._cache.ensure()
+        # This process holds the target's lock, so a temp file in the cache is a killed
+        # run's; one still being written would be locked by its writer and kept anyway.
+        await self._cache.sweep_temp(datetime.now(UTC) + timedelta(days=1))
         self._saved = await _settled(self._load, target)
         state, heads = await self._desired(target)
         place = Place.of(target)
