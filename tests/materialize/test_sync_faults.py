@@ -20,6 +20,7 @@ from tests.http.helpers import digest
 from tests.materialize.conftest import expected_files, publish
 from tests.support.appserver import Rule
 from tests.support.faults import ScriptedFailpoints
+from tests.support.scopes import ACME
 from tests.support.targets import load_skill
 
 SLUGS = ("alpha", "beta")
@@ -192,3 +193,20 @@ async def test_a_cancelled_sync_finishes_its_step_and_converges(remote, target):
     for slug in SLUGS:
         assert _old_or_new(target, slug) in {"one", "two"}
     await _converges(remote, target, wait=True)
+
+
+async def test_a_pinned_version_that_does_not_hash_fails_its_skill_and_is_not_kept(remote, target):
+    await _updated(remote, target)
+    lock = await remote.registry.lock_file(ACME)
+
+    def tamper(data: bytes) -> bytes:
+        body = json.loads(data)
+        body["files"][0]["size"] += 1
+        return json.dumps(body).encode()
+
+    remote.faults.add(Rule("GET", "/versions/", body=tamper, times=1))
+    report = await remote.once(target, lock=lock)
+    [(slug, _)] = report.failed.items()
+    assert report.outcome(slug).error_code == "integrity_error"
+    assert _old_or_new(target, slug) == "one"
+    await _converges(remote, target, lock=lock)  # asked again: the damaged answer was not kept

@@ -201,6 +201,7 @@ class RemoteSource:
         self._target: Target | None = None
         self._cache: LocalBlobStore | None = None
         self._saved = _Saved()
+        self._pins: dict[str, tuple[str, _Pinned]] = {}
         self._fetched = 0
 
     @property
@@ -230,10 +231,12 @@ class RemoteSource:
         place = Place.of(target)
         if state.target is None or state.target.place() != place:
             await self._register(place)
+        self._pins = {}
         wanted = await resolve(heads, lock, self._pinned)
-        applied = {a.slug: a.applied(a.slug) for a in state.applied}
         if lock is not None:
+            self._saved.pins = self._pins  # this lock's pins; those of an earlier lock go
             await self._save(target)
+        applied = {a.slug: a.applied(a.slug) for a in state.applied}
         return Snapshot(wanted, applied)
 
     async def _desired(self, target: Target) -> tuple[DesiredState, dict[str, Head]]:
@@ -271,8 +274,7 @@ class RemoteSource:
     async def _pinned(self, slug: str, version: int, skill_id: int | None) -> Want:
         del skill_id  # the registry's row ids stay on the server
         key = f"{slug}@{version}"
-        pins = self._saved.pins if self._saved.pins is not None else {}
-        known = pins.get(key)
+        known = (self._saved.pins or {}).get(key)
         response = await self.client.request(
             "GET",
             f"{self._base}/skills/{slug}/versions/{version}",
@@ -281,19 +283,19 @@ class RemoteSource:
             headers={} if known is None else {"If-None-Match": known[0]},
         )
         if response.status_code == HTTPStatus.NOT_MODIFIED and known is not None:
-            pinned = known[1]
+            tag, pinned = known
         else:
             try:
                 pinned = _Pinned.model_validate_json(response.content)
             except ValidationError as exc:
                 raise Inconsistency(f"{slug} version {version}: malformed answer: {exc}") from exc
-            pins[key] = (response.headers.get("etag", ""), pinned)
-            self._saved.pins = pins
+            tag = response.headers.get("etag", "")
         manifest = Manifest(
             ManifestEntry(f.path, f.digest, f.size, f.executable) for f in pinned.files
         )
         if manifest.hash != pinned.manifest_hash or pinned.version != version:
             raise Inconsistency(f"{slug} version {version}: the files do not match its hash")
+        self._pins[key] = (tag, pinned)  # kept once checked, for the next run's If-None-Match
         return Want(None, version, manifest.hash, manifest=manifest)
 
     # ------------------------------------------------------------ what the engine asks
