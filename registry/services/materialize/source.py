@@ -62,7 +62,6 @@ class Desired:
 
     wants: dict[str, Want]
     blocked: dict[str, RegistryError] = field(default_factory=dict)
-    skill_ids: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,9 +218,8 @@ async def resolve(heads: Mapping[str, Head], lock: LockFile | None, pinned: Pinn
     A pin whose skill is gone, not in use, or whose version does not have the pinned
     manifest hash blocks its slug with the reason; the others go on.
     """
-    skill_ids = {slug: h.skill_id for slug, h in heads.items() if h.skill_id is not None}
     if lock is None:
-        return Desired({s: h.want() for s, h in heads.items() if h.in_use}, skill_ids=skill_ids)
+        return Desired({s: h.want() for s, h in heads.items() if h.in_use})
     wants: dict[str, Want] = {}
     blocked: dict[str, RegistryError] = {}
     scope = lock.scope
@@ -240,4 +238,4 @@ async def resolve(heads: Mapping[str, Head], lock: LockFile | None, pinned: Pinn
             blocked[pin.slug] = exc
         else:
             wants[pin.slug] = want
-    return Desired(wants, blocked, skill_ids)
+    return Desired(wants, blocked)
