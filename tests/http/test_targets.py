@@ -8,9 +8,13 @@ change that must change the tag, the compare-and-swap on a record, the refusals.
 from __future__ import annotations
 
 import uuid
+from typing import get_args
 
 import pytest
 
+from registry.services.materialize import wire
+from registry.services.materialize.reconcile import ACTIONS
+from registry.services.materialize.source import OUTCOMES
 from tests.http.helpers import publish
 from tests.support.packages import package
 from tests.support.scopes import ACME
@@ -199,3 +203,8 @@ async def test_refusals(served):
 async def test_every_role_may_sync(served, role):
     response = await served.client.get(DESIRED, headers=served.auth(role))
     assert response.status_code == 200
+
+
+def test_the_wire_names_the_engines_actions_and_outcomes():
+    assert set(get_args(wire.Action)) == set(ACTIONS)
+    assert set(get_args(wire.Outcome)) == set(OUTCOMES)
