@@ -532,6 +532,14 @@ class TokenNotFound(NotFound, code="token_not_found"):
     token_id: str
 
 
+@dataclass(eq=False, repr=False)
+class TargetNotFound(NotFound, code="target_not_found"):
+    """No materialisation target with this id is registered in the workspace."""
+
+    template = "target {target_id} is not registered in this workspace"
+    target_id: str
+
+
 # ---------------------------------------------------------------- access (HTTP 401/403; exit 1)
 
 

@@ -76,6 +76,13 @@ MATERIALIZE_POINTS: Final = (
     "reconcile.skill_done",  # one skill is finished
 )
 
+# The remote source of `skillreg sync` (services/materialize/remote.py).
+SYNC_POINTS: Final = (
+    "sync.state_saved",  # the desired state fetched (200) is saved in .skillreg/remote.json
+    "sync.blob_fetched",  # a blob was downloaded and verified, not yet in the cache
+    "sync.blob_cached",  # a downloaded blob is in the local cache
+)
+
 
 class Failpoints(Protocol):
     """Called at each named point; may raise, cancel or wait."""

@@ -17,6 +17,7 @@ one module each:
     reg.tokens        the HTTP service's access tokens                    tokens.py
     reg.ops           readiness and service-wide figures                  ops.py
     reg.learning      decisions, pending writes, suppressions, status     learning.py
+    reg.targets       desired state and records for remote reconcilers    targets.py
 
 Every method forwards to a service (`registry/services/<capability>/`); the docstrings here
 are the reference.

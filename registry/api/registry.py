@@ -19,6 +19,7 @@ from registry.api.gc import GarbageCollection
 from registry.api.learning import Learning
 from registry.api.marketplace import Marketplace
 from registry.api.ops import Operations
+from registry.api.targets import Targets
 from registry.api.tokens import Tokens
 from registry.api.uploads import Uploads
 from registry.bootstrap import build_blobstore, build_engine
@@ -81,6 +82,7 @@ class Registry(OwnerControls):
         self.tokens = Tokens(self.ctx)
         self.ops = Operations(self.ctx)
         self.learning = Learning(self.ctx)
+        self.targets = Targets(self.ctx)
 
     @property
     def engine(self) -> AsyncEngine:

@@ -21,6 +21,7 @@ from registry.cli import (
     reconcile,
     serve,
     status,
+    sync,
     tokens,
 )
 from registry.cli.common import CliState, json_option, redact, run_async, settings_with
@@ -86,6 +87,8 @@ for command in learning.COMMANDS:
 for command in gc.COMMANDS:
     cli.add_command(command)
 for command in reconcile.COMMANDS:
+    cli.add_command(command)
+for command in sync.COMMANDS:
     cli.add_command(command)
 for command in status.COMMANDS:
     cli.add_command(command)

@@ -105,12 +105,13 @@ async def reconcile(
             actor=actor,
             create=create,
         )
-    out.emit(report_dict(report), lambda c: _render_report(report, c))
+    out.emit(report_dict(report), lambda c: render_report(report, c))
     if not report.ok:
-        raise click.exceptions.Exit(_failure_code(report))
+        raise click.exceptions.Exit(failure_code(report))
 
 
-def _failure_code(report: ReconcileReport) -> int:
+def failure_code(report: ReconcileReport) -> int:
+    """The exit code of a report with failures: theirs if they share one, else 1."""
     codes = {exit_code(o.error) for o in report.outcomes if o.error is not None}
     return codes.pop() if len(codes) == 1 else UNEXPECTED
 
@@ -143,12 +144,14 @@ def report_dict(report: ReconcileReport) -> dict[str, Any]:
         "removed": report.removed,
         "failed": report.failed,
         "hashed": report.hashed,
+        "fetched": report.fetched,
         "swept": report.swept,
         "skills": [_outcome_dict(o) for o in report.outcomes],
     }
 
 
-def _render_report(report: ReconcileReport, console: Console) -> None:
+def render_report(report: ReconcileReport, console: Console) -> None:
+    """The report for people: one line per skill, its drift, then the counts."""
     console.print(
         f"[bold]{report.target}[/] ({report.mode} mode, workspace {report.workspace}, "
         f"agent {report.agent})"
@@ -170,7 +173,7 @@ def _render_report(report: ReconcileReport, console: Console) -> None:
         f"{len(report.slugs(a))} {a}"
         for a in ("written", "repaired", "adopted", "removed", "unchanged", "failed")
     )
-    console.print(f"{counts} ({report.hashed} hashed)")
+    console.print(f"{counts} ({report.hashed} hashed, {report.fetched} fetched)")
 
 
 def _escape(text: str) -> str:

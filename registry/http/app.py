@@ -34,6 +34,7 @@ from registry.http.routes import (
     operations,
     proposals,
     skills,
+    targets,
 )
 from registry.http.routes.history import RestoreBody, StateChange
 from registry.http.routes.proposals import DecisionBody
@@ -123,6 +124,7 @@ def create_app(
         proposals.router,
         learning.router,
         blobs.router,
+        targets.router,
         *marketplace.routers,
     ):
         app.include_router(router)

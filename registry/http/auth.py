@@ -70,6 +70,11 @@ ROLES: Final[dict[str, Role | None]] = {
     "head_blob": Role.READ,
     "get_blob": Role.READ,
     "put_blob": Role.WRITE,
+    # sync over HTTP (routes/targets.py): recording what a target holds changes no skill,
+    # so a host that only loads skills needs no more than `read`
+    "get_desired": Role.READ,
+    "register_target": Role.READ,
+    "record_applied": Role.READ,
     # the catalog (shared by every workspace; publishing: the catalog workspace's tokens)
     "list_listings": Role.READ,
     "get_listing": Role.READ,

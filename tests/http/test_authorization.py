@@ -9,6 +9,7 @@ no token, a malformed, unknown, revoked or wrong-secret token: 401.
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from registry.domain.access import Role
 from registry.domain.model import Origin
 from registry.http.app import create_app
 from registry.http.auth import CATALOG_PUBLISH, ROLES
+from registry.services.materialize.source import Place
 from tests.corpus.archives import LISTING, good_zip, tar_of
 from tests.http.helpers import digest, form, publish, raw
 from tests.support.packages import package
@@ -194,6 +196,23 @@ async def _get_job(served, w: str, n: str):
     return "GET", f"/v1/workspaces/{w}/jobs/{queued.job.id}", {}
 
 
+def _target_id(n: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"target-{n}"))
+
+
+async def _register_target(_served, w: str, n: str):
+    body = {"agent": "personal", "path": f"/srv/{n}", "host": "host", "mode": "link"}
+    return "PUT", f"/v1/workspaces/{w}/targets/{_target_id(n)}", {"json": body}
+
+
+async def _record_applied(served, w: str, n: str):
+    target_id = _target_id(n)
+    await served.registry.targets.register(ACME, Place(target_id, f"/srv/{n}", "host", "link"))
+    record = {"manifest_hash": None, "version": None, "outcome": "removed", "error": None}
+    body = {"expected": None, "record": record, "action": "removed"}
+    return "PUT", f"/v1/workspaces/{w}/targets/{target_id}/skills/demo", {"json": body}
+
+
 DEMO = package("demo")
 DEMO_BLOB = digest(DEMO["SKILL.md"])
 SKILL = "/v1/workspaces/{w}/skills/demo"
@@ -219,6 +238,9 @@ MATRIX: dict[str, Request] = {
     "head_blob": fixed("HEAD", f"/v1/workspaces/{{w}}/blobs/{DEMO_BLOB}"),
     "get_blob": fixed("GET", f"/v1/workspaces/{{w}}/blobs/{DEMO_BLOB}"),
     "put_blob": _put_blob,
+    "get_desired": fixed("GET", "/v1/workspaces/{w}/desired"),
+    "register_target": _register_target,
+    "record_applied": _record_applied,
     "list_listings": fixed("GET", "/v1/catalog/listings"),
     "get_listing": fixed("GET", f"/v1/catalog/listings/{LISTING}"),
     "get_listing_archive": fixed("GET", f"/v1/catalog/listings/{LISTING}/archive"),

@@ -8,6 +8,8 @@
         lock           held (flock) by the one reconciler working on the target
         trees/<slug>/  package trees; exactly one per slug is linked, the rest are garbage
         cache/<slug>.json  what was written for the slug, with a stat stamp per file
+        remote.json    sync only: the desired state as last fetched, with its ETag
+        blobs/         sync only: the local blob cache (content-addressed, verified)
         tmp/           temp files and links before their rename; emptied on every open
         trash/         folders moved out of the way before removal; emptied on every open
 
@@ -51,6 +53,8 @@ TREES: Final = "trees"
 TMP: Final = "tmp"
 TRASH: Final = "trash"
 CACHE: Final = "cache"
+SOURCE_STATE: Final = "remote.json"
+BLOB_CACHE: Final = "blobs"
 MODES: Final = ("link", "copy")
 FORMAT: Final = 1
 
@@ -293,6 +297,21 @@ class Target:
             if dot and ext == "json" and _is_slug(slug):
                 slugs.add(slug)
         return slugs
+
+    # ------------------------------------------------------------ a remote source's own
+
+    def load_source_state(self) -> bytes | None:
+        """What a remote source saved here last (`remote.json`), or None."""
+        return fsops.read_small(SOURCE_STATE, self._fds[PRIVATE])
+
+    def save_source_state(self, data: bytes) -> None:
+        """Durably replace `remote.json`."""
+        fsops.write_small(self.tmp_fd, self._fds[PRIVATE], SOURCE_STATE, data)
+
+    @property
+    def blob_cache(self) -> Path:
+        """Where a remote source caches blobs (created by the cache itself)."""
+        return self.path / PRIVATE / BLOB_CACHE
 
     # ------------------------------------------------------------ trees and garbage
 
