@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from registry.domain.limits import Limits
@@ -95,6 +95,12 @@ class Settings(BaseSettings):
     update_policy: Literal["merge", "propose"] = Field(
         default="merge", description="edited copies: apply clean merges, or always propose"
     )
+
+    # The web console (docs/console.md): the key that signs its session cookies. Processes
+    # serving one registry behind a load balancer must share it; without one, each process
+    # draws its own at start, and its sessions end when it stops.
+    console_secret: SecretStr | None = Field(default=None, description="signs console sessions")
+    console_session_hours: float = Field(default=12.0, gt=0, description="a sign-in lasts")
 
     @field_validator("database_url", "blob_url")
     @classmethod

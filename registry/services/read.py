@@ -168,3 +168,12 @@ async def list_skills(
         return SkillPage(items, next_after)
 
     return await ctx.read(work)
+
+
+async def list_agents(ctx: Context, workspace: str) -> list[str]:
+    """The agents of `workspace` with at least one live skill, by name."""
+
+    async def work(conn: AsyncConnection) -> list[str]:
+        return await db_skills.agents(conn, workspace)
+
+    return await ctx.read(work)
