@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, Final
 
 from fastapi import Request
@@ -83,7 +83,7 @@ class Console:
         self.max_part_size = settings.max_file_bytes + _FORM_PART_SLACK
 
 
-class Refused(Exception):  # noqa: N818 - it carries the page that says so
+class Refused(Exception):
     """Ends a request early with `response` (a redirect, a 403 or 404 page)."""
 
     def __init__(self, response: Response) -> None:
@@ -127,9 +127,7 @@ def field(form: FormData, name: str, default: str = "") -> str:
     return value if isinstance(value, str) else default
 
 
-def page(
-    request: Request, template: str, *, status: int = 200, **context: Any
-) -> HTMLResponse:
+def page(request: Request, template: str, *, status: int = 200, **context: Any) -> HTMLResponse:
     """The page `template` rendered for this request's viewer."""
     console = console_of(request)
     viewer: Viewer | None = getattr(request.state, "viewer", None)
@@ -224,7 +222,7 @@ _TITLES: Final[Mapping[int, str]] = {
 class ConsoleRoute(APIRoute):
     """A console endpoint wrapped in the request cycle the module docstring describes."""
 
-    def get_route_handler(self) -> Callable[[Request], Awaitable[Response]]:
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         if self.name not in ROLES:
             msg = f"console route {self.name!r} has no entry in access.ROLES"
             raise AssertionError(msg)

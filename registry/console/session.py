@@ -22,7 +22,7 @@ import hmac
 import json
 import secrets
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Final
 
 from starlette.requests import Request
@@ -132,7 +132,3 @@ class Sessions:
             httponly=True,
             samesite="strict",
         )
-
-    def signed_out(self, session: Session) -> Session:
-        """The session after signing out: a new id, no token."""
-        return replace(self.new(), token_id=None, workspace=None)

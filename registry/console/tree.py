@@ -33,7 +33,5 @@ def file_tree(manifest: Manifest) -> list[TreeRow]:
             if folder not in shown:
                 shown.add(folder)
                 rows.append(TreeRow(depth - 1, parts[depth - 1] + "/", None))
-        rows.append(
-            TreeRow(len(parts) - 1, parts[-1], entry.path, entry.size, entry.executable)
-        )
+        rows.append(TreeRow(len(parts) - 1, parts[-1], entry.path, entry.size, entry.executable))
     return rows

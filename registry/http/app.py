@@ -19,8 +19,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic.json_schema import models_json_schema
 
-from registry import __version__
-from registry import console
+from registry import __version__, console
 from registry.api import Registry
 from registry.http import problems
 from registry.http.limits import BodyLimit

@@ -16,8 +16,8 @@ from registry.console.routing import (
     message_page,
     page,
     registry_of,
-    viewer_of,
     see_other,
+    viewer_of,
 )
 from registry.domain.model import Scope, check_scope_name
 from registry.errors import InvalidName

@@ -66,11 +66,13 @@ async def proposal(
     workspace: str,
     agent: str,
     proposal: int,
-    full: bool = False,  # noqa: FBT001, FBT002 - a query flag
+    *,
+    full: bool = False,
     path: str | None = None,
 ) -> Response:
-    extra = {} if path is None else {"path": path}
-    return await _page(request, workspace, agent, proposal, full=full, **extra)
+    if path is None:
+        return await _page(request, workspace, agent, proposal, full=full)
+    return await _page(request, workspace, agent, proposal, full=full, path=path)
 
 
 @router.post(PROPOSAL, name="console_decide")

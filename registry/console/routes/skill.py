@@ -31,14 +31,13 @@ async def skill_context(
     scope = Scope(workspace, agent)
     status = await reg.skill_status(scope, slug)
     package: Package | None
+    unavailable: str | None = None
     try:
         package = await reg.read_package(scope, slug, version)
     except VersionUnavailable as exc:
         if version is not None:
             raise
         package, unavailable = None, str(exc)
-    else:
-        unavailable = None
     summary: Any = None
     summary_error = None
     if package is not None and "SKILL.md" in package.files:
@@ -79,6 +78,7 @@ async def file(
     workspace: str,
     agent: str,
     slug: str,
+    *,
     path: str,
     version: int | None = None,
 ) -> Response:
@@ -138,7 +138,8 @@ async def diff(
     workspace: str,
     agent: str,
     slug: str,
-    full: bool = False,  # noqa: FBT001, FBT002 - a query flag
+    *,
+    full: bool = False,
 ) -> Response:
     reg = registry_of(request)
     scope = Scope(workspace, agent)

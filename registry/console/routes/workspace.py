@@ -59,9 +59,7 @@ async def search(request: Request, workspace: str, q: str = "") -> Response:
 @router.get("/{workspace}/decisions", name="console_decisions")
 async def decisions(request: Request, workspace: str, agent: str | None = None) -> Response:
     found = await ws.open_decisions(registry_of(request), workspace, agent=agent)
-    return page(
-        request, "decisions.html", title="Open decisions", decisions=found, agent=agent
-    )
+    return page(request, "decisions.html", title="Open decisions", decisions=found, agent=agent)
 
 
 @router.post("/{workspace}/decisions", name="console_decide_many")
