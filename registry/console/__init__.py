@@ -15,12 +15,12 @@ from starlette.staticfiles import StaticFiles
 
 from registry.api import Registry
 from registry.console.render import PREFIX
-from registry.console.routes import actions, entry, marketplace, proposals, skill, workspace
+from registry.console.routes import actions, entry, marketplace, overview, proposals, skill
 from registry.console.routing import Console
 
 ROUTERS = (
     entry.router,
-    workspace.router,
+    overview.router,
     skill.router,
     actions.router,
     proposals.router,

@@ -26,9 +26,9 @@ def test_a_cookie_round_trips_and_carries_no_token_secret():
         lambda c: c[:-2] + ("AA" if not c.endswith("AA") else "BB"),
         lambda c: c.replace("v1.", "v2.", 1),
         lambda c: c.split(".")[0] + "." + c.split(".")[1] + ".",
-        lambda c: "garbage",
-        lambda c: "",
-        lambda c: "v1.%%%.%%%",
+        lambda _: "garbage",
+        lambda _: "",
+        lambda _: "v1.%%%.%%%",
     ],
 )
 def test_a_changed_cookie_is_no_session(tamper):
