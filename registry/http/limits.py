@@ -37,7 +37,7 @@ _PART_OVERHEAD: Final = 2 * KiB
 _DRAIN_LIMIT: Final = 256 * KiB
 
 
-def body_limit(route: str | None, content_type: str, settings: Settings) -> int:
+def body_limit(route: str | None, content_type: str, settings: Settings) -> int:  # noqa: PLR0911 - a limit per kind of body
     """The most body bytes a request to `route` may send."""
     if route == "put_blob":
         return settings.max_file_bytes
