@@ -227,7 +227,7 @@ async def test_install_update_and_the_update_status(make_registry):
         )
         page = (await client.get(f"/console/{WS}/marketplace")).text
         assert "update available" in page
-        assert "Update to v2" in page
+        assert "Update greeter to v2" in page
         status = await market.copy_status(SCOPE, "greeter")
         assert (status.baseline, status.latest, status.edited) == (1, 2, False)
         # An edited copy with the `propose` policy: the update becomes a proposal.

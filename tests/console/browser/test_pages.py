@@ -29,7 +29,9 @@ async def seed(registry):
         "pdf-report", "Turns notes into a PDF report.", body="1. Collect.\n2. Render.\n3. Check.\n"
     )
     files["scripts/render.py"] = b"import sys\nprint('rendering', sys.argv[1:])\n"
-    await publish(registry, "pdf-report", files, head=1, message="adds a check", sources=["chat:42"])
+    await publish(
+        registry, "pdf-report", files, head=1, message="adds a check", sources=["chat:42"]
+    )
     await publish(registry, "csv-cleaner", {"SKILL.md": skill_md("csv-cleaner", "Cleans CSV.")})
     await publish(
         registry, "triage", {"SKILL.md": skill_md("triage", "Sorts issues.")}, agent="support-bot"
@@ -77,8 +79,13 @@ async def test_a_read_token_sees_everything_and_no_action(console_site, page, sh
     site = await console_site()
     await seed(site.registry)
     await site.signin(page, "read")
-    for path in ("/", "/agents/personal/skills/pdf-report", "/agents/personal/skills/pdf-report/history",
-                 "/decisions", "/marketplace"):
+    for path in (
+        "/",
+        "/agents/personal/skills/pdf-report",
+        "/agents/personal/skills/pdf-report/history",
+        "/decisions",
+        "/marketplace",
+    ):
         await page.goto(site.at(f"/console/{WS}{path}"))
         await expect(page.get_by_role("button")).to_have_count(1)  # signing out
         await expect(page.get_by_role("button", name="Sign out")).to_be_visible()
