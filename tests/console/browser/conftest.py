@@ -138,6 +138,15 @@ async def page(browser: Browser) -> AsyncIterator[Page]:
     assert not dialogs, f"a page opened a dialog (a script ran): {dialogs}"
 
 
+def _shrink(path: Path) -> None:
+    """Keep committed screenshots small: a 64-colour palette is plenty for these pages."""
+    from PIL import Image  # noqa: PLC0415 - only `make console-screenshots` needs it
+
+    with Image.open(path) as image:
+        small = image.convert("RGB").quantize(colors=64, method=Image.Quantize.MEDIANCUT)
+    small.save(path, optimize=True)
+
+
 @pytest.fixture
 def shoot(tmp_path: Path) -> Callable[[Page, str], Awaitable[None]]:
     if not AXE.exists():
@@ -147,7 +156,10 @@ def shoot(tmp_path: Path) -> Callable[[Page, str], Awaitable[None]]:
 
     async def take(page: Page, name: str) -> None:
         folder.mkdir(parents=True, exist_ok=True)
-        await page.screenshot(path=folder / f"{name}.png", full_page=True)
+        shot = folder / f"{name}.png"
+        await page.screenshot(path=shot, full_page=True)
+        if SHOTS:
+            _shrink(shot)
         if await page.evaluate("typeof window.axe") == "undefined":
             await page.evaluate(source)
         found = await page.evaluate(
