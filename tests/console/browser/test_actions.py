@@ -91,7 +91,12 @@ async def test_pause_resume_stop_using_and_delete(console_site, page, shoot):
     await page.get_by_role("button", name="Pause learning").click()
     await expect(page.get_by_role("status")).to_contain_text("Learning paused")
     await expect(page.get_by_text("paused_learning; reason: reviewing")).to_be_visible()
-    await page.get_by_role("button", name="Resume learning").click()
+    # Keyboard only: the first Tab reaches the skip link, and a focused button submits
+    # its form with Enter.
+    await page.keyboard.press("Tab")
+    await expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
+    await page.get_by_role("button", name="Resume learning").focus()
+    await page.keyboard.press("Enter")
     await expect(page.get_by_role("status")).to_have_text("Learning resumed.")
     await page.get_by_role("button", name="Stop using").click()
     await expect(page.get_by_role("status")).to_contain_text("runtimes no longer load")
