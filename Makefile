@@ -8,7 +8,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 RUN_STAMP := $(VENV)/.run-stamp
 
-.PHONY: help install run test test-fast lint format typecheck db-check openapi bench bench-quick docs clean
+.PHONY: help install run test test-fast lint format typecheck db-check openapi bench bench-quick docs clean \
+	browser-deps console-screenshots
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | \
@@ -37,11 +38,32 @@ run: $(RUN_STAMP) ## the main job: install what running needs, init the embedded
 	@echo "  $(BIN)/skillreg history demo/pdf-report       # versions, newest first"
 	@echo "  $(BIN)/skillreg serve --port 8080             # the HTTP API (docs/http.md)"
 
-test: install ## run the whole suite (the harness starts PostgreSQL and an S3 endpoint)
+test: install browser-deps ## run the whole suite (the harness starts PostgreSQL and an S3 endpoint)
 	$(BIN)/pytest
 
-test-fast: install ## unit tests only (no services)
-	$(BIN)/pytest -m "not postgres and not s3 and not slow"
+test-fast: install ## unit tests only (no services, no browser)
+	$(BIN)/pytest -m "not postgres and not s3 and not slow and not browser"
+
+# The console's browser tests drive Debian's Chromium (never a browser a tool downloads) and
+# check each page with axe-core, installed from npm into the virtualenv.
+CHROMIUM := /usr/bin/chromium
+AXE := $(VENV)/npm/node_modules/axe-core/axe.min.js
+
+browser-deps: ## Debian's Chromium (apt-get, as root) and axe-core (npm) for the console's browser tests
+	@test -x $(CHROMIUM) || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get > /dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else echo "the console's browser tests need Chromium: sudo apt-get install -y chromium" >&2; exit 1; fi; }
+	@test -f $(AXE) || { \
+	  command -v npm > /dev/null || { \
+	    if [ "$$(id -u)" = 0 ] && command -v apt-get > /dev/null; then \
+	      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm; \
+	    else echo "the console's browser tests need npm (for axe-core): sudo apt-get install -y npm" >&2; exit 1; fi; }; \
+	  npm install --silent --no-audit --no-fund --prefix $(VENV)/npm axe-core@4; }
+
+console-screenshots: install browser-deps ## regenerate the screenshots of docs/console.md (docs/console/*.png)
+	rm -f docs/console/*.png
+	SKILLREG_CONSOLE_SCREENSHOTS=docs/console $(BIN)/pytest -q tests/console/browser -k "not postgresql"
 
 lint: install ## ruff lint and format check
 	$(BIN)/ruff check .

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from registry.domain.limits import Limits
@@ -116,6 +116,12 @@ class Settings(BaseSettings):
             msg = "must have no query or fragment"
             raise ValueError(msg)
         return value.strip().rstrip("/")
+
+    # The web console (docs/console.md): the key that signs its session cookies. Processes
+    # serving one registry behind a load balancer must share it; without one, each process
+    # draws its own at start, and its sessions end when it stops.
+    console_secret: SecretStr | None = Field(default=None, description="signs console sessions")
+    console_session_hours: float = Field(default=12.0, gt=0, description="a sign-in lasts")
 
     @field_validator("database_url", "blob_url")
     @classmethod

@@ -326,6 +326,10 @@ class Registry(OwnerControls):
         """The live skills of `scope`, by slug, a page at a time."""
         return await read.list_skills(self.ctx, scope, limit=limit, after=after)
 
+    async def agents(self, workspace: str) -> list[str]:
+        """The agents of `workspace` that have at least one live skill, by name."""
+        return await read.list_agents(self.ctx, workspace)
+
     async def history(
         self,
         scope: Scope,

@@ -20,7 +20,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic.json_schema import models_json_schema
 
-from registry import __version__
+from registry import __version__, console
 from registry.api import Registry
 from registry.http import problems
 from registry.http.limits import BodyLimit
@@ -128,6 +128,7 @@ def create_app(
         *marketplace.routers,
     ):
         app.include_router(router)
+    console.install(app, registry)  # the web console under /console/, outside OpenAPI
     # Starlette runs the middleware added last first: metrics see every response,
     # the body limit's early 413s included.
     app.add_middleware(BodyLimit, settings=registry.settings, metrics=app.state.metrics)

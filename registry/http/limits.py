@@ -45,12 +45,14 @@ _PART_OVERHEAD: Final = 2 * KiB
 _DRAIN_LIMIT: Final = 256 * KiB
 
 
-def body_limit(route: str | None, content_type: str, settings: Settings) -> int:
+def body_limit(route: str | None, content_type: str, settings: Settings) -> int:  # noqa: PLR0911 - a limit per kind of body
     """The most body bytes a request to `route` may send."""
     if route == "put_blob":
         return settings.max_file_bytes
     if route == "put_listing":  # an archive: the reader refuses a larger file anyway
         return 2 * settings.archive_max_bytes
+    if route in ("console_edit", "console_decide"):  # the console's editor: one whole file
+        return settings.max_file_bytes + DEFAULT_LIMIT
     if route == "decide_proposal":  # an alternative's manifest
         return body_limit("put_skill", "application/json", settings)
     if route == "put_skill":

@@ -232,3 +232,12 @@ async def list_skills(
     found = await triggers_of(ctx, scope.workspace, {i.manifest_hash: i.slug for i in page.items})
     items = [replace(i, triggers=found.get(i.manifest_hash, ())) for i in page.items]
     return SkillPage(items, page.next_after)
+
+
+async def list_agents(ctx: Context, workspace: str) -> list[str]:
+    """The agents of `workspace` with at least one live skill, by name."""
+
+    async def work(conn: AsyncConnection) -> list[str]:
+        return await db_skills.agents(conn, workspace)
+
+    return await ctx.read(work)
