@@ -9,7 +9,9 @@ may see is decided through its versions and manifests, never by digest alone.
 
 `base` holds the declarative base and portable column types; `core` the skills, versions,
 manifests, blobs and outbox; `history` proposals, approvals and exclusions; `ops` jobs, GC
-runs, materialisations and tokens. Every table is importable from `registry.db.tables`.
+runs, materialisations and tokens; `discovery` what a scope publishes in its Agent Skills
+index; `search` the full-text documents. Every table is importable from
+`registry.db.tables`.
 """
 
 from registry.db.tables.base import (
@@ -33,6 +35,7 @@ from registry.db.tables.core import (
     Version,
     VersionSource,
 )
+from registry.db.tables.discovery import DiscoveryArtifact, DiscoveryScope, DiscoverySkill
 from registry.db.tables.history import (
     PENDING_PROPOSAL_STATUSES,
     PROPOSAL_DECISIONS,
@@ -53,6 +56,7 @@ from registry.db.tables.ops import (
     Materialization,
     MaterializationTarget,
 )
+from registry.db.tables.search import SearchCursor, SearchDocument
 
 __all__ = [
     "BLOB_STATUSES",
@@ -74,6 +78,9 @@ __all__ = [
     "Blob",
     "BlobClaim",
     "ContentApproval",
+    "DiscoveryArtifact",
+    "DiscoveryScope",
+    "DiscoverySkill",
     "Event",
     "GcRun",
     "Job",
@@ -83,6 +90,8 @@ __all__ = [
     "MaterializationTarget",
     "Proposal",
     "ScanResult",
+    "SearchCursor",
+    "SearchDocument",
     "Skill",
     "SourceExclusion",
     "UtcDateTime",
