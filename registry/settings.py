@@ -96,6 +96,10 @@ class Settings(BaseSettings):
         default="merge", description="edited copies: apply clean merges, or always propose"
     )
 
+    # Discovery (docs/distribution.md): the scope whose index the host serves at its root,
+    # `/.well-known/agent-skills/index.json`, as `workspace` or `workspace/agent`.
+    discovery_root: str | None = Field(default=None, pattern=r"^[^/]+(/[^/]+)?$")
+
     @field_validator("database_url", "blob_url")
     @classmethod
     def _not_blank(cls, value: str) -> str:

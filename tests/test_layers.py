@@ -114,6 +114,8 @@ SHARED = {
         "registry.services.materialize.folder",
     ),
     "ops": ("registry.services.gc.figures",),
+    "discovery": (),
+    "search": (),
 }
 SERVICES = "registry.services."
 

@@ -14,6 +14,7 @@ from typing import Self
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from blobstore import BlobStore
+from registry.api.discovery import Discovery
 from registry.api.gc import GarbageCollection
 from registry.api.marketplace import Marketplace
 from registry.api.ops import Operations
@@ -44,6 +45,9 @@ from registry.services.materialize.reconcile import ReconcileReport
 from registry.services.ops import status
 from registry.services.ops.status import Status
 from registry.services.read import Package, PackageInfo, SkillPage
+from registry.services.search import indexer
+from registry.services.search import query as search_query
+from registry.services.search.query import SearchResults
 from registry.services.write import edit, restore
 from registry.services.write.publish import write_package
 from registry.services.write.request import WriteRequest
@@ -79,6 +83,7 @@ class Registry:
         self.uploads = Uploads(self.ctx)
         self.tokens = Tokens(self.ctx)
         self.ops = Operations(self.ctx)
+        self.discovery = Discovery(self.ctx)
 
     @property
     def engine(self) -> AsyncEngine:
@@ -274,6 +279,34 @@ class Registry:
     ) -> SkillPage:
         """The live skills of `scope`, by slug, a page at a time."""
         return await read.list_skills(self.ctx, scope, limit=limit, after=after)
+
+    async def search(
+        self,
+        scope: Scope,
+        query: str,
+        *,
+        limit: int = search_query.DEFAULT_LIMIT,
+        include_deleted: bool = False,
+        include_paused: bool = False,
+    ) -> SearchResults:
+        """Full-text search over the heads of `scope`: ranked hits with snippets.
+
+        Words are all required (`word*` for a prefix); the name, description, triggers
+        and `SKILL.md` body are searched. Deleted skills and skills whose use is paused
+        are left out unless asked for. The index first takes in the workspace's changes.
+        """
+        return await search_query.search(
+            self.ctx,
+            scope,
+            query,
+            limit=limit,
+            include_deleted=include_deleted,
+            include_paused=include_paused,
+        )
+
+    async def reindex_search(self, workspace: str) -> int:
+        """Rewrite the search document of every skill of `workspace`; return how many."""
+        return await indexer.rebuild(self.ctx, workspace)
 
     async def history(
         self,
