@@ -11,12 +11,14 @@ import click
 from registry import __version__
 from registry.cli import (
     controls,
+    discovery,
     gc,
     history,
     marketplace,
     packages,
     proposals,
     reconcile,
+    search,
     serve,
     status,
     tokens,
@@ -82,6 +84,10 @@ for command in status.COMMANDS:
 for command in serve.COMMANDS:
     cli.add_command(command)
 for command in tokens.COMMANDS:
+    cli.add_command(command)
+for command in search.COMMANDS:
+    cli.add_command(command)
+for command in discovery.COMMANDS:
     cli.add_command(command)
 
 

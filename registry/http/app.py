@@ -25,7 +25,17 @@ from registry.http import problems
 from registry.http.limits import BodyLimit
 from registry.http.metrics import Metrics, RequestMetrics
 from registry.http.problems import PROBLEM_JSON
-from registry.http.routes import blobs, history, marketplace, operations, proposals, skills
+from registry.http.routes import (
+    blobs,
+    discovery,
+    history,
+    marketplace,
+    operations,
+    proposals,
+    search,
+    skills,
+    wellknown,
+)
 from registry.http.schemas import ManifestBody, PackageMeta, Problem
 
 TITLE: Final = "skill-registry"
@@ -95,6 +105,9 @@ def create_app(
         proposals.router,
         blobs.router,
         *marketplace.routers,
+        search.router,
+        discovery.router,
+        wellknown.router,
     ):
         app.include_router(router)
     # Starlette runs the middleware added last first: metrics see every response,

@@ -13,10 +13,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 from registry.domain.access import Role
 from registry.domain.model import Origin
 from registry.http.app import create_app
 from registry.http.auth import CATALOG_PUBLISH, ROLES
+from registry.http.preconditions import entity_tag
+from registry.settings import Settings
 from tests.corpus.archives import LISTING, good_zip, tar_of
 from tests.http.helpers import digest, form, publish, raw
 from tests.support.packages import package
@@ -146,6 +150,27 @@ async def _get_job(served, w: str, n: str):
     return "GET", f"/v1/workspaces/{w}/jobs/{queued.job.id}", {}
 
 
+async def _put_discovery(served, w: str, _n: str):
+    current = await served.registry.discovery.settings(ACME)
+    condition = {"If-Match": f'"{current.revision}"'} if current.enabled else {"If-None-Match": "*"}
+    body = {"everything": True}
+    return "PUT", f"/v1/workspaces/{w}/discovery", {"json": body, "headers": condition}
+
+
+WELL_KNOWN = "/discovery/{w}/personal/.well-known/agent-skills"
+
+
+def _artifact(method: str, suffix: str) -> Request:
+    """acme's `demo` at version 1: `{tag}.zip`, or `{tag}/<path>`."""
+
+    async def build(served, w: str, _n: str):
+        info = await served.registry.package_info(ACME, "demo", 1)
+        tag = entity_tag(info.skill_id, 1, info.manifest_hash).strip('"')
+        return method, f"{WELL_KNOWN.format(w=w)}/demo/{tag}{suffix}", {}
+
+    return build
+
+
 DEMO = package("demo")
 DEMO_BLOB = digest(DEMO["SKILL.md"])
 SKILL = "/v1/workspaces/{w}/skills/demo"
@@ -179,9 +204,26 @@ MATRIX: dict[str, Request] = {
     "update_skill": _update,
     "list_jobs": fixed("GET", "/v1/workspaces/{w}/jobs"),
     "get_job": _get_job,
+    "search_skills": fixed("GET", "/v1/workspaces/{w}/search", params={"q": "demo"}),
+    "get_discovery_settings": fixed("GET", "/v1/workspaces/{w}/discovery"),
+    "put_discovery_settings": _put_discovery,
+    # acme's index is private; the root serves acme (SKILLREG_DISCOVERY_ROOT, below)
+    "get_discovery_root_index": fixed("GET", "/.well-known/agent-skills/index.json"),
+    "head_discovery_root_index": fixed("HEAD", "/.well-known/agent-skills/index.json"),
+    "get_discovery_index": fixed("GET", WELL_KNOWN + "/index.json"),
+    "head_discovery_index": fixed("HEAD", WELL_KNOWN + "/index.json"),
+    "get_discovery_archive": _artifact("GET", ".zip"),
+    "head_discovery_archive": _artifact("HEAD", ".zip"),
+    "get_discovery_file": _artifact("GET", "/SKILL.md"),
+    "head_discovery_file": _artifact("HEAD", "/SKILL.md"),
 }
 # Endpoints outside any workspace: every workspace's token is "own" there.
 UNSCOPED = {"service_status", "list_listings", "get_listing", "get_listing_archive", "put_listing"}
+
+
+@pytest.fixture
+async def served(serve):
+    return await serve(settings=Settings(discovery_root="acme"))
 
 
 @dataclass
@@ -218,12 +260,13 @@ def _code(response) -> str | None:
 
 
 async def _setup(served) -> None:
-    """demo in both workspaces; a catalog listing, installed in acme."""
+    """demo in both workspaces; a catalog listing, installed in acme; a private index."""
     for workspace in ("acme", "globex"):
         r = await publish(served, "demo", DEMO, workspace=workspace)
         assert r.status_code == 201, r.text
     await served.registry.marketplace.import_listing(LISTING, good_zip(), actor="publisher")
     assert (await served.registry.marketplace.install(ACME, LISTING)).succeeded
+    await served.registry.discovery.update(ACME, actor="owner", everything=True)
 
 
 async def test_the_matrix(served):
