@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench import report_storage, report_system, report_write
+from bench import report_search, report_storage, report_system, report_write
 from bench.formatting import (
     DASH,
     PLOTS,
@@ -40,6 +40,7 @@ SECTIONS: dict[str, Section] = {
     **report_write.SECTIONS,
     **{k: v for k, v in report_system.SECTIONS.items() if k != "profile"},
     **report_storage.SECTIONS,
+    **report_search.SECTIONS,
     "profile": report_system.SECTIONS["profile"],
 }
 

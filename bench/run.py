@@ -35,6 +35,7 @@ from bench import (  # noqa: F401
     reads,
     reconcile,
     scale,
+    search,
     write,
 )
 from bench.harness import SCENARIOS, Run
@@ -52,6 +53,7 @@ ORDER = (
     "hashing",
     "reconcile",
     "gc",
+    "search",
     "profile",
 )
 ROOT = Path(__file__).resolve().parents[1]

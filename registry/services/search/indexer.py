@@ -3,14 +3,16 @@
 No write adds a statement for search: every change already writes an outbox event in its
 own transaction (a publish, a restore, a delete, a pause, a source exclusion), so the
 index follows the outbox instead. Each workspace has a cursor, the last event the index
-took in. Before a search runs, `catch_up` reads the workspace's events after the cursor,
-re-reads the head of every skill they name, rewrites the documents whose version changed
-(one `SKILL.md` read from the blob store each) and moves the cursor, in one transaction.
+took in. A search first asks, in its own read transaction, whether the workspace has
+events after the cursor; if it has, `catch_up` reads them, re-reads the head of every
+skill they name, rewrites the documents whose version changed (one `SKILL.md` read from
+the blob store each) and moves the cursor, in one transaction, and the search runs after.
 
 The lag is therefore none as a searcher sees it: a search reflects every change its
 workspace committed before the search began. The cost of indexing falls on the first
 search after a change, and grows with the number of skills changed, not with the size of
-the scope; a search with nothing new to take in pays one indexed query on the outbox.
+the scope; a search with nothing new to take in pays one indexed query on the outbox,
+inside the transaction that searches.
 
 Why a cursor per workspace can trust event ids: every event of a workspace is written
 under that workspace's lock (`ctx.locked`, `ctx.uow.publish`), and the lock is held until

@@ -7,6 +7,7 @@ skills and skills whose use is paused are left out unless asked for.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Final
 
@@ -65,13 +66,14 @@ async def search(
     query = parse_query(text)
     limit = max(1, min(limit, MAX_LIMIT))
     terms = tuple(t.word + ("*" if t.prefix else "") for t in query.terms)
-    await catch_up(ctx, scope.workspace)
     if not query.terms:
         return SearchResults(scope, text, terms, ())
 
     async def work(
-        conn: AsyncConnection,
-    ) -> tuple[list[db_search.HitRow], dict[int, str]]:
+        conn: AsyncConnection, *, current: bool
+    ) -> tuple[list[db_search.HitRow], dict[int, str]] | None:
+        if not current and await db_search.pending_events(conn, scope.workspace, 1):
+            return None  # the index must take in the workspace's changes first
         rows = await db_search.rank(
             conn,
             scope,
@@ -83,7 +85,14 @@ async def search(
         marked = await db_search.snippets(conn, query, [r.skill_id for r in rows])
         return rows, marked
 
-    rows, marked = await ctx.read(work)
+    # One read transaction when the index is current (the usual case); otherwise the
+    # index takes in every change committed so far, and the search runs after it.
+    found = await ctx.read(functools.partial(work, current=False))
+    if found is None:
+        await catch_up(ctx, scope.workspace)
+        found = await ctx.read(functools.partial(work, current=True))
+    assert found is not None
+    rows, marked = found
     hits = []
     for row in rows:
         snippet, highlights = split_highlights(marked.get(row.skill_id, ""))
