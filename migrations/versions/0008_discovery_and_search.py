@@ -9,7 +9,7 @@ and the dialect's full-text index over the documents:
   PostgreSQL's `english` configuration keeps them), and three triggers that keep it in
   step with `search_documents`.
 - PostgreSQL: a stored, generated `tsvector` column (`english`; weights A name, B
-  description and triggers, D body) and a GIN index on it.
+  description and triggers, D body) and a GIN index on it, without a pending list.
 
 Neither is part of the SQLAlchemy model (registry/db/tables/search.py says why);
 migrations/env.py keeps `alembic check` away from them.
@@ -79,7 +79,12 @@ def _postgresql_full_text() -> None:
         "setweight(to_tsvector('english', triggers), 'B') || "
         "setweight(to_tsvector('english', body), 'D')) STORED"
     )
-    op.execute("CREATE INDEX ix_search_documents_document ON search_documents USING gin (document)")
+    # No pending list: documents are written by the indexer, off the write path, and a
+    # search should not scan a list of recent inserts that only VACUUM folds in.
+    op.execute(
+        "CREATE INDEX ix_search_documents_document ON search_documents "
+        "USING gin (document) WITH (fastupdate = off)"
+    )
 
 
 def upgrade() -> None:
