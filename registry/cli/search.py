@@ -27,10 +27,8 @@ def _render(results: SearchResults, console: Console) -> None:
         flags = [
             f for f, on in (("deleted", hit.state != "active"), ("paused", hit.use_paused)) if on
         ]
-        suffix = f" [{', '.join(flags)}]" if flags else ""
-        console.print(
-            Text(f"{hit.slug}@{hit.version}{suffix}", style="bold"), Text(f"  {hit.description}")
-        )
+        suffix = f" ({', '.join(flags)})" if flags else ""
+        console.print(Text(f"{hit.slug}@{hit.version}{suffix}", style="bold"), soft_wrap=True)
         console.print(Text("  ") + _snippet(hit), soft_wrap=True)
 
 
