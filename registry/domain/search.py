@@ -87,10 +87,13 @@ def search_text(slug: str, skill_md: bytes) -> SearchText:
     except (FrontmatterInvalid, InvalidName):
         text = skill_md.decode("utf-8", errors="replace")
         return SearchText(name, "", (), clean(text[:MAX_INDEXED_BODY]))
+    # A parser that reads the triggers itself exposes them as a field; else `metadata` has them.
+    declared = getattr(parsed, "triggers", None)
+    triggers = tuple(declared) if declared else triggers_of(parsed.metadata)
     return SearchText(
         name=name,
         description=clean(parsed.description),
-        triggers=tuple(clean(t) for t in triggers_of(parsed.metadata)),
+        triggers=tuple(clean(t) for t in triggers),
         body=clean(parsed.body[:MAX_INDEXED_BODY]),
     )
 
