@@ -123,6 +123,10 @@ class Settings(BaseSettings):
     console_secret: SecretStr | None = Field(default=None, description="signs console sessions")
     console_session_hours: float = Field(default=12.0, gt=0, description="a sign-in lasts")
 
+    # Discovery (docs/distribution.md): the scope whose index the host serves at its root,
+    # `/.well-known/agent-skills/index.json`, as `workspace` or `workspace/agent`.
+    discovery_root: str | None = Field(default=None, pattern=r"^[^/]+(/[^/]+)?$")
+
     @field_validator("database_url", "blob_url")
     @classmethod
     def _not_blank(cls, value: str) -> str:

@@ -116,6 +116,8 @@ SHARED = {
         "registry.services.materialize.folder",
     ),
     "ops": ("registry.services.gc.figures",),
+    "discovery": (),
+    "search": (),
 }
 SERVICES = "registry.services."
 

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from blobstore import BlobStore
 from registry.api.controls import OwnerControls
+from registry.api.discovery import Discovery
 from registry.api.gc import GarbageCollection
 from registry.api.learning import Learning
 from registry.api.marketplace import Marketplace
@@ -45,6 +46,9 @@ from registry.services.materialize.reconcile import ReconcileReport
 from registry.services.ops import status
 from registry.services.ops.status import Status
 from registry.services.read import Package, PackageInfo, SkillPage
+from registry.services.search import indexer
+from registry.services.search import query as search_query
+from registry.services.search.query import SearchResults
 from registry.services.write import edit, pending, restore
 from registry.services.write.publish import write_package
 from registry.services.write.request import WriteRequest
@@ -83,6 +87,7 @@ class Registry(OwnerControls):
         self.ops = Operations(self.ctx)
         self.learning = Learning(self.ctx)
         self.targets = Targets(self.ctx)
+        self.discovery = Discovery(self.ctx)
 
     @property
     def engine(self) -> AsyncEngine:
@@ -329,6 +334,34 @@ class Registry(OwnerControls):
     async def agents(self, workspace: str) -> list[str]:
         """The agents of `workspace` that have at least one live skill, by name."""
         return await read.list_agents(self.ctx, workspace)
+
+    async def search(
+        self,
+        scope: Scope,
+        query: str,
+        *,
+        limit: int = search_query.DEFAULT_LIMIT,
+        include_deleted: bool = False,
+        include_paused: bool = False,
+    ) -> SearchResults:
+        """Full-text search over the heads of `scope`: ranked hits with snippets.
+
+        Words are all required (`word*` for a prefix); the name, description, triggers
+        and `SKILL.md` body are searched. Deleted skills and skills whose use is paused
+        are left out unless asked for. The index first takes in the workspace's changes.
+        """
+        return await search_query.search(
+            self.ctx,
+            scope,
+            query,
+            limit=limit,
+            include_deleted=include_deleted,
+            include_paused=include_paused,
+        )
+
+    async def reindex_search(self, workspace: str) -> int:
+        """Rewrite the search document of every skill of `workspace`; return how many."""
+        return await indexer.rebuild(self.ctx, workspace)
 
     async def history(
         self,

@@ -12,6 +12,7 @@ import click
 from registry import __version__
 from registry.cli import (
     controls,
+    discovery,
     gc,
     history,
     learning,
@@ -19,6 +20,7 @@ from registry.cli import (
     packages,
     proposals,
     reconcile,
+    search,
     serve,
     status,
     sync,
@@ -95,6 +97,10 @@ for command in status.COMMANDS:
 for command in serve.COMMANDS:
     cli.add_command(command)
 for command in tokens.COMMANDS:
+    cli.add_command(command)
+for command in search.COMMANDS:
+    cli.add_command(command)
+for command in discovery.COMMANDS:
     cli.add_command(command)
 
 

@@ -28,13 +28,16 @@ from registry.http.metrics import Metrics, RequestMetrics
 from registry.http.problems import PROBLEM_JSON
 from registry.http.routes import (
     blobs,
+    discovery,
     history,
     learning,
     marketplace,
     operations,
     proposals,
+    search,
     skills,
     targets,
+    wellknown,
 )
 from registry.http.routes.history import RestoreBody, StateChange
 from registry.http.routes.proposals import DecisionBody
@@ -126,6 +129,9 @@ def create_app(
         blobs.router,
         targets.router,
         *marketplace.routers,
+        search.router,
+        discovery.router,
+        wellknown.router,
     ):
         app.include_router(router)
     console.install(app, registry)  # the web console under /console/, outside OpenAPI

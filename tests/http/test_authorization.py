@@ -14,13 +14,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 from registry.db import pending as db_pending
 from registry.db import skills as db_skills
 from registry.domain.access import Role
 from registry.domain.model import Origin
 from registry.http.app import create_app
 from registry.http.auth import CATALOG_PUBLISH, ROLES
+from registry.http.preconditions import entity_tag
 from registry.services.materialize.source import Place
+from registry.settings import Settings
 from tests.corpus.archives import LISTING, good_zip, tar_of
 from tests.http.helpers import digest, form, publish, raw
 from tests.support.packages import package
@@ -213,6 +217,27 @@ async def _record_applied(served, w: str, n: str):
     return "PUT", f"/v1/workspaces/{w}/targets/{target_id}/skills/demo", {"json": body}
 
 
+async def _put_discovery(served, w: str, _n: str):
+    current = await served.registry.discovery.settings(ACME)
+    condition = {"If-Match": f'"{current.revision}"'} if current.enabled else {"If-None-Match": "*"}
+    body = {"everything": True}
+    return "PUT", f"/v1/workspaces/{w}/discovery", {"json": body, "headers": condition}
+
+
+WELL_KNOWN = "/discovery/{w}/personal/.well-known/agent-skills"
+
+
+def _artifact(method: str, suffix: str) -> Request:
+    """acme's `demo` at version 1: `{tag}.zip`, or `{tag}/<path>`."""
+
+    async def build(served, w: str, _n: str):
+        info = await served.registry.package_info(ACME, "demo", 1)
+        tag = entity_tag(info.skill_id, 1, info.manifest_hash).strip('"')
+        return method, f"{WELL_KNOWN.format(w=w)}/demo/{tag}{suffix}", {}
+
+    return build
+
+
 DEMO = package("demo")
 DEMO_BLOB = digest(DEMO["SKILL.md"])
 SKILL = "/v1/workspaces/{w}/skills/demo"
@@ -259,9 +284,26 @@ MATRIX: dict[str, Request] = {
     "learning_status": fixed("GET", "/v1/workspaces/{w}/learning"),
     "record_load": _record_load,
     "list_loads": fixed("GET", "/v1/workspaces/{w}/loads", params={"conversation": "c"}),
+    "search_skills": fixed("GET", "/v1/workspaces/{w}/search", params={"q": "demo"}),
+    "get_discovery_settings": fixed("GET", "/v1/workspaces/{w}/discovery"),
+    "put_discovery_settings": _put_discovery,
+    # acme's index is private; the root serves acme (SKILLREG_DISCOVERY_ROOT, below)
+    "get_discovery_root_index": fixed("GET", "/.well-known/agent-skills/index.json"),
+    "head_discovery_root_index": fixed("HEAD", "/.well-known/agent-skills/index.json"),
+    "get_discovery_index": fixed("GET", WELL_KNOWN + "/index.json"),
+    "head_discovery_index": fixed("HEAD", WELL_KNOWN + "/index.json"),
+    "get_discovery_archive": _artifact("GET", ".zip"),
+    "head_discovery_archive": _artifact("HEAD", ".zip"),
+    "get_discovery_file": _artifact("GET", "/SKILL.md"),
+    "head_discovery_file": _artifact("HEAD", "/SKILL.md"),
 }
 # Endpoints outside any workspace: every workspace's token is "own" there.
 UNSCOPED = {"service_status", "list_listings", "get_listing", "get_listing_archive", "put_listing"}
+
+
+@pytest.fixture
+async def served(serve):
+    return await serve(settings=Settings(discovery_root="acme"))
 
 
 @dataclass
@@ -298,12 +340,13 @@ def _code(response) -> str | None:
 
 
 async def _setup(served) -> None:
-    """demo in both workspaces; a catalog listing, installed in acme."""
+    """demo in both workspaces; a catalog listing, installed in acme; a private index."""
     for workspace in ("acme", "globex"):
         r = await publish(served, "demo", DEMO, workspace=workspace)
         assert r.status_code == 201, r.text
     await served.registry.marketplace.import_listing(LISTING, good_zip(), actor="publisher")
     assert (await served.registry.marketplace.install(ACME, LISTING)).succeeded
+    await served.registry.discovery.update(ACME, actor="owner", everything=True)
 
 
 async def test_the_matrix(served):

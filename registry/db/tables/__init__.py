@@ -10,7 +10,9 @@ may see is decided through its versions and manifests, never by digest alone.
 `base` holds the declarative base and portable column types; `core` the skills, versions,
 manifests, blobs and outbox; `history` proposals, approvals and exclusions; `learning`
 suppressions, pending writes, loads and the SKILL.md index; `ops` jobs, GC runs,
-materialisations and tokens. Every table is importable from `registry.db.tables`.
+materialisations and tokens; `discovery` what a scope publishes in its Agent Skills
+index; `search` the full-text documents. Every table is importable from
+`registry.db.tables`.
 """
 
 from registry.db.tables.base import (
@@ -34,6 +36,7 @@ from registry.db.tables.core import (
     Version,
     VersionSource,
 )
+from registry.db.tables.discovery import DiscoveryArtifact, DiscoveryScope, DiscoverySkill
 from registry.db.tables.history import (
     PENDING_PROPOSAL_STATUSES,
     PROPOSAL_DECISIONS,
@@ -64,6 +67,7 @@ from registry.db.tables.ops import (
     Materialization,
     MaterializationTarget,
 )
+from registry.db.tables.search import SearchCursor, SearchDocument
 
 __all__ = [
     "BLOB_STATUSES",
@@ -89,6 +93,9 @@ __all__ = [
     "Blob",
     "BlobClaim",
     "ContentApproval",
+    "DiscoveryArtifact",
+    "DiscoveryScope",
+    "DiscoverySkill",
     "Event",
     "GcRun",
     "Job",
@@ -100,6 +107,8 @@ __all__ = [
     "PendingWrite",
     "Proposal",
     "ScanResult",
+    "SearchCursor",
+    "SearchDocument",
     "Skill",
     "SkillMdIndex",
     "SourceExclusion",
