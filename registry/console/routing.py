@@ -136,7 +136,6 @@ def page(request: Request, template: str, *, status: int = 200, **context: Any) 
         "request": request,
         "viewer": viewer,
         "csrf": console.sessions.csrf_token(session_of(request)),
-        "searchable": callable(getattr(console.registry, "search", None)),
         "workspace": viewer.workspace if viewer else None,
         "notice": NOTICES.get(request.query_params.get("notice", "")),
     }

@@ -1,15 +1,13 @@
 """What the console asks of a whole workspace: one function per question, one place each.
 
-Today's `Registry` answers per scope (one agent at a time), so the console asks each agent
-of the workspace in turn. Each question below is asked here and nowhere else, so that a
-registry that answers for a whole workspace at once is wired in by changing one function:
-
-- `open_decisions`: the pending proposals of every agent (`list_proposals` per agent);
-- `decide_many`: several decisions, each its own compare-and-swap (`decide` per item; one
-  that fails fails alone);
-- `pending_writes`: learning writes waiting for capacity; this registry keeps none, so
-  the answer is None and the pages leave the column out;
-- `search`: the registry's search, if it has one (the search box is shown only then).
+- `skills_by_agent`: the live skills of every agent with their heads (`list_skills` and
+  `history` per agent);
+- `open_decisions`: the one list of open decisions across agents (`reg.learning.decisions`);
+- `decide_many`: several decisions, each its own compare-and-swap
+  (`reg.learning.decide_many`: one that fails fails alone);
+- `pending_writes`: learning writes waiting for a saved slot, counted per agent
+  (`reg.learning.pending_writes`);
+- `search`: full-text search of every agent's heads (`Registry.search` per agent).
 """
 
 from __future__ import annotations
@@ -21,14 +19,16 @@ from typing import Any, Final
 
 from registry.api import Registry
 from registry.domain.model import Scope
-from registry.errors import RegistryError
+from registry.services.history.decisions import DecisionRequest
 from registry.services.history.proposals import Decision, ProposalSummary
 from registry.services.history.versions import VersionSummary
 from registry.services.read import SkillSummary
+from registry.services.search.query import SearchHit
 
 # Pages of a listing the console reads at most per agent; past that it says so.
 SKILLS_PER_AGENT: Final = 200
-DECISIONS_PER_AGENT: Final = 200
+DECISIONS_SHOWN: Final = 200
+SEARCH_PER_AGENT: Final = 20
 # Reads in flight at once for one page (the database pool is small).
 _READS: Final = 4
 
@@ -65,12 +65,12 @@ class DecisionItem:
 
 @dataclass(frozen=True)
 class DecisionOutcome:
-    """One decision of a batch: the proposal's new status, or the error that refused it."""
+    """One decision of a batch: the proposal's new status, or why it was refused."""
 
     item: DecisionItem
     status: str | None
     version: int | None
-    error: RegistryError | None
+    error: str | None
 
 
 async def _gather_bounded(calls: Sequence[Callable[[], Awaitable[Any]]]) -> list[Any]:
@@ -108,43 +108,57 @@ async def skills_by_agent(reg: Registry, workspace: str) -> list[AgentSkills]:
 async def open_decisions(
     reg: Registry, workspace: str, *, agent: str | None = None
 ) -> list[OpenDecision]:
-    """The pending proposals of every agent of `workspace` (or of `agent`), newest first."""
-    agents = [agent] if agent is not None else await reg.agents(workspace)
-    found: list[OpenDecision] = []
-    for name in agents:
-        page = await reg.list_proposals(Scope(workspace, name), limit=DECISIONS_PER_AGENT)
-        found.extend(OpenDecision(name, p) for p in page.items)
-    found.sort(key=lambda d: (d.proposal.created_at, d.proposal.id), reverse=True)
-    return found
+    """The open decisions of every agent of `workspace` (or of `agent`), newest first."""
+    page = await reg.learning.decisions(workspace, agent=agent, limit=DECISIONS_SHOWN)
+    return [OpenDecision(p.agent, p) for p in page.items]
 
 
 async def decide_many(
     reg: Registry, workspace: str, items: Sequence[DecisionItem], *, actor: str
 ) -> list[DecisionOutcome]:
     """Decide each item on its own; a refused one is reported and the rest go on."""
+    requests = [DecisionRequest(item.proposal, item.decision) for item in items]
+    results = await reg.learning.decide_many(workspace, requests, actor=actor)
     outcomes: list[DecisionOutcome] = []
-    for item in items:
-        try:
-            result = await reg.decide(
-                Scope(workspace, item.agent), item.proposal, item.decision, actor=actor
-            )
-        except RegistryError as exc:
-            outcomes.append(DecisionOutcome(item, None, None, exc))
+    for item, done in zip(items, results, strict=True):
+        if done.result is None:
+            error = done.error or {}
+            outcomes.append(DecisionOutcome(item, None, None, str(error.get("message", ""))))
             continue
-        version = None if result.publication is None else result.publication.version
-        outcomes.append(DecisionOutcome(item, result.status, version, None))
+        publication = done.result.publication
+        version = None if publication is None else publication.version
+        outcomes.append(DecisionOutcome(item, done.result.status, version, None))
     return outcomes
 
 
-async def pending_writes(reg: Registry, workspace: str) -> dict[str, int] | None:  # noqa: ARG001
-    """Waiting learning writes per agent, or None: this registry keeps no pending writes."""
-    return None
+async def pending_writes(reg: Registry, workspace: str) -> dict[str, int]:
+    """Learning writes waiting for a saved slot, counted per agent."""
+    counts: dict[str, int] = {}
+    for waiting in await reg.learning.pending_writes(workspace):
+        counts[waiting.agent] = counts.get(waiting.agent, 0) + 1
+    return counts
 
 
-async def search(reg: Registry, workspace: str, query: str) -> list[Any]:
-    """The registry's search results for `query` in `workspace` (its own result type)."""
-    found = getattr(reg, "search", None)
-    if not callable(found):
-        return []
-    results = await found(workspace, query)
-    return list(getattr(results, "items", results))
+@dataclass(frozen=True)
+class FoundSkill:
+    """A search hit and the agent whose skill it is."""
+
+    agent: str
+    hit: SearchHit
+
+    @property
+    def slug(self) -> str:
+        return self.hit.slug
+
+    @property
+    def description(self) -> str:
+        return self.hit.description
+
+
+async def search(reg: Registry, workspace: str, query: str) -> list[FoundSkill]:
+    """The skills of every agent of `workspace` that match `query`, best first per agent."""
+    found: list[FoundSkill] = []
+    for agent in await reg.agents(workspace):
+        results = await reg.search(Scope(workspace, agent), query, limit=SEARCH_PER_AGENT)
+        found.extend(FoundSkill(agent, hit) for hit in results.hits)
+    return found

@@ -11,13 +11,15 @@ import httpx
 from registry.api import Registry
 from registry.domain.access import Role
 from registry.domain.model import Scope
+from tests.support.packages import LEARNED_SECTIONS
 from tests.support.scopes import ACME, GLOBEX
 
 WS = ACME.workspace
 OTHER = GLOBEX.workspace
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
-SKILL_MD = b"---\nname: %s\ndescription: %s\n---\n\n# %s\n\nSteps.\n"
+# With the Steps and Verification a learning write's SKILL.md must carry (docs/history.md).
+SKILL_MD = b"---\nname: %s\ndescription: %s\n---\n\n# %s\n\n" + LEARNED_SECTIONS.encode()
 
 
 def skill_md(slug: str, description: str = "Does a thing.", body: str = "") -> bytes:

@@ -107,8 +107,9 @@ async def test_controls_and_their_refusals(site):
         ("resume", lambda s: not s.learning_paused),
         ("stop_using", lambda s: s.use_paused),
         ("resume_use", lambda s: not s.use_paused),
-        ("auto_improve_off", lambda s: not s.auto_improve),
+        # the second version, a person's write, turned automatic improvements off
         ("auto_improve_on", lambda s: s.auto_improve),
+        ("auto_improve_off", lambda s: not s.auto_improve),
     ):
         answer = await site.post(path, {"action": action, "reason": "testing"})
         assert answer.status_code == 303, action

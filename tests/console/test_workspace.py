@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import fnmatch
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
-from registry.api import Registry
 from registry.console import workspace as ws
 from registry.domain.model import Scope
 from registry.http.app import create_app
+from registry.settings import Settings
 from tests.console.site import WS, make_site, publish, skill_md
+from tests.support.learning import learn, learned
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,36 +30,51 @@ async def test_agents_are_the_ones_with_live_skills(site):
         ("personal", ["one"]),
     ]
     assert groups[0].skills[0].head.origin == "edit"
-    assert await ws.pending_writes(site.registry, WS) is None
 
 
-@dataclass
-class Hit:
-    slug: str
-    description: str
-    agent: str = "personal"
-
-
-class SearchingRegistry(Registry):
-    async def search(self, workspace: str, query: str) -> list[Hit]:
-        return [Hit("one", f"found {query} in {workspace}")]
-
-
-async def test_the_search_box_shows_only_when_the_registry_can_search(site, registry):
+async def test_search_finds_skills_of_every_agent(site):
+    await publish(
+        site.registry, "pdf-tools", {"SKILL.md": skill_md("pdf-tools", "Merge PDF files")}
+    )
+    await publish(
+        site.registry,
+        "pdf-forms",
+        {"SKILL.md": skill_md("pdf-forms", "Fill PDF forms")},
+        agent="bot",
+    )
+    await publish(site.registry, "notes", {"SKILL.md": skill_md("notes", "Keep notes")})
+    found = await ws.search(site.registry, WS, "pdf")
+    assert sorted((f.agent, f.slug) for f in found) == [
+        ("bot", "pdf-forms"),
+        ("personal", "pdf-tools"),
+    ]
     await site.signin("read")
     page = (await site.client.get(f"/console/{WS}/")).text
-    assert 'role="search"' not in page
-    assert (await site.client.get(f"/console/{WS}/search?q=x")).status_code == 404
-    searching = SearchingRegistry(registry.engine, registry.blobs, registry.settings)
-    app = create_app(searching)
+    assert 'role="search"' in page
+    results = (await site.client.get(f"/console/{WS}/search?q=forms")).text
+    assert "pdf-forms" in results
+    assert "agent bot" in results
+    assert "pdf-tools" not in results
+    assert "1 result " in results
+
+
+async def test_pending_writes_are_counted_per_agent(make_registry):
+    registry = await make_registry(settings=Settings(capacity_saved=1))
+    assert await ws.pending_writes(registry, WS) == {}
+    bot = Scope(WS, "bot")
+    await publish(registry, "kept", {"SKILL.md": skill_md("kept")}, agent="bot")
+    for slug in ("first", "second"):
+        waiting = await learn(registry, learned(slug), slug=slug, expected=None, scope=bot)
+        assert waiting.pending is not None
+    await learn(registry, learned("third"), slug="third", expected=None, scope=Scope(WS, "x"))
+    assert await ws.pending_writes(registry, WS) == {"bot": 2}
+    app = create_app(registry)
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app), base_url="http://c.test"
     ) as client:
-        other = await make_site(searching, client)
-        await other.signin("read")
-        assert 'role="search"' in (await client.get(f"/console/{WS}/")).text
-        results = (await client.get(f"/console/{WS}/search?q=pdf")).text
-        assert "found pdf in acme" in results
+        site = await make_site(registry, client)
+        await site.signin("read")
+        assert "2 pending writes" in (await client.get(f"/console/{WS}/")).text
 
 
 def test_the_package_ships_every_template_and_static_file():

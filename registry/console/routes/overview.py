@@ -14,7 +14,6 @@ from registry.console.render import url
 from registry.console.routing import (
     ConsoleRoute,
     form_of,
-    message_page,
     page,
     registry_of,
     viewer_of,
@@ -50,8 +49,6 @@ async def overview(request: Request, workspace: str) -> Response:
 @router.get("/{workspace}/search", name="console_search")
 async def search(request: Request, workspace: str, q: str = "") -> Response:
     reg = registry_of(request)
-    if not callable(getattr(reg, "search", None)):
-        return message_page(request, 404, "Not found", "This registry has no search.")
     results = await ws.search(reg, workspace, q) if q.strip() else []
     return page(request, "search.html", title="Search", query=q, results=results)
 
