@@ -24,7 +24,7 @@ ALLOWED = {
         "blobstore.digest",
         "blobstore.errors",
     ),
-    "registry.errors": (),
+    "registry.errors": ("registry.errors",),
     "blobstore": ("blobstore",),
     "registry.db": ("registry.db", "registry.domain", "registry.errors"),
     "registry.failpoints": (),

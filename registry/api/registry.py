@@ -20,6 +20,7 @@ from registry.api.gc import GarbageCollection
 from registry.api.learning import Learning
 from registry.api.marketplace import Marketplace
 from registry.api.ops import Operations
+from registry.api.search import Searching
 from registry.api.targets import Targets
 from registry.api.tokens import Tokens
 from registry.api.uploads import Uploads
@@ -46,9 +47,6 @@ from registry.services.materialize.reconcile import ReconcileReport
 from registry.services.ops import status
 from registry.services.ops.status import Status
 from registry.services.read import Package, PackageInfo, SkillPage
-from registry.services.search import indexer
-from registry.services.search import query as search_query
-from registry.services.search.query import SearchResults
 from registry.services.write import edit, pending, restore
 from registry.services.write.publish import write_package
 from registry.services.write.request import WriteRequest
@@ -56,7 +54,7 @@ from registry.services.write.retry import Change, write_with_retry
 from registry.settings import Settings
 
 
-class Registry(OwnerControls):
+class Registry(OwnerControls, Searching):
     """A registry over one database and one blob store."""
 
     def __init__(
@@ -334,34 +332,6 @@ class Registry(OwnerControls):
     async def agents(self, workspace: str) -> list[str]:
         """The agents of `workspace` that have at least one live skill, by name."""
         return await read.list_agents(self.ctx, workspace)
-
-    async def search(
-        self,
-        scope: Scope,
-        query: str,
-        *,
-        limit: int = search_query.DEFAULT_LIMIT,
-        include_deleted: bool = False,
-        include_paused: bool = False,
-    ) -> SearchResults:
-        """Full-text search over the heads of `scope`: ranked hits with snippets.
-
-        Words are all required (`word*` for a prefix); the name, description, triggers
-        and `SKILL.md` body are searched. Deleted skills and skills whose use is paused
-        are left out unless asked for. The index first takes in the workspace's changes.
-        """
-        return await search_query.search(
-            self.ctx,
-            scope,
-            query,
-            limit=limit,
-            include_deleted=include_deleted,
-            include_paused=include_paused,
-        )
-
-    async def reindex_search(self, workspace: str) -> int:
-        """Rewrite the search document of every skill of `workspace`; return how many."""
-        return await indexer.rebuild(self.ctx, workspace)
 
     async def history(
         self,

@@ -24,7 +24,6 @@ stale, and a write that lists an excluded source is refused.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import uuid
 from collections.abc import Mapping, Sequence
@@ -37,11 +36,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from registry.db import approvals as db_approvals
 from registry.db import blobs as db_blobs
 from registry.db import errors as db_errors
-from registry.db import pending as db_pending
 from registry.db import proposals as db_proposals
 from registry.db import publication as db_publication
 from registry.db import skills as db_skills
-from registry.db.budget import outside_write
 from registry.db.unit import CommitOutcomeUnknown, Outcome
 from registry.domain.approvals import Approval
 from registry.domain.manifest import Manifest, build_manifest
@@ -54,13 +51,12 @@ from registry.domain.model import (
 from registry.domain.package import ValidatedPackage, validate_package
 from registry.errors import (
     Inconsistency,
-    RegistryError,
     StorageUnavailable,
     VersionNotFound,
     WorkspaceBusy,
 )
 from registry.services.context import Context, offloaded
-from registry.services.write import blobstage, content, diversion, learning, rootchecks
+from registry.services.write import blobstage, content, diversion, learning, rootchecks, settle
 from registry.services.write.request import NOT_SCREENED, Screening, WriteRequest
 
 # A publish that finds one of its blobs claimed away by GC (its claim expired while it
@@ -78,14 +74,6 @@ class _Staged:
     write_id: str
     claimed: bool
     uploaded: frozenset[str]
-
-
-class _CommitFailed(Exception):
-    """Settlement found that the write whose commit reply was lost did not commit."""
-
-    def __init__(self, write_id: str) -> None:
-        self.write_id = write_id
-        super().__init__(f"write {write_id} did not commit")
 
 
 class _BlobsRaced(Exception):
@@ -207,19 +195,19 @@ async def _publish_manifest(
     except CommitOutcomeUnknown as unknown:
         # The reply was lost, not necessarily the write: look for the version.
         try:
-            return await ctx.shielded(_settle(ctx, request, write_id))
-        except _CommitFailed:
+            return await ctx.shielded(settle.settle(ctx, request, write_id))
+        except settle.CommitFailed:
             cause = unknown.__cause__ or unknown
             raise db_errors.translate(cause, database=ctx.uow.database) from cause
     except WorkspaceBusy:
         # The write has waited its whole lock budget: it is told at once, and its claims
         # are released in the background (tracked: `Registry.close()` waits for it).
-        ctx.cleanups.start(_release(ctx, request.scope.workspace, write_id))
+        ctx.cleanups.start(settle.release(ctx, request.scope.workspace, write_id))
         raise
     except BaseException:
         # Cancellation included: release the claims, then let the error (or the
         # cancellation) propagate. A cancelled caller gets no reply to report to.
-        await ctx.shielded(_release(ctx, request.scope.workspace, write_id))
+        await ctx.shielded(settle.release(ctx, request.scope.workspace, write_id))
         raise
 
 
@@ -506,85 +494,6 @@ async def _append_version(
         unchanged=False,
         committed_at=now,
     )
-
-
-async def _settle(ctx: Context, request: WriteRequest, write_id: str) -> Publication:
-    """A commit whose reply was lost: find what it committed, under the workspace lock.
-
-    The lock is the proof that the answer is final: the transaction that sent the commit
-    holds it until it has committed or rolled back (on PostgreSQL, a commit still finishing
-    on the server, for example waiting for a synchronous standby, keeps it), so a lookup that
-    holds the lock cannot run before the outcome exists. If nothing was committed, the claims
-    are released in the same transaction. If the lock cannot be had, the outcome stays
-    unknown and the write is reported as such: retrying the same write is safe, because a
-    write that finds its own package at the head succeeds unchanged.
-    """
-    workspace = request.scope.workspace
-
-    async def find(conn: AsyncConnection) -> Publication | None:
-        await ctx.hit("cleanup.settling")
-        created = await db_skills.version_by_write(conn, workspace, write_id)
-        if created is not None:
-            return Publication(
-                version=created.number,
-                manifest_hash=created.manifest_hash,
-                created=True,
-                retired=created.parent,
-                unchanged=False,
-                committed_at=created.created_at,
-            )
-        proposed = await db_proposals.by_write(conn, workspace, write_id)
-        if proposed is None:
-            waiting = await db_pending.by_write(conn, workspace, write_id)
-            if waiting is not None:
-                return Publication(
-                    version=0,
-                    manifest_hash=waiting.manifest_hash,
-                    created=False,
-                    retired=None,
-                    unchanged=False,
-                    committed_at=waiting.created_at,
-                    pending=waiting.id,
-                )
-            await db_blobs.release(conn, write_id)
-            return None
-        skill = await db_skills.skill_by_id(conn, workspace, proposed.skill_id)
-        assert skill is not None
-        return Publication(
-            version=skill.head,
-            manifest_hash=proposed.manifest_hash,
-            created=False,
-            retired=None,
-            unchanged=False,
-            committed_at=proposed.created_at,
-            proposal=proposed.id,
-            proposal_kind=proposed.kind,
-        )
-
-    with outside_write():
-        try:
-            found = await ctx.locked(workspace, find)
-        except RegistryError as exc:
-            raise StorageUnavailable(
-                "database",
-                f"the outcome of the commit is unknown ({exc}); retrying the same write is "
-                "safe: if it committed, the retry finds its package at the head",
-            ) from exc
-    if found is None:
-        raise _CommitFailed(write_id)
-    return found
-
-
-async def _release(ctx: Context, workspace: str, write_id: str) -> None:
-    """After a failure before the commit: drop the write's claims (never deletes a blob).
-
-    Runs with a lock wait of its own, not what is left of the write's. If the database is
-    unreachable the claims expire after `claim_ttl`, and GC reclaims the blobs after its
-    grace period (invariant I4).
-    """
-    await ctx.hit("cleanup.releasing")
-    with outside_write(), contextlib.suppress(RegistryError):
-        await ctx.write(lambda conn: db_blobs.release(conn, write_id), workspace=workspace)
 
 
 def _event_payload(

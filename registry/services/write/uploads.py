@@ -29,7 +29,6 @@ its workspace sees (`registry/db/uploads.py`): a digest is no proof of having th
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -54,11 +53,10 @@ from registry.errors import (
     InvalidName,
     LimitExceeded,
     ManifestInvalid,
-    RegistryError,
     StorageUnavailable,
 )
 from registry.services.context import Context, blob_store_failed, offloaded
-from registry.services.write import content, publish
+from registry.services.write import content, publish, settle
 from registry.services.write.request import WriteRequest
 
 _FETCH_CONCURRENCY: Final = 16
@@ -169,21 +167,12 @@ async def _claim_store_confirm(
     except BaseException:
         # Cancellation included: nothing references the blob yet, so the claim goes and
         # GC reclaims the object after its grace period.
-        await ctx.shielded(_release(ctx, workspace, write_id))
+        await ctx.shielded(settle.release(ctx, workspace, write_id))
         raise
     if not confirmed:
-        await ctx.shielded(_release(ctx, workspace, write_id))
+        await ctx.shielded(settle.release(ctx, workspace, write_id))
         return None
     return UploadedBlob(digest, len(data), stored, tuple(findings))
-
-
-async def _release(ctx: Context, workspace: str, write_id: str) -> None:
-    async def work(conn: AsyncConnection) -> int:
-        return await db_blobs.release(conn, write_id)
-
-    # If the database is unreachable the claim expires after `claim_ttl` instead.
-    with contextlib.suppress(RegistryError):
-        await ctx.write(work, workspace=workspace)
 
 
 async def blob_size(ctx: Context, workspace: str, digest: str) -> int:
