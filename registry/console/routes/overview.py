@@ -96,24 +96,36 @@ def _rows(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
     """A status dataclass flattened to (dotted name, value) rows, in field order."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
+    if isinstance(value, dict) and value:
         rows: list[tuple[str, Any]] = []
         for key, item in value.items():
             rows.extend(_rows(item, f"{prefix}{key}."))
         return rows
+    return [(prefix.rstrip("."), _shown(value))]
+
+
+def _shown(value: Any) -> Any:
+    """A figure as one cell: a time to the second, a list as its items, nothing as a dash."""
     if isinstance(value, datetime):
-        value = value.isoformat(timespec="seconds")
-    return [(prefix.rstrip("."), value)]
+        return value.isoformat(timespec="seconds")
+    if isinstance(value, list | tuple):
+        return ", ".join(str(_shown(v)) for v in value) or None
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return "/".join(str(_shown(getattr(value, f.name))) for f in dataclasses.fields(value))
+    if value == {}:
+        return None
+    return value
 
 
 @router.get("/{workspace}/operator", name="console_operator")
 async def operator(request: Request, workspace: str) -> Response:
     reg = registry_of(request)
-    service = await reg.ops.service_status()
+    # With the workspace: its learning section too (pending writes, decisions, ...).
+    service = await reg.ops.service_status(workspace)
     sections = [
         (field.name, _rows(getattr(service, field.name)))
         for field in dataclasses.fields(service)
-        if field.name != "generated_at"
+        if field.name != "generated_at" and getattr(service, field.name) is not None
     ]
     status = await reg.status(workspace)
     jobs = await reg.marketplace.list_jobs(workspace=workspace, limit=50)

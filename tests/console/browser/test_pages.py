@@ -87,7 +87,8 @@ async def test_a_read_token_sees_everything_and_no_action(console_site, page, sh
         "/marketplace",
     ):
         await page.goto(site.at(f"/console/{WS}{path}"))
-        await expect(page.get_by_role("button")).to_have_count(1)  # signing out
+        await expect(page.get_by_role("button")).to_have_count(2)  # searching, signing out
+        await expect(page.get_by_role("button", name="Search")).to_be_visible()
         await expect(page.get_by_role("button", name="Sign out")).to_be_visible()
     await page.goto(site.at(f"/console/{WS}/agents/personal/skills/pdf-report"))
     await expect(page.get_by_role("link", name="Edit SKILL.md")).to_have_count(0)
@@ -103,6 +104,8 @@ async def test_the_operator_page_for_an_admin(console_site, page, shoot):
     await site.signin(page, "admin")
     await page.get_by_role("link", name="Operator").click()
     await expect(page.get_by_role("heading", name="Storage")).to_be_visible()
+    await expect(page.get_by_role("heading", name="Learning")).to_be_visible()
+    await expect(page.get_by_role("row", name="pending_writes 0")).to_be_visible()
     await expect(page.get_by_role("heading", name="Jobs", exact=True)).to_be_visible()
     await shoot(page, "operator")
 
