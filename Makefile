@@ -6,8 +6,10 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+RUN_STAMP := $(VENV)/.run-stamp
 
-.PHONY: help install run test test-fast lint format typecheck db-check openapi bench bench-quick docs clean
+.PHONY: help install run test test-fast lint format typecheck db-check openapi bench bench-quick docs clean \
+	browser-deps console-screenshots
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | \
@@ -16,20 +18,52 @@ help: ## list the targets
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
+	@touch $@ $(RUN_STAMP)
+
+# Running needs the package and its runtime dependencies only: no test or benchmark tools.
+$(RUN_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e .
 	@touch $@
 
 # The suite tests the benchmark harness and its report too, so the bench extra is part of it.
 install: $(STAMP) ## create .venv and install the package with its dev and bench extras
 
-run: install ## the main job: initialise the embedded default and publish the example skills
-	$(BIN)/skillreg init
-	$(BIN)/skillreg demo
+run: $(RUN_STAMP) ## the main job: install what running needs, init the embedded default, publish the examples
+	@$(BIN)/skillreg init
+	@$(BIN)/skillreg demo
+	@echo
+	@echo "Made: the registry above, with the example skills in workspace 'demo'. Try next:"
+	@echo "  $(BIN)/skillreg show demo/pdf-report          # the head version and its files"
+	@echo "  $(BIN)/skillreg history demo/pdf-report       # versions, newest first"
+	@echo "  $(BIN)/skillreg serve --port 8080             # the HTTP API (docs/http.md)"
 
-test: install ## run the whole suite (the harness starts PostgreSQL and an S3 endpoint)
+test: install browser-deps ## run the whole suite (the harness starts PostgreSQL and an S3 endpoint)
 	$(BIN)/pytest
 
-test-fast: install ## unit tests only (no services)
-	$(BIN)/pytest -m "not postgres and not s3 and not slow"
+test-fast: install ## unit tests only (no services, no browser)
+	$(BIN)/pytest -m "not postgres and not s3 and not slow and not browser"
+
+# The console's browser tests drive Debian's Chromium (never a browser a tool downloads) and
+# check each page with axe-core, installed from npm into the virtualenv.
+CHROMIUM := /usr/bin/chromium
+AXE := $(VENV)/npm/node_modules/axe-core/axe.min.js
+
+browser-deps: ## Debian's Chromium (apt-get, as root) and axe-core (npm) for the console's browser tests
+	@test -x $(CHROMIUM) || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get > /dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else echo "the console's browser tests need Chromium: sudo apt-get install -y chromium" >&2; exit 1; fi; }
+	@test -f $(AXE) || { \
+	  command -v npm > /dev/null || { \
+	    if [ "$$(id -u)" = 0 ] && command -v apt-get > /dev/null; then \
+	      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm; \
+	    else echo "the console's browser tests need npm (for axe-core): sudo apt-get install -y npm" >&2; exit 1; fi; }; \
+	  npm install --silent --no-audit --no-fund --prefix $(VENV)/npm axe-core@4; }
+
+console-screenshots: install browser-deps ## regenerate the screenshots of docs/console.md (docs/console/*.png)
+	rm -f docs/console/*.png
+	SKILLREG_CONSOLE_SCREENSHOTS=docs/console $(BIN)/pytest -q tests/console/browser -k "not postgresql"
 
 lint: install ## ruff lint and format check
 	$(BIN)/ruff check .

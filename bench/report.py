@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench import goals, report_storage, report_system, report_write
+from bench import goals, report_search, report_storage, report_system, report_write
 from bench.formatting import (
     DASH,
     PLOTS,
@@ -41,6 +41,7 @@ SECTIONS: dict[str, Section] = {
     **{k: v for k, v in report_write.SECTIONS.items() if k != "cost"},
     **{k: v for k, v in report_system.SECTIONS.items() if k != "profile"},
     **report_storage.SECTIONS,
+    **report_search.SECTIONS,
     "profile": report_system.SECTIONS["profile"],
     "cost": report_write.SECTIONS["cost"],
 }
@@ -207,6 +208,7 @@ def render(document: Json) -> str:
         ),
         "## How to run\n\n",
         (
+            "<!-- not run: benchmark runs take minutes; CI runs `make bench-quick` -->\n"
             "```sh\n"
             "make bench         # every scenario, regenerates this page (< 15 min)\n"
             "make bench-quick   # smoke run of every scenario (CI), JSON only\n"

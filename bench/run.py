@@ -36,6 +36,7 @@ from bench import (  # noqa: F401
     reads,
     reconcile,
     scale,
+    search,
     write,
 )
 from bench.harness import SCENARIOS, Run
@@ -53,6 +54,7 @@ ORDER = (
     "hashing",
     "reconcile",
     "gc",
+    "search",
     "profile",
     "cost",
 )

@@ -38,7 +38,7 @@ from botocore.exceptions import (
 from botocore.exceptions import ConnectionError as BotoConnectionError
 from tenacity import (
     AsyncRetrying,
-    before_sleep_log,
+    RetryCallState,
     retry_if_exception,
     stop_after_attempt,
     wait_random_exponential,
@@ -455,7 +455,7 @@ class S3BlobStore:
             stop=stop_after_attempt(self._retry_attempts),
             wait=self._wait,
             retry=retry_if_exception(_is_transient),
-            before_sleep=before_sleep_log(_log, logging.WARNING),
+            before_sleep=functools.partial(self._log_retry, operation, subject),
             reraise=True,
         )
         try:
@@ -487,6 +487,24 @@ class S3BlobStore:
     def _check_open(self) -> None:
         if self._closed:
             raise BlobStoreUnavailable(f"{self.url} is closed")
+
+    def _log_retry(self, operation: str, subject: str, state: RetryCallState) -> None:
+        # Debug level: a retry that works is no news, and one that does not ends in a
+        # `BlobStoreUnavailable` that says what failed. (tenacity's own `before_sleep_log`
+        # names the function it retries, which it cannot know here: "Retrying <unknown>".)
+        outcome = state.outcome
+        error = outcome.exception() if outcome is not None else None
+        delay = state.next_action.sleep if state.next_action is not None else 0.0
+        _log.debug(
+            "S3 %s %s in bucket %r failed (attempt %d of %d: %s); retrying in %.3f s",
+            operation,
+            subject,
+            self._bucket,
+            state.attempt_number,
+            self._retry_attempts,
+            type(error).__name__,
+            delay,
+        )
 
     def _describe(self, operation: str, subject: str, exc: BaseException) -> str:
         return (

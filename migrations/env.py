@@ -14,6 +14,7 @@ from alembic import context
 from registry.db.engine import create_engine
 from registry.db.locks import MIGRATIONS_LOCK_KEY
 from registry.db.tables import Base, UtcDateTime
+from registry.db.tables.search import outside_model
 from registry.settings import Settings
 
 config = context.config
@@ -32,6 +33,12 @@ def _render_item(type_: str, obj: object, _autogen_context: object) -> str | boo
     return False
 
 
+def _include_name(name: str | None, type_: str, parent_names: dict[str, str | None]) -> bool:
+    # The full-text index is dialect-specific (an FTS5 table on SQLite, a tsvector column
+    # and its GIN index on PostgreSQL), created by migration 0009 outside the model.
+    return not outside_model(name, type_, parent_names)
+
+
 def _run(connection: sa.Connection) -> None:
     context.configure(
         connection=connection,
@@ -39,6 +46,7 @@ def _run(connection: sa.Connection) -> None:
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
         render_item=_render_item,
+        include_name=_include_name,
     )
     with context.begin_transaction():
         if connection.dialect.name == "postgresql":

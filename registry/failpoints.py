@@ -24,6 +24,7 @@ POINTS: Final = (
     "publish.version_rows",  # version and manifest rows inserted
     "publish.head_moved",  # the head points at the new version
     "publish.proposal_rows",  # a diverted write's proposal row is inserted (instead of a version)
+    "publish.pending_rows",  # a learning write's pending-write row is inserted (no version)
     "publish.before_commit",  # everything written, commit next
     "publish.committed",  # the commit returned; the reply is still to be sent
     "cleanup.releasing",  # a failed write is about to release its claims
@@ -73,6 +74,13 @@ MATERIALIZE_POINTS: Final = (
     "materialize.old_removed",  # the trees no link names are removed
     "materialize.unlinked",  # a skill no longer in use is out of view
     "reconcile.skill_done",  # one skill is finished
+)
+
+# The remote source of `skillreg sync` (services/materialize/remote.py).
+SYNC_POINTS: Final = (
+    "sync.state_saved",  # the desired state fetched (200) is saved in .skillreg/remote.json
+    "sync.blob_fetched",  # a blob was downloaded and verified, not yet in the cache
+    "sync.blob_cached",  # a downloaded blob is in the local cache
 )
 
 

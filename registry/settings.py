@@ -7,8 +7,9 @@ modules receive a `Settings` instance (or the values they need) from `Registry.o
 from __future__ import annotations
 
 from typing import Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from registry.domain.limits import Limits
@@ -95,6 +96,36 @@ class Settings(BaseSettings):
     update_policy: Literal["merge", "propose"] = Field(
         default="merge", description="edited copies: apply clean merges, or always propose"
     )
+
+    # The HTTP service (docs/http.md): where clients reach it, for `Location` headers.
+    public_base_url: str | None = Field(
+        default=None,
+        description="e.g. https://skills.example.com; unset: Location is a relative reference",
+    )
+
+    @field_validator("public_base_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            msg = "must be an http:// or https:// URL with a host"
+            raise ValueError(msg)
+        if parts.query or parts.fragment:
+            msg = "must have no query or fragment"
+            raise ValueError(msg)
+        return value.strip().rstrip("/")
+
+    # The web console (docs/console.md): the key that signs its session cookies. Processes
+    # serving one registry behind a load balancer must share it; without one, each process
+    # draws its own at start, and its sessions end when it stops.
+    console_secret: SecretStr | None = Field(default=None, description="signs console sessions")
+    console_session_hours: float = Field(default=12.0, gt=0, description="a sign-in lasts")
+
+    # Discovery (docs/distribution.md): the scope whose index the host serves at its root,
+    # `/.well-known/agent-skills/index.json`, as `workspace` or `workspace/agent`.
+    discovery_root: str | None = Field(default=None, pattern=r"^[^/]+(/[^/]+)?$")
 
     @field_validator("database_url", "blob_url")
     @classmethod

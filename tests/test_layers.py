@@ -24,7 +24,7 @@ ALLOWED = {
         "blobstore.digest",
         "blobstore.errors",
     ),
-    "registry.errors": (),
+    "registry.errors": ("registry.errors",),
     "blobstore": ("blobstore",),
     "registry.db": ("registry.db", "registry.domain", "registry.errors"),
     "registry.failpoints": (),
@@ -101,9 +101,11 @@ SHARED = {
         "registry.services.write.content",
         "registry.services.write.diversion",
         "registry.services.write.edit",
+        "registry.services.write.pending",
         "registry.services.write.publish",
         "registry.services.write.request",
         "registry.services.write.restore",
+        "registry.services.write.suppression",
     ),
     "materialize": ("registry.services.write.publish", "registry.services.write.request"),
     "gc": (),
@@ -114,6 +116,8 @@ SHARED = {
         "registry.services.materialize.folder",
     ),
     "ops": ("registry.services.gc.figures",),
+    "discovery": (),
+    "search": (),
 }
 SERVICES = "registry.services."
 

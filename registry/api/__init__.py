@@ -8,14 +8,17 @@
 
 `Registry` itself (`registry.py`) carries what owners and writers do every day: write, edit,
 restore and read packages; history and diffs; proposals; the owner's controls; approvals
-and exclusions; materialisation to disk. The rest are namespaces over the same `Context`,
-one module each:
+and exclusions; materialisation to disk; full-text search. The rest are namespaces over
+the same `Context`, one module each:
 
     reg.marketplace   the catalog of listings; install and update jobs    marketplace.py
     reg.gc            garbage collection, retention, the integrity check  gc.py
     reg.uploads       the two-phase upload: blobs by digest, a manifest   uploads.py
     reg.tokens        the HTTP service's access tokens                    tokens.py
     reg.ops           readiness and service-wide figures                  ops.py
+    reg.learning      decisions, pending writes, suppressions, status     learning.py
+    reg.targets       desired state and records for remote reconcilers    targets.py
+    reg.discovery     the Agent Skills discovery index and its artifacts  discovery.py
 
 Every method forwards to a service (`registry/services/<capability>/`); the docstrings here
 are the reference.

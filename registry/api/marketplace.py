@@ -17,9 +17,10 @@ from registry.domain.approvals import FindingRef
 from registry.domain.archive import EntryCallback
 from registry.domain.model import ANY, ExpectedHead, FileInput, Publication, Scope
 from registry.services.context import Context
-from registry.services.marketplace import catalog, jobs
+from registry.services.marketplace import catalog, copies, jobs
 from registry.services.marketplace import install as installer
 from registry.services.marketplace.catalog import ImportResult, ListingVersion
+from registry.services.marketplace.copies import CopyStatus
 from registry.services.marketplace.install import Policy
 from registry.services.marketplace.jobs import Enqueued, JobOutcome, JobPage, Wait, Worker
 from registry.services.read import Package, SkillPage
@@ -106,6 +107,13 @@ class Marketplace:
     async def list_listings(self, *, limit: int = 50, after: str | None = None) -> SkillPage:
         """The catalog's listings, by id, a page at a time."""
         return await catalog.list_listings(self.ctx, limit=limit, after=after)
+
+    async def copy_status(self, scope: Scope, slug: str) -> CopyStatus:
+        """Where the installed copy `slug` stands: its listing, baseline, newest, edited.
+
+        `NotInstalled` for a skill that was saved in the workspace, not installed.
+        """
+        return await copies.copy_status(self.ctx, scope, slug)
 
     # ------------------------------------------------------------ jobs
 

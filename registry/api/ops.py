@@ -17,6 +17,9 @@ class Operations:
         """Whether the database and the blob store answer (never raises for their failures)."""
         return await health.readiness(self.ctx)
 
-    async def service_status(self) -> ServiceStatus:
-        """Service-wide figures for operators: aggregates only, no workspace names."""
-        return await health.service_status(self.ctx)
+    async def service_status(self, workspace: str | None = None) -> ServiceStatus:
+        """Service-wide figures for operators: aggregates only, no workspace names.
+
+        With `workspace`, that workspace's learning section too (the caller's own).
+        """
+        return await health.service_status(self.ctx, workspace)

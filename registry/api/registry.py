@@ -15,9 +15,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from blobstore import BlobStore
 from registry.api.controls import OwnerControls
+from registry.api.discovery import Discovery
 from registry.api.gc import GarbageCollection
+from registry.api.learning import Learning
 from registry.api.marketplace import Marketplace
 from registry.api.ops import Operations
+from registry.api.search import Searching
+from registry.api.targets import Targets
 from registry.api.tokens import Tokens
 from registry.api.uploads import Uploads
 from registry.bootstrap import build_blobstore, build_engine
@@ -30,25 +34,27 @@ from registry.errors import NotInitialized
 from registry.failpoints import NO_FAILPOINTS, Failpoints
 from registry.services import read
 from registry.services.context import Context
-from registry.services.history import diff, proposals
+from registry.services.history import diff, loads, proposals
 from registry.services.history import versions as history
 from registry.services.history.diff import DiffTarget, PackageDiff
+from registry.services.history.loads import LoadRecord
 from registry.services.history.proposals import DecisionResult, ProposalDetail, ProposalPage
 from registry.services.history.versions import HistoryPage
-from registry.services.materialize import lockfile, reconcile
+from registry.services.materialize import forget, lockfile, reconcile
+from registry.services.materialize.forget import ForgetReport
 from registry.services.materialize.lockfile import LockFile
 from registry.services.materialize.reconcile import ReconcileReport
 from registry.services.ops import status
 from registry.services.ops.status import Status
 from registry.services.read import Package, PackageInfo, SkillPage
-from registry.services.write import edit, restore
+from registry.services.write import edit, pending, restore
 from registry.services.write.publish import write_package
 from registry.services.write.request import WriteRequest
 from registry.services.write.retry import Change, write_with_retry
 from registry.settings import Settings
 
 
-class Registry(OwnerControls):
+class Registry(OwnerControls, Searching):
     """A registry over one database and one blob store."""
 
     def __init__(
@@ -77,6 +83,9 @@ class Registry(OwnerControls):
         self.uploads = Uploads(self.ctx)
         self.tokens = Tokens(self.ctx)
         self.ops = Operations(self.ctx)
+        self.learning = Learning(self.ctx)
+        self.targets = Targets(self.ctx)
+        self.discovery = Discovery(self.ctx)
 
     @property
     def engine(self) -> AsyncEngine:
@@ -169,6 +178,7 @@ class Registry(OwnerControls):
         sources: Sequence[str] = (),
         message: str = "",
         approve: Sequence[FindingRef] = (),
+        keep_auto_improve: bool = False,
     ) -> Publication:
         """Publish `files` as the new head of `slug` in one atomic change.
 
@@ -176,10 +186,14 @@ class Registry(OwnerControls):
         version (`HeadConflict` otherwise); `ANY`: no check. Re-saving the head's exact
         package is a no-op that returns the head (`unchanged=True`).
 
-        An automated write (`Origin.LEARNING`) to a skill whose automatic improvements are
-        off, or whose learning is paused, publishes nothing and records a proposal instead
-        (`Publication.proposal`). `approve` names content-check findings (path, ordinal)
-        the writer approves; approvals of the version written on are inherited.
+        A write by a person (origin `edit`, `import`, ...) turns the skill's automatic
+        improvements off unless `keep_auto_improve`. An automated write (`Origin.LEARNING`)
+        follows the owner's rules (docs/history.md, "Learning writes"): it may record a
+        proposal (`Publication.proposal`, possibly labelled `suppressed`) or a pending write
+        (`Publication.pending`) instead of a version, and is refused
+        (`LearningIncomplete`) if its `SKILL.md` lacks Steps or Verification. `approve`
+        names content-check findings (path, ordinal) the writer approves; approvals of the
+        version written on are inherited.
         """
         request = WriteRequest(
             scope=scope,
@@ -190,8 +204,13 @@ class Registry(OwnerControls):
             message=message,
             sources=tuple(sources),
             approve=tuple(approve),
+            keep_auto_improve=keep_auto_improve,
         )
-        return await write_package(self.ctx, request, files)
+        publication = await write_package(self.ctx, request, files)
+        if publication.pending is not None:
+            # A raised capacity is used at once; otherwise the write keeps waiting.
+            await pending.apply_quietly(self.ctx, scope)
+        return publication
 
     async def write_with_retry(
         self,
@@ -278,7 +297,21 @@ class Registry(OwnerControls):
             message=message,
         )
 
-    # ------------------------------------------------------------ reads, history and diff
+    # ------------------------------------------------------------ reads, loads, history and diff
+
+    async def record_load(
+        self, scope: Scope, slug: str, version: int, conversation: str
+    ) -> LoadRecord:
+        """Record that a runtime loaded exactly `version` of `slug` for `conversation`.
+
+        A load, never a success. Idempotent per (skill, version, conversation); the version
+        is kept by retention, so `read_package(scope, slug, version)` keeps working.
+        """
+        return await loads.record_load(self.ctx, scope, slug, version, conversation)
+
+    async def loads(self, workspace: str, conversation: str) -> list[LoadRecord]:
+        """The loads recorded for `conversation`, in order (which versions it used)."""
+        return await loads.loads_of(self.ctx, workspace, conversation)
 
     async def read_package(self, scope: Scope, slug: str, version: int | None = None) -> Package:
         """The package at the head (or a pinned version), every file verified."""
@@ -295,6 +328,10 @@ class Registry(OwnerControls):
     ) -> SkillPage:
         """The live skills of `scope`, by slug, a page at a time."""
         return await read.list_skills(self.ctx, scope, limit=limit, after=after)
+
+    async def agents(self, workspace: str) -> list[str]:
+        """The agents of `workspace` that have at least one live skill, by name."""
+        return await read.list_agents(self.ctx, workspace)
 
     async def history(
         self,
@@ -390,6 +427,7 @@ class Registry(OwnerControls):
         lock: LockFile | None = None,
         wait: bool = False,
         actor: str = "reconciler",
+        create: bool = False,
     ) -> ReconcileReport:
         """Make the directory `target` hold the desired state of `scope`, and repair drift.
 
@@ -400,7 +438,9 @@ class Registry(OwnerControls):
         `mode` is `link` (default: each skill a link swapped atomically) or `copy` (real
         folders, `SKILL.md` written last), fixed when the target is first used. `verify`
         rehashes every file instead of trusting the stat cache. A second reconciler on the
-        same target raises `TargetBusy` unless `wait=True`.
+        same target raises `TargetBusy` unless `wait=True`. A scope with no skill, no
+        history and no target raises `ScopeNotFound` unless `create=True`: binding a
+        target to a misspelt scope is the mistake this catches (`forget_target` undoes one).
         """
         return await reconcile.reconcile(
             self.ctx,
@@ -412,7 +452,17 @@ class Registry(OwnerControls):
             lock=lock,
             wait=wait,
             actor=actor,
+            create=create,
         )
+
+    async def forget_target(self, target: Path | str, *, wait: bool = False) -> ForgetReport:
+        """Unbind the directory `target`: remove what the reconciler put there and its records.
+
+        The skills the reconciler materialised there and its private area (`.skillreg/`,
+        which binds the directory to a scope) are removed, and so are the registry's
+        records of the target, with one event. Anything else in the directory stays.
+        """
+        return await forget.forget(self.ctx, target, wait=wait)
 
     async def lock_file(self, scope: Scope) -> LockFile:
         """The head version and manifest hash of every skill of `scope` in use."""

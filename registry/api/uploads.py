@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from registry.domain.approvals import FindingRef
 from registry.domain.model import ExpectedHead, Origin, PackageFile, Publication, Scope
 from registry.services.context import Context
-from registry.services.write import uploads
+from registry.services.write import pending, uploads
 from registry.services.write.request import WriteRequest
 from registry.services.write.uploads import ManifestFile, UploadedBlob
 
@@ -23,14 +24,18 @@ class Uploads:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
 
-    async def put(self, workspace: str, digest: str, data: bytes) -> UploadedBlob:
+    async def put(
+        self, workspace: str, digest: str, data: bytes, *, hold: bool = False
+    ) -> UploadedBlob:
         """Store one file's bytes under its digest, ahead of the manifest that names it.
 
-        The bytes are verified against `digest` before anything is stored
-        (`BlobDigestMismatch`); the blob is kept for `workspace` for `claim_ttl` seconds,
-        and for good once a version references it.
+        The bytes are verified against `digest` (`BlobDigestMismatch`) and content-checked
+        (`ContentBlocked`) before anything is stored; the blob is kept for `workspace` for
+        `claim_ttl` seconds, and for good once a version references it. With `hold`, a blob
+        with findings is stored instead of refused, but no read returns it until a publish
+        that names it and approves its findings (`UploadedBlob.findings`) commits.
         """
-        return await uploads.upload_blob(self.ctx, workspace, digest, data)
+        return await uploads.upload_blob(self.ctx, workspace, digest, data, hold=hold)
 
     async def size(self, workspace: str, digest: str) -> int:
         """The size of a blob the workspace uploaded or references (`BlobUnknown` otherwise)."""
@@ -51,11 +56,14 @@ class Uploads:
         actor: str,
         sources: Sequence[str] = (),
         message: str = "",
+        approve: Sequence[FindingRef] = (),
+        keep_auto_improve: bool = False,
     ) -> Publication:
         """Publish a manifest whose blobs were uploaded with `put` beforehand.
 
         The package is validated and content-checked on the stored bytes, exactly like
-        `write_package`; `BlobsMissing` names the digests the workspace has not uploaded.
+        `write_package` (same options; `approve` names findings the writer approves, a held
+        blob's included); `BlobsMissing` names the digests the workspace has not uploaded.
         """
         request = WriteRequest(
             scope=scope,
@@ -65,8 +73,13 @@ class Uploads:
             actor=actor,
             message=message,
             sources=tuple(sources),
+            approve=tuple(approve),
+            keep_auto_improve=keep_auto_improve,
         )
-        return await uploads.publish_uploaded(self.ctx, request, files)
+        publication = await uploads.publish_uploaded(self.ctx, request, files)
+        if publication.pending is not None:
+            await pending.apply_quietly(self.ctx, scope)
+        return publication
 
     async def files(self, workspace: str, files: Sequence[ManifestFile]) -> dict[str, PackageFile]:
         """The files a manifest of uploaded blobs names, fetched and verified.

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import click
@@ -41,6 +42,11 @@ def settings_with(database_url: str | None, blob_url: str | None) -> Settings:
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+
+FOLDER = click.Path(exists=True, file_okay=False, path_type=Path)
+"""A folder the command reads. One rule for every path a command reads: one that is missing,
+or of the wrong kind (a file where a folder is expected, a folder where a file is), is a
+usage error (exit 2), found by click before the command runs."""
 agent_option = click.option(
     "--agent", default=DEFAULT_AGENT, show_default=True, help="The agent inside the workspace."
 )

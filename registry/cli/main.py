@@ -1,7 +1,8 @@
 """`skillreg`: the command line entry point and its global options.
 
 Exit codes: 0 success, 1 unexpected error, 2 usage, 3 refused input, 4 conflict,
-5 not found (the table is in registry/cli/exits.py).
+5 not found (the table is in registry/cli/exits.py). A path a command reads that is
+missing or of the wrong kind is a usage error (`common.FOLDER`).
 """
 
 from __future__ import annotations
@@ -11,19 +12,23 @@ import click
 from registry import __version__
 from registry.cli import (
     controls,
+    discovery,
     gc,
     history,
+    learning,
     marketplace,
     packages,
     proposals,
     reconcile,
+    search,
     serve,
     status,
+    sync,
     tokens,
 )
 from registry.cli.common import CliState, json_option, redact, run_async, settings_with
 from registry.cli.output import Output
-from registry.db.migrate import current_revision
+from registry.db.migrate import current_revision, ensure_database
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -46,18 +51,24 @@ def cli(
 @json_option
 @run_async
 async def init(state: CliState, out: Output) -> None:
-    """Create or migrate the database and create the blob store."""
+    """Create or migrate the database and create the blob store.
+
+    A PostgreSQL database that does not exist is created first, if the role may.
+    """
+    created = await ensure_database(state.settings.database_url)
     async with state.open(initialize=True) as reg:
         revision = await current_revision(reg.engine)
     data = {
         "database_url": redact(state.settings.database_url),
         "blob_url": state.settings.blob_url,
         "revision": revision,
+        "created_database": created,
     }
     out.emit(
         data,
         lambda c: c.print(
-            f"initialised database {data['database_url']} (revision {revision}) "
+            ("created the database; " if created else "")
+            + f"initialised database {data['database_url']} (revision {revision}) "
             f"and blob store {data['blob_url']}"
         ),
     )
@@ -73,15 +84,23 @@ for command in proposals.COMMANDS:
     cli.add_command(command)
 for command in controls.COMMANDS:
     cli.add_command(command)
+for command in learning.COMMANDS:
+    cli.add_command(command)
 for command in gc.COMMANDS:
     cli.add_command(command)
 for command in reconcile.COMMANDS:
+    cli.add_command(command)
+for command in sync.COMMANDS:
     cli.add_command(command)
 for command in status.COMMANDS:
     cli.add_command(command)
 for command in serve.COMMANDS:
     cli.add_command(command)
 for command in tokens.COMMANDS:
+    cli.add_command(command)
+for command in search.COMMANDS:
+    cli.add_command(command)
+for command in discovery.COMMANDS:
     cli.add_command(command)
 
 

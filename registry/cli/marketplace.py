@@ -26,6 +26,7 @@ from rich.table import Table
 
 from registry.api import Registry
 from registry.cli.common import (
+    FOLDER,
     CliState,
     agent_option,
     json_option,
@@ -86,7 +87,7 @@ def catalog() -> None:
 
 
 @catalog.command(name="publish")
-@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("directory", type=FOLDER)
 @click.option("--listing", required=True, help="The listing id (a slug).")
 @click.option("--expect-head", "expect", help="N, 'new' or 'any' (default any).")
 @click.option("-m", "--message", default="", help="A message stored with the version.")

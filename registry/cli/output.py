@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
-from registry.errors import RegistryError
+from registry.errors import ContentBlocked, RegistryError
 
 
 def to_jsonable(value: Any) -> Any:  # noqa: PLR0911 - one branch per JSON-able kind
@@ -61,6 +61,14 @@ class Output:
             sys.stdout.write(json.dumps(body, indent=2, sort_keys=True) + "\n")
         else:
             self.errors.print(f"[bold red]error:[/] {_escape(str(exc))}", soft_wrap=True)
+            findings = getattr(exc, "findings", None) if isinstance(exc, ContentBlocked) else None
+            for f in findings or ():
+                # What an owner approves with `--approve PATH:ORDINAL` (never the value).
+                self.errors.print(
+                    f"  finding {_escape(str(f['path']))}:{f['ordinal']} "
+                    f"(line {f['line']}, {f['pattern_class']})",
+                    soft_wrap=True,
+                )
 
 
 def _escape(text: str) -> str:

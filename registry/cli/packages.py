@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import unicodedata
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from registry.cli.common import (
+    FOLDER,
     CliState,
     agent_option,
     json_option,
@@ -20,7 +22,8 @@ from registry.cli.common import (
     run_async,
 )
 from registry.cli.output import Output, human_size
-from registry.domain.model import ANY, ExpectedHead, Origin, Publication
+from registry.domain.approvals import FindingRef
+from registry.domain.model import ANY, ExpectedHead, Origin, PackageFile, Publication
 from registry.services.materialize.folder import read_folder, write_folder
 from registry.services.read import PackageInfo, SkillPage
 
@@ -38,13 +41,29 @@ def parse_expect(value: str | None) -> ExpectedHead:
 
 
 def _folder_name(directory: Path) -> str:
-    return directory.resolve().name
+    # A slug is NFKC (docs/package-format.md); some filesystems hand names back decomposed.
+    return unicodedata.normalize("NFKC", directory.resolve().name)
+
+
+def parse_approval(value: str) -> FindingRef:
+    """`PATH:ORDINAL`, as a refused write lists its findings."""
+    path, sep, ordinal = value.rpartition(":")
+    if not sep or not path or not ordinal.isdigit() or int(ordinal) < 1:
+        msg = f"{value!r}: expected PATH:ORDINAL (a finding of a refused write)"
+        raise click.BadParameter(msg)
+    return FindingRef(path, int(ordinal))
 
 
 def _publication_line(slug: str, pub: Publication) -> str:
-    if pub.proposal is not None:
+    if pub.pending is not None:
         return (
-            f"{slug}: recorded as proposal {pub.proposal} for the owner to decide "
+            f"{slug}: waiting as pending write {pub.pending} for a saved slot "
+            "(applied by itself once there is room)"
+        )
+    if pub.proposal is not None:
+        kind = f"{pub.proposal_kind} " if pub.proposal_kind else ""
+        return (
+            f"{slug}: recorded as {kind}proposal {pub.proposal} for the owner to decide "
             f"(the head stays at version {pub.version})"
         )
     if pub.unchanged:
@@ -54,7 +73,7 @@ def _publication_line(slug: str, pub: Publication) -> str:
 
 
 @click.command()
-@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("directory", type=FOLDER)
 @click.option("--workspace", "-w", required=True, help="The workspace to publish into.")
 @agent_option
 @click.option("--slug", help="The skill's slug (default: the folder's name).")
@@ -68,6 +87,18 @@ def _publication_line(slug: str, pub: Publication) -> str:
 )
 @click.option("--actor", default="cli", show_default=True, help="Who is publishing.")
 @click.option("--source", "sources", multiple=True, help="A contributing source (repeatable).")
+@click.option(
+    "--keep-auto-improve",
+    is_flag=True,
+    help="Keep automatic improvements on (a person's write turns them off).",
+)
+@click.option(
+    "--approve",
+    "approve",
+    multiple=True,
+    metavar="PATH:ORDINAL",
+    help="Approve a content-check finding a refused write listed (repeatable; owners).",
+)
 @json_option
 @run_async
 async def publish(
@@ -83,10 +114,18 @@ async def publish(
     origin: str,
     actor: str,
     sources: tuple[str, ...],
+    keep_auto_improve: bool,
+    approve: tuple[str, ...],
 ) -> None:
-    """Publish the skill folder DIRECTORY as one atomic new version."""
+    """Publish the skill folder DIRECTORY as one atomic new version.
+
+    A person's write (origin edit, import) turns the skill's automatic improvements off
+    unless --keep-auto-improve. A write refused for its content lists its findings;
+    publish again with --approve PATH:ORDINAL for each one the owner accepts.
+    """
     scope = make_scope(workspace, agent)
     expected = parse_expect(expect)
+    approvals = [parse_approval(a) for a in approve]
     name = await asyncio.to_thread(_folder_name, directory) if slug is None else slug
     files = await asyncio.to_thread(read_folder, directory, max_files=state.settings.max_files)
     async with state.open() as reg:
@@ -99,6 +138,8 @@ async def publish(
             actor=actor,
             sources=sources,
             message=message,
+            approve=approvals,
+            keep_auto_improve=keep_auto_improve,
         )
     out.emit(
         {"slug": name, "workspace": workspace, "agent": agent, **_pub(pub)},
@@ -116,6 +157,8 @@ def _pub(pub: Publication) -> dict[str, Any]:
         "uploaded": pub.uploaded,
         "uploaded_bytes": pub.uploaded_bytes,
         "proposal": pub.proposal,
+        "proposal_kind": pub.proposal_kind,
+        "pending": pub.pending,
     }
 
 
@@ -133,6 +176,7 @@ def _info_dict(info: PackageInfo) -> dict[str, Any]:
         "created_at": info.created_at,
         "file_count": info.manifest.file_count,
         "total_size": info.manifest.total_size,
+        "triggers": list(info.triggers),
         "files": [
             {"path": e.path, "digest": e.digest, "size": e.size, "executable": e.executable}
             for e in info.manifest.entries
@@ -147,6 +191,8 @@ def _render_info(info: PackageInfo, console: Console) -> None:
         f"{info.manifest.file_count} files, {human_size(info.manifest.total_size)}"
     )
     console.print(f"manifest {info.manifest.hash}")
+    if info.triggers:
+        console.print("triggers: " + "; ".join(info.triggers))
     console.print(
         f"{info.origin} by {info.actor} at {info.created_at:%Y-%m-%d %H:%M:%S}Z"
         + (f": {info.message}" if info.message else "")
@@ -242,6 +288,16 @@ def example_root() -> Path:
     return Path(str(resources.files("registry") / "examples"))
 
 
+def read_example(folder: Path) -> dict[str, PackageFile]:
+    """An example skill's files, without the `__pycache__` folders an install adds.
+
+    pip byte-compiles every `.py` file of a wheel, the examples' scripts included, so an
+    installed example has `scripts/__pycache__/*.pyc` beside its sources: not part of it.
+    """
+    files = read_folder(folder)
+    return {path: f for path, f in files.items() if "__pycache__" not in path.split("/")}
+
+
 @click.command()
 @click.option("--workspace", "-w", default="demo", show_default=True)
 @agent_option
@@ -253,7 +309,7 @@ async def demo(state: CliState, out: Output, *, workspace: str, agent: str) -> N
     results: dict[str, Publication] = {}
     async with state.open() as reg:
         for folder in sorted(p for p in example_root().iterdir() if p.is_dir()):
-            files = await asyncio.to_thread(read_folder, folder)
+            files = await asyncio.to_thread(read_example, folder)
             results[folder.name] = await reg.write_package(
                 scope,
                 folder.name,
@@ -266,6 +322,7 @@ async def demo(state: CliState, out: Output, *, workspace: str, agent: str) -> N
         page = await reg.list_skills(scope)
 
     def render(console: Console) -> None:
+        console.print(f"the bundled example skills, published into workspace {scope.workspace!r}:")
         for slug, pub in results.items():
             console.print(_publication_line(slug, pub))
         _render_page(page, console)

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from registry.cli.common import CliState, agent_option, json_option, make_scope, run_async
+from registry.cli.common import FOLDER, CliState, agent_option, json_option, make_scope, run_async
 from registry.cli.history import actor_option, publication_dict, render_changes
 from registry.cli.output import Output, human_size
 from registry.services.history.proposals import (
@@ -131,7 +131,7 @@ _DECISIONS: dict[str, Decision] = {
 @click.option(
     "--from",
     "directory",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=FOLDER,
     help="The edited package (a folder) for 'alternative'.",
 )
 @agent_option

@@ -58,6 +58,11 @@ _STYLE = {
 )
 @click.option("--wait", is_flag=True, help="Wait for another reconciler instead of failing.")
 @click.option("--actor", default="reconciler", show_default=True, help="Who adopts edits.")
+@click.option(
+    "--create",
+    is_flag=True,
+    help="Bind TARGET to the scope even if it has no skills, no history and no target yet.",
+)
 @json_option
 @run_async
 async def reconcile(
@@ -73,8 +78,14 @@ async def reconcile(
     lock_path: Path | None,
     wait: bool,
     actor: str,
+    create: bool,
 ) -> None:
-    """Make TARGET hold the skills of WORKSPACE in use, package-atomically; repair drift."""
+    """Make TARGET hold the skills of WORKSPACE in use, package-atomically; repair drift.
+
+    A target is bound to its workspace and agent for good when first reconciled, so a
+    scope with no skills, no history and no target (a misspelt name, most likely) is
+    refused unless --create; `skillreg target forget TARGET` undoes a binding.
+    """
     scope = make_scope(workspace, agent)
     if adopt and lock_path is not None:
         msg = "--adopt and --lock cannot be combined: a lock file pins versions"
@@ -92,13 +103,15 @@ async def reconcile(
             lock=lock,
             wait=wait,
             actor=actor,
+            create=create,
         )
-    out.emit(report_dict(report), lambda c: _render_report(report, c))
+    out.emit(report_dict(report), lambda c: render_report(report, c))
     if not report.ok:
-        raise click.exceptions.Exit(_failure_code(report))
+        raise click.exceptions.Exit(failure_code(report))
 
 
-def _failure_code(report: ReconcileReport) -> int:
+def failure_code(report: ReconcileReport) -> int:
+    """The exit code of a report with failures: theirs if they share one, else 1."""
     codes = {exit_code(o.error) for o in report.outcomes if o.error is not None}
     return codes.pop() if len(codes) == 1 else UNEXPECTED
 
@@ -131,12 +144,14 @@ def report_dict(report: ReconcileReport) -> dict[str, Any]:
         "removed": report.removed,
         "failed": report.failed,
         "hashed": report.hashed,
+        "fetched": report.fetched,
         "swept": report.swept,
         "skills": [_outcome_dict(o) for o in report.outcomes],
     }
 
 
-def _render_report(report: ReconcileReport, console: Console) -> None:
+def render_report(report: ReconcileReport, console: Console) -> None:
+    """The report for people: one line per skill, its drift, then the counts."""
     console.print(
         f"[bold]{report.target}[/] ({report.mode} mode, workspace {report.workspace}, "
         f"agent {report.agent})"
@@ -158,7 +173,7 @@ def _render_report(report: ReconcileReport, console: Console) -> None:
         f"{len(report.slugs(a))} {a}"
         for a in ("written", "repaired", "adopted", "removed", "unchanged", "failed")
     )
-    console.print(f"{counts} ({report.hashed} hashed)")
+    console.print(f"{counts} ({report.hashed} hashed, {report.fetched} fetched)")
 
 
 def _escape(text: str) -> str:
@@ -208,4 +223,31 @@ def _write_atomically(path: Path, text: str) -> None:
         raise
 
 
-COMMANDS = (reconcile, lock)
+@click.group(name="target")
+def target() -> None:
+    """Materialisation targets: directories `reconcile` keeps."""
+
+
+@target.command(name="forget")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--wait", is_flag=True, help="Wait for a reconciler at work instead of failing.")
+@json_option
+@run_async
+async def forget(state: CliState, out: Output, *, directory: Path, wait: bool) -> None:
+    """Unbind DIRECTORY from its scope: remove the skills reconcile put there and its records.
+
+    Files the reconciler did not make stay. Reconcile DIRECTORY again (with any scope) to
+    use it anew.
+    """
+    async with state.open() as reg:
+        report = await reg.forget_target(directory, wait=wait)
+    out.emit(
+        report,
+        lambda c: c.print(
+            f"forgot {report.target} (workspace {report.workspace}, agent {report.agent}): "
+            f"{len(report.removed)} skills removed, {report.records} records deleted"
+        ),
+    )
+
+
+COMMANDS = (reconcile, lock, target)

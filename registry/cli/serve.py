@@ -12,6 +12,7 @@ import uvicorn
 
 from registry.cli.common import CliState, json_option, redact, run_async
 from registry.cli.output import Output
+from registry.http import accesslog
 from registry.http.app import create_app
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -73,6 +74,9 @@ async def serve(
             lifespan="on",
             server_header=False,
         )
+        # After the Config, which configures uvicorn's loggers: tokens sent in a query
+        # string never reach the access log.
+        accesslog.install()
         server = _Server(config)
         # uvicorn announces the address it bound (the real port, when given 0).
         out.errors.print(

@@ -1,7 +1,7 @@
 """`skillreg status`: what an operator needs to know, one section each.
 
-Materialisation targets and what is pending on them (docs/materialize.md), and the
-storage figures of garbage collection (docs/gc.md).
+Materialisation targets and what is pending on them (docs/materialize.md), the storage
+figures of garbage collection (docs/gc.md), and each workspace's learning (docs/history.md).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from registry.services.ops.status import Status
 @json_option
 @run_async
 async def status(state: CliState, out: Output, *, workspace: str | None, agent: str | None) -> None:
-    """Show storage figures, targets and the materialisations still pending on them."""
+    """Show storage figures, materialisation targets and each workspace's learning."""
     if workspace is not None:
         make_scope(workspace, agent or "personal")
     async with state.open() as reg:
@@ -35,6 +35,33 @@ def _render_status(report: Status, console: Console) -> None:
     render_figures(console, report.storage)
     console.rule("materialisation")
     _render_materialization(report, console)
+    console.rule("learning")
+    _render_learning(report, console)
+
+
+def _render_learning(report: Status, console: Console) -> None:
+    if not report.learning:
+        console.print("no workspaces")
+        return
+    table = Table(show_header=True, header_style="bold", box=None)
+    for column in ("workspace", "pending", "oldest", "decisions", "suppressed", "last learned"):
+        table.add_column(column)
+    for w in report.learning:
+        decided = ", ".join(f"{k} {n}" for k, n in w.decisions.items() if n) or "-"
+        last = w.last_learned
+        table.add_row(
+            w.workspace,
+            str(w.pending_writes),
+            "" if w.oldest_pending_at is None else f"{w.oldest_pending_at:%Y-%m-%d %H:%M}Z",
+            decided,
+            str(w.suppressions),
+            "" if last is None else f"{last.agent}/{last.slug}@{last.version}",
+        )
+    console.print(table)
+    for w in report.learning:
+        if w.learning_paused:
+            paused = ", ".join(f"{p.agent}/{p.slug}" for p in w.learning_paused)
+            console.print(f"{w.workspace}: learning paused on {paused}")
 
 
 def _render_materialization(report: Status, console: Console) -> None:

@@ -8,6 +8,7 @@ transaction and, for writes, the workspace lock.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,7 +18,16 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db.skills import in_scope
-from registry.db.tables import Materialization, MaterializationTarget, Skill, Version
+from registry.db.tables import (
+    Manifest,
+    ManifestEntry,
+    Materialization,
+    MaterializationTarget,
+    Skill,
+    Version,
+)
+from registry.domain.manifest import Manifest as DomainManifest
+from registry.domain.manifest import ManifestEntry as DomainEntry
 from registry.domain.model import Scope
 from registry.errors import StateConflict
 
@@ -108,6 +118,19 @@ async def targets(
     return [_target(r) for r in await conn.execute(query)]
 
 
+async def target_id_taken(conn: AsyncConnection, target_id: str) -> bool:
+    """True if any workspace registered `target_id`.
+
+    The one query here that does not filter by workspace, because the constraint it
+    checks does not: target ids are unique across workspaces. Only the boolean leaves
+    it, so a caller learns that an id it already knows is taken, and nothing about where.
+    """
+    found = await conn.scalar(
+        sa.select(MaterializationTarget.id).where(MaterializationTarget.target_id == target_id)
+    )
+    return found is not None
+
+
 async def save_target(conn: AsyncConnection, row: TargetRow) -> bool:
     """Insert the target, or refresh where it was seen; False if nothing changed."""
     existing = await target(conn, row.workspace, row.target_id)
@@ -167,6 +190,30 @@ async def heads(conn: AsyncConnection, scope: Scope) -> list[HeadRow]:
         .order_by(Skill.slug)
     )
     return [HeadRow(**r._asdict()) for r in rows]
+
+
+async def manifests(
+    conn: AsyncConnection, workspace: str, manifest_ids: Iterable[int]
+) -> dict[int, DomainManifest]:
+    """The manifests stored under `manifest_ids` (of `workspace`), in one query."""
+    ids = sorted(set(manifest_ids))
+    if not ids:
+        return {}
+    rows = await conn.execute(
+        sa.select(
+            ManifestEntry.manifest_id,
+            ManifestEntry.path,
+            ManifestEntry.digest,
+            ManifestEntry.size,
+            ManifestEntry.executable,
+        )
+        .join(Manifest, Manifest.id == ManifestEntry.manifest_id)
+        .where(Manifest.workspace == workspace, ManifestEntry.manifest_id.in_(ids))
+    )
+    entries: dict[int, list[DomainEntry]] = defaultdict(list)
+    for r in rows:
+        entries[r.manifest_id].append(DomainEntry(r.path, r.digest, r.size, r.executable))
+    return {manifest_id: DomainManifest(found) for manifest_id, found in entries.items()}
 
 
 async def record(
@@ -237,3 +284,32 @@ def _key(row: AppliedRow | None) -> tuple[object, ...] | None:
     if row is None:
         return None
     return (row.manifest_hash, row.version, row.outcome, row.error)
+
+
+async def scope_known(conn: AsyncConnection, scope: Scope) -> bool:
+    """True if `scope` has a skill (live or not: history stays) or a registered target."""
+    skills = sa.select(Skill.id).where(
+        Skill.workspace == scope.workspace, Skill.agent == scope.agent
+    )
+    targets = sa.select(MaterializationTarget.id).where(
+        MaterializationTarget.workspace == scope.workspace,
+        MaterializationTarget.agent == scope.agent,
+    )
+    return bool(await conn.scalar(sa.select(sa.or_(skills.exists(), targets.exists()))))
+
+
+async def forget_target(conn: AsyncConnection, workspace: str, target_id: str) -> int:
+    """Delete a target's row and its records (they cascade); the records it had."""
+    records = await conn.scalar(
+        sa.select(sa.func.count())
+        .select_from(Materialization)
+        .where(Materialization.target_id == target_id)
+    )
+    await conn.execute(sa.delete(Materialization).where(Materialization.target_id == target_id))
+    await conn.execute(
+        sa.delete(MaterializationTarget).where(
+            MaterializationTarget.workspace == workspace,
+            MaterializationTarget.target_id == target_id,
+        )
+    )
+    return int(records or 0)

@@ -40,6 +40,8 @@ class ProposalRow:
     approvals: list[dict[str, Any]]
     baseline: dict[str, Any] | None
     status: str
+    kind: str
+    suppression_id: int | None
     decision: str | None
     decided_by: str | None
     decided_at: datetime | None
@@ -148,6 +150,8 @@ async def record(
     write_id: str | None,
     now: datetime,
     baseline: tuple[str, int, str] | None = None,
+    kind: str = "learning",
+    suppression_id: int | None = None,
 ) -> tuple[int, list[int]]:
     """Record a proposal; the skill's pending one is superseded first. Returns both ids."""
     superseded = await _set_status(
@@ -172,6 +176,8 @@ async def record(
             if baseline is None
             else {"listing": baseline[0], "version": baseline[1], "manifest_hash": baseline[2]},
             status=status,
+            kind=kind,
+            suppression_id=suppression_id,
             write_id=write_id,
             created_at=now,
             updated_at=now,
@@ -234,6 +240,7 @@ class ListedProposal:
     slug: str
     head: int
     skill_state: str
+    agent: str
 
 
 async def in_scope_page(
@@ -245,37 +252,81 @@ async def in_scope_page(
     before: int | None,
 ) -> list[ListedProposal]:
     """Proposals of skills in `scope`, newest first (keyset paging on the id)."""
+    return await workspace_page(
+        conn,
+        scope.workspace,
+        agent=scope.agent,
+        statuses=statuses,
+        limit=limit,
+        before=before,
+    )
+
+
+_LISTED = (*_COLUMNS, Skill.slug, Skill.head, Skill.state.label("skill_state"), Skill.agent)
+
+
+def _listed(row: sa.Row[Any]) -> ListedProposal:
+    data = row._asdict()
+    slug, head, state = data.pop("slug"), data.pop("head"), data.pop("skill_state")
+    agent = data.pop("agent")
+    return ListedProposal(ProposalRow(**data), slug, head, state, agent)
+
+
+async def workspace_page(
+    conn: AsyncConnection,
+    workspace: str,
+    *,
+    agent: str | None = None,
+    origin: str | None = None,
+    kind: str | None = None,
+    statuses: Sequence[str] | None,
+    limit: int,
+    before: int | None,
+) -> list[ListedProposal]:
+    """Proposals of a workspace's skills (of one agent, origin or kind), newest first."""
     query = (
-        sa.select(*_COLUMNS, Skill.slug, Skill.head, Skill.state.label("skill_state"))
+        sa.select(*_LISTED)
         .join(Skill, Skill.id == Proposal.skill_id)
-        .where(Proposal.workspace == scope.workspace, in_scope(scope))
+        .where(Proposal.workspace == workspace, Skill.workspace == workspace)
         .order_by(Proposal.id.desc())
         .limit(limit)
     )
+    if agent is not None:
+        query = query.where(Skill.agent == agent)
+    if origin is not None:
+        query = query.where(Proposal.origin == origin)
+    if kind is not None:
+        query = query.where(Proposal.kind == kind)
     if statuses is not None:
         query = query.where(Proposal.status.in_(statuses))
     if before is not None:
         query = query.where(Proposal.id < before)
-    out = []
-    for row in await conn.execute(query):
-        data = row._asdict()
-        slug, head, state = data.pop("slug"), data.pop("head"), data.pop("skill_state")
-        out.append(ListedProposal(ProposalRow(**data), slug, head, state))
-    return out
+    return [_listed(row) for row in await conn.execute(query)]
+
+
+async def find_in_workspace(
+    conn: AsyncConnection, workspace: str, proposal_id: int
+) -> ListedProposal | None:
+    """The proposal `proposal_id` of any skill of `workspace`, with its skill's scope."""
+    row = (
+        await conn.execute(
+            sa.select(*_LISTED)
+            .join(Skill, Skill.id == Proposal.skill_id)
+            .where(Proposal.workspace == workspace, Skill.workspace == workspace)
+            .where(Proposal.id == proposal_id)
+        )
+    ).first()
+    return None if row is None else _listed(row)
 
 
 async def find(conn: AsyncConnection, scope: Scope, proposal_id: int) -> ListedProposal | None:
     """The proposal `proposal_id` of a skill in `scope`, with its skill's slug and head."""
     row = (
         await conn.execute(
-            sa.select(*_COLUMNS, Skill.slug, Skill.head, Skill.state.label("skill_state"))
+            sa.select(*_LISTED)
             .join(Skill, Skill.id == Proposal.skill_id)
             .where(Proposal.workspace == scope.workspace, in_scope(scope))
             .where(Proposal.id == proposal_id)
         )
     ).first()
-    if row is None:
-        return None
-    data = row._asdict()
-    slug, head, state = data.pop("slug"), data.pop("head"), data.pop("skill_state")
-    return ListedProposal(ProposalRow(**data), slug, head, state)
+    return None if row is None else _listed(row)

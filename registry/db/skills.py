@@ -151,6 +151,17 @@ async def live_skills_page(
     return [row._asdict() for row in await conn.execute(query)]
 
 
+async def agents(conn: AsyncConnection, workspace: str) -> list[str]:
+    """The agents of `workspace` that have at least one live skill, by name."""
+    query = (
+        sa.select(Skill.agent)
+        .where(Skill.workspace == workspace, Skill.state != "deleted")
+        .distinct()
+        .order_by(Skill.agent)
+    )
+    return list((await conn.scalars(query)).all())
+
+
 async def version(conn: AsyncConnection, skill: SkillRow, number: int) -> VersionRow | None:
     params = {"workspace": skill.workspace, "skill_id": skill.id, "number": number}
     row = (await conn.execute(_VERSION, params)).first()

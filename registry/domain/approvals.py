@@ -18,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from registry.domain.scanner import blocking_error
 from registry.errors import ContentBlocked, FindingNotFound
 
 if TYPE_CHECKING:
@@ -104,12 +105,11 @@ def evaluate(
         budget[finding.path, finding.value_hash] += 1
     used: Counter[tuple[str, str]] = Counter()
     classes: dict[tuple[str, str], str] = {}
-    blocked: ContentBlocked | None = None
+    blocking: list[Finding] = []
     for finding in ordered:
         key = (finding.path, finding.value_hash)
         if used[key] >= budget[key]:
-            if blocked is None:
-                blocked = ContentBlocked(finding.path, finding.pattern_class, finding.ordinal)
+            blocking.append(finding)
             continue
         used[key] += 1
         classes.setdefault(key, finding.pattern_class)
@@ -118,4 +118,4 @@ def evaluate(
             Approval(path, digest, classes[path, digest], n) for (path, digest), n in used.items()
         )
     )
-    return Verdict(blocked, kept)
+    return Verdict(blocking_error(blocking), kept)

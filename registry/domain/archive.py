@@ -9,9 +9,15 @@ frontmatter, content check).
 The order matters: everything that can be decided from the headers is decided before any
 member's bytes are inflated.
 
-- zip: the entry count of the end-of-central-directory record is checked before the
-  directory is parsed (a directory of a million entries is refused without building a
-  million objects). Then every entry's header: its name (NUL, UTF-8, absolute, escaping,
+- zip: the central directory is bounded before `zipfile` parses it, so that a directory
+  of a million entries is refused without building a million objects, whatever the
+  end-of-central-directory record claims: the record is found where `zipfile` finds it,
+  its entry count must be within the bound and its directory size at least 46 bytes (the
+  fixed part of an entry) per entry, and then the directory is walked, header by header
+  (a few dozen bytes read each), counting at most the bound plus one entries: more is
+  `too_many_entries`, a count other than the declared one is `corrupt`. A lying archive
+  is refused as cheaply as an honest one that declares too many entries. Then every
+  entry's header: its name (NUL, UTF-8, absolute, escaping,
   backslash), its type (links, devices, fifos, sockets are refused), encryption, the
   compression method, duplicates, the declared sizes (per entry and in total) and the
   compression ratio. Only then are members inflated, one at a time, never past the
@@ -118,7 +124,8 @@ _ZIP_UTF8_FLAG: Final = 0x800
 _ZIP_ENCRYPTED_FLAG: Final = 0x1
 _ZIP_METHODS: Final = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
 _MAX_COMMENT: Final = 0xFFFF
-_ZIP64_COUNT: Final = 0xFFFF  # an EOCD entry count of 0xFFFF defers to the zip64 record
+_CENTRAL: Final = struct.Struct("<4s4B4HL2L5H2L")  # a central directory header's fixed part
+_CENTRAL_SIG: Final = b"PK\x01\x02"
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,20 +278,69 @@ def _ratio_exceeded(expanded: int, compressed: int, limits: ArchiveLimits) -> bo
 # ---------------------------------------------------------------- zip
 
 
-def _zip_declared_entries(data: bytes) -> int | None:
-    """The entry count the end-of-central-directory record declares, if it can be found."""
-    start = max(0, len(data) - _EOCD.size - _MAX_COMMENT)
-    at = data.rfind(_EOCD_SIG, start)
-    if at < 0 or at + _EOCD.size > len(data):
-        return None
-    total = _EOCD.unpack_from(data, at)[4]
-    if total != _ZIP64_COUNT or at < _ZIP64_LOCATOR.size:
-        return int(total)
-    sig, _disk, offset, _disks = _ZIP64_LOCATOR.unpack_from(data, at - _ZIP64_LOCATOR.size)
-    if sig != _ZIP64_LOCATOR_SIG or offset + _ZIP64_EOCD.size > len(data):
-        return None
-    record = _ZIP64_EOCD.unpack_from(data, offset)
-    return int(record[7]) if record[0] == _ZIP64_EOCD_SIG else None
+def _zip_end_record(data: bytes) -> tuple[int, int, int] | None:
+    """Where the central directory ends, its declared entry count and size, or None.
+
+    Found exactly as `zipfile` finds them (CPython's `_EndRecData` and `_EndRecData64`):
+    an end record at the very end (no comment) first, else the last signature in the last
+    64 KiB; a zip64 end record immediately before its locator replaces its figures. The
+    directory ends where the end record (or the zip64 one) begins, which is where `zipfile`
+    reads it from (`start_dir`), whatever offset the record states.
+    """
+    size = _EOCD.size
+    if len(data) >= size and data[-size:].startswith(_EOCD_SIG) and data.endswith(b"\0\0"):
+        at = len(data) - size
+    else:
+        at = data.rfind(_EOCD_SIG, max(0, len(data) - size - _MAX_COMMENT))
+        if at < 0 or at + size > len(data):
+            return None
+    _sig, _disk, _start, _here, entries, directory, _offset, _comment = _EOCD.unpack_from(data, at)
+    locator = at - _ZIP64_LOCATOR.size
+    record = locator - _ZIP64_EOCD.size
+    if record >= 0 and _ZIP64_LOCATOR.unpack_from(data, locator)[0] == _ZIP64_LOCATOR_SIG:
+        fields = _ZIP64_EOCD.unpack_from(data, record)
+        if fields[0] == _ZIP64_EOCD_SIG:
+            return record, int(fields[7]), int(fields[8])
+    return at, int(entries), int(directory)
+
+
+def _check_zip_directory(data: bytes, limits: ArchiveLimits) -> None:
+    """Bound the central directory before `zipfile` parses it (see the module docstring)."""
+    found = _zip_end_record(data)
+    if found is None:
+        return  # no end record: `zipfile` refuses the archive without reading a directory
+    end, declared, size = found
+    if declared > limits.max_entries:
+        raise ArchiveRejected(
+            "", RULE_TOO_MANY_ENTRIES, f"{declared} entries, at most {limits.max_entries}"
+        )
+    start = end - size
+    if start < 0 or size < _CENTRAL.size * declared:
+        raise ArchiveRejected(
+            "", RULE_CORRUPT, f"a central directory of {size} bytes cannot hold {declared} entries"
+        )
+    position, count = start, 0
+    while position < end:
+        if count == limits.max_entries:
+            raise ArchiveRejected(
+                "",
+                RULE_TOO_MANY_ENTRIES,
+                f"the central directory holds more than {limits.max_entries} entries "
+                f"(its end record declares {declared})",
+            )
+        if position + _CENTRAL.size > end:
+            raise ArchiveRejected("", RULE_CORRUPT, "the central directory is cut short")
+        header = _CENTRAL.unpack_from(data, position)
+        if header[0] != _CENTRAL_SIG:
+            raise ArchiveRejected("", RULE_CORRUPT, "bad magic number in the central directory")
+        position += _CENTRAL.size + header[12] + header[13] + header[14]  # name, extra, comment
+        count += 1
+    if count != declared:
+        raise ArchiveRejected(
+            "",
+            RULE_CORRUPT,
+            f"the central directory holds {count} entries, its end record declares {declared}",
+        )
 
 
 def _zip_name(info: zipfile.ZipInfo) -> tuple[str, str]:
@@ -342,11 +398,7 @@ def _zip_entry(info: zipfile.ZipInfo, limits: ArchiveLimits) -> _Entry | None:
 def _zip_entries(
     data: bytes, limits: ArchiveLimits
 ) -> tuple[list[_Entry], int, Callable[[_Entry], bytes]]:
-    declared = _zip_declared_entries(data)
-    if declared is not None and declared > limits.max_entries:
-        raise ArchiveRejected(
-            "", RULE_TOO_MANY_ENTRIES, f"{declared} entries, at most {limits.max_entries}"
-        )
+    _check_zip_directory(data, limits)
     try:
         infos = zipfile.ZipFile(io.BytesIO(data)).infolist()
     except UnicodeDecodeError:

@@ -15,6 +15,7 @@ field names: a frontmatter may hold a value that must not end up in logs.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -54,11 +55,21 @@ RULE_INVALID_LICENSE: Final = "invalid_license"
 RULE_INVALID_COMPATIBILITY: Final = "invalid_compatibility"
 RULE_INVALID_METADATA: Final = "invalid_metadata"
 RULE_INVALID_ALLOWED_TOOLS: Final = "invalid_allowed_tools"
+RULE_INVALID_TRIGGERS: Final = "invalid_triggers"
 RULE_MISSING_SKILL_MD: Final = "missing_skill_md"
 """Raised by the package validator when the root holds no `SKILL.md` (exact case)."""
 
 FIELDS: Final = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 """The frontmatter fields the Agent Skills specification defines; no other key is accepted."""
+
+TRIGGERS_KEY: Final = "triggers"
+"""The `metadata` key that holds a skill's discovery triggers (docs/package-format.md)."""
+MAX_TRIGGERS: Final = 10
+MAX_TRIGGER_CHARS: Final = 512
+TRIGGERS_FORM: Final = (
+    "discovery triggers go under 'metadata' as one string, one phrase per line: "
+    "'metadata:' then '  triggers: |' then one indented phrase per line"
+)
 
 _DELIMITER: Final = "---"
 
@@ -68,7 +79,9 @@ class Frontmatter:
     """A valid `SKILL.md`: its frontmatter fields and its Markdown body.
 
     Optional fields absent from the file (or given as YAML null) are `None`; `metadata` is
-    then empty. `metadata` is a read-only mapping and takes no part in hashing.
+    then empty. `metadata` is a read-only mapping and takes no part in hashing. `name` is
+    the NFKC form of the file's `name` (it equals the slug). `triggers` are the discovery
+    phrases of `metadata.triggers`, in order (empty if there are none).
     """
 
     name: str
@@ -78,6 +91,7 @@ class Frontmatter:
     metadata: Mapping[str, str] = field(hash=False)
     allowed_tools: str | None
     body: str
+    triggers: tuple[str, ...] = ()
 
 
 def parse_skill_md(data: bytes, slug: str) -> Frontmatter:
@@ -253,6 +267,13 @@ def _validate(fields: object, lines: Mapping[str, int], slug: str, body: str) ->
         kind = "empty" if fields is None else f"a {type(fields).__name__}"
         raise FrontmatterInvalid(RULE_NOT_MAPPING, f"the frontmatter is {kind}, not a mapping", 2)
     for key in fields:
+        if key == TRIGGERS_KEY:
+            raise FrontmatterInvalid(
+                RULE_UNKNOWN_FIELD,
+                f"'triggers' is not a top-level field of the Agent Skills specification; "
+                f"{TRIGGERS_FORM}",
+                lines.get(key),
+            )
         if key not in FIELDS:
             raise FrontmatterInvalid(
                 RULE_UNKNOWN_FIELD,
@@ -260,7 +281,10 @@ def _validate(fields: object, lines: Mapping[str, int], slug: str, body: str) ->
                 lines.get(key) if isinstance(key, str) else None,
             )
 
-    name = _text_field(fields, lines, "name", RULE_MISSING_NAME, RULE_INVALID_NAME)
+    given = _text_field(fields, lines, "name", RULE_MISSING_NAME, RULE_INVALID_NAME)
+    # As the specification's reference validator reads it: surrounding blanks dropped,
+    # then NFKC, so `cafe\u0301-notes` names the skill `café-notes`.
+    name = unicodedata.normalize("NFKC", given.strip())
     try:
         check_slug(name)
     except InvalidName as exc:
@@ -293,15 +317,53 @@ def _validate(fields: object, lines: Mapping[str, int], slug: str, body: str) ->
             rule=RULE_INVALID_COMPATIBILITY,
         )
 
+    metadata = _metadata(fields.get("metadata"), lines)
     return Frontmatter(
         name=name,
         description=description,
         license=_optional_text(fields, lines, "license", RULE_INVALID_LICENSE),
         compatibility=compatibility,
-        metadata=_metadata(fields.get("metadata"), lines),
+        metadata=metadata,
         allowed_tools=_optional_text(fields, lines, "allowed-tools", RULE_INVALID_ALLOWED_TOOLS),
         body=body,
+        triggers=parse_triggers(metadata.get(TRIGGERS_KEY), lines.get("metadata")),
     )
+
+
+def parse_triggers(value: str | None, line: int | None = None) -> tuple[str, ...]:
+    """The phrases of a `metadata.triggers` string: one a line, blanks around them dropped.
+
+    Blank lines are skipped. At most `MAX_TRIGGERS` phrases of at most
+    `MAX_TRIGGER_CHARS` characters each, none repeated (compared case-insensitively), and at
+    least one if the key is there (`invalid_triggers`).
+    """
+    if value is None:
+        return ()
+    phrases = [p.strip() for p in value.splitlines() if p.strip()]
+    if not phrases:
+        raise FrontmatterInvalid(RULE_INVALID_TRIGGERS, "'metadata.triggers' has no phrase", line)
+    if len(phrases) > MAX_TRIGGERS:
+        raise FrontmatterInvalid(
+            RULE_INVALID_TRIGGERS,
+            f"'metadata.triggers' has {len(phrases)} phrases, at most {MAX_TRIGGERS} allowed",
+            line,
+        )
+    seen: set[str] = set()
+    for number, phrase in enumerate(phrases, 1):
+        if len(phrase) > MAX_TRIGGER_CHARS:
+            raise FrontmatterInvalid(
+                RULE_INVALID_TRIGGERS,
+                f"trigger {number} has {len(phrase)} characters, at most "
+                f"{MAX_TRIGGER_CHARS} allowed",
+                line,
+            )
+        key = phrase.casefold()
+        if key in seen:
+            raise FrontmatterInvalid(
+                RULE_INVALID_TRIGGERS, f"trigger {number} repeats an earlier one", line
+            )
+        seen.add(key)
+    return tuple(phrases)
 
 
 def _text_field(
@@ -345,6 +407,12 @@ def _metadata(value: object, lines: Mapping[str, int]) -> Mapping[str, str]:
             lines.get("metadata"),
         )
     for key, item in value.items():
+        if key == TRIGGERS_KEY and not isinstance(item, str):
+            raise FrontmatterInvalid(
+                RULE_INVALID_TRIGGERS,
+                f"'metadata.triggers' is a {type(item).__name__}; {TRIGGERS_FORM}",
+                lines.get("metadata"),
+            )
         if not isinstance(key, str) or not isinstance(item, str):
             raise FrontmatterInvalid(
                 RULE_INVALID_METADATA,

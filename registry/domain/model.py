@@ -6,6 +6,7 @@ Pure: no I/O, no database, no blob store.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -15,17 +16,32 @@ from registry.errors import InvalidName
 
 DEFAULT_AGENT: Final = "personal"
 
-_SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+MAX_SLUG_CHARS: Final = 64
 _SCOPE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 def check_slug(slug: str) -> str:
     """Return `slug` if it follows the Agent Skills `name` rules, else raise `InvalidName`.
 
-    1-64 characters of `[a-z0-9-]`, no leading or trailing hyphen, no `--`.
+    The specification's rules, as its reference validator (`skills-ref`) applies them:
+    1-64 characters, each a Unicode letter or digit (`str.isalnum`) or `-`; lower case; no
+    leading or trailing hyphen, no `--`. `café-notes` is a slug. One rule is stricter than
+    the validator, which NFKC-normalises a name before it checks it: a slug must already
+    be NFKC-normalised (`cafe\u0301-notes` is refused, naming `café-notes`), because a
+    slug is an identity (a key in the database, a directory on disk) and two spellings of
+    one name must not make two skills. A `SKILL.md` `name` is compared after NFKC.
     """
-    if not _SLUG.fullmatch(slug):
-        raise InvalidName("slug", slug, "1-64 characters of [a-z0-9-], no leading/trailing '-'")
+    normal = unicodedata.normalize("NFKC", slug)
+    if normal != slug:
+        raise InvalidName("slug", slug, f"not NFKC-normalised: write it {normal!r}")
+    if not 1 <= len(slug) <= MAX_SLUG_CHARS:
+        raise InvalidName("slug", slug, f"1-{MAX_SLUG_CHARS} characters")
+    if slug != slug.lower():
+        raise InvalidName("slug", slug, "lower case only")
+    if not all(c.isalnum() or c == "-" for c in slug):
+        raise InvalidName("slug", slug, "only letters, digits and '-'")
+    if slug.startswith("-") or slug.endswith("-"):
+        raise InvalidName("slug", slug, "no leading/trailing '-'")
     if "--" in slug:
         raise InvalidName("slug", slug, "no consecutive hyphens ('--')")
     return slug
@@ -126,7 +142,10 @@ class Publication:
     `proposal` is set when the write did not publish but recorded a proposal instead (an
     automated write to a skill under human control, or an owner's draft kept after a lost
     compare-and-swap; docs/history.md): then `created` and `unchanged` are False, `version`
-    is the head the skill still has and `manifest_hash` is the proposed package's.
+    is the head the skill still has (0 for a deleted skill) and `manifest_hash` is the
+    proposed package's; `proposal_kind` says why (`learning`, `suppressed`, `update`,
+    `draft`). `pending` is set when a learning write waits for a saved slot: no version
+    exists yet, `version` is the skill's head (0 for a new skill).
     """
 
     version: int
@@ -138,3 +157,5 @@ class Publication:
     uploaded_bytes: int = 0
     committed_at: datetime | None = field(default=None, compare=False)
     proposal: int | None = None
+    proposal_kind: str | None = None
+    pending: int | None = None

@@ -37,7 +37,7 @@ from registry.domain.values import GENERIC_MIN_ENTROPY, GENERIC_MIN_LENGTH, TOKE
 from registry.errors import ContentBlocked
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+    from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
     from registry.domain.model import PackageFile
 
@@ -463,11 +463,28 @@ def first_blocking(
 
     `approved` holds the `value_hash`es an owner has allowed; None if nothing blocks.
     """
-    blocking = [f for f in findings if f.value_hash not in approved]
+    return blocking_error(
+        sorted(
+            (f for f in findings if f.value_hash not in approved),
+            key=lambda f: (f.path.encode("utf-8"), f.ordinal),
+        )
+    )
+
+
+def blocking_error(blocking: Sequence[Finding]) -> ContentBlocked | None:
+    """The error for `blocking` findings (in path-then-ordinal order), or None if empty.
+
+    It names the first and lists them all (path, class, ordinal, line; never a value), so
+    an owner can approve every one of them in one write.
+    """
     if not blocking:
         return None
-    first = min(blocking, key=lambda f: (f.path.encode("utf-8"), f.ordinal))
-    return ContentBlocked(first.path, first.pattern_class, first.ordinal)
+    first = blocking[0]
+    listed: list[dict[str, object]] = [
+        {"path": f.path, "pattern_class": f.pattern_class, "ordinal": f.ordinal, "line": f.line}
+        for f in blocking
+    ]
+    return ContentBlocked(first.path, first.pattern_class, first.ordinal, listed)
 
 
 def raise_for(findings: Iterable[Finding], approved: Collection[str] = ()) -> None:

@@ -2,7 +2,8 @@
 
 The app has no logic of its own beyond HTTP: every endpoint calls one `Registry` method.
 It does not own the registry it is given (`skillreg serve` opens and closes it); its
-lifespan checks, at startup, that the database schema is current and, with `jobs=True`,
+lifespan checks, at startup, that the database schema is current, applies the pending
+writes a raised capacity now has room for, and, with `jobs=True`,
 runs a job worker (marketplace installs and updates) beside the requests until shutdown.
 """
 
@@ -19,14 +20,34 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic.json_schema import models_json_schema
 
-from registry import __version__
+from registry import __version__, console
 from registry.api import Registry
 from registry.http import problems
 from registry.http.limits import BodyLimit
 from registry.http.metrics import Metrics, RequestMetrics
 from registry.http.problems import PROBLEM_JSON
-from registry.http.routes import blobs, history, marketplace, operations, proposals, skills
-from registry.http.schemas import ManifestBody, PackageMeta, Problem
+from registry.http.routes import (
+    blobs,
+    discovery,
+    history,
+    learning,
+    marketplace,
+    operations,
+    proposals,
+    search,
+    skills,
+    targets,
+    wellknown,
+)
+from registry.http.routes.history import RestoreBody, StateChange
+from registry.http.routes.proposals import DecisionBody
+from registry.http.schemas import (
+    InstallRequest,
+    ManifestBody,
+    PackageMeta,
+    Problem,
+    UpdateRequest,
+)
 
 TITLE: Final = "skill-registry"
 DESCRIPTION: Final = (
@@ -35,7 +56,16 @@ DESCRIPTION: Final = (
     "`code`. See docs/http.md."
 )
 # Schemas the routes reference by hand (bodies they parse themselves, problems).
-_EXTRA_SCHEMAS: Final = (ManifestBody, PackageMeta, Problem)
+_EXTRA_SCHEMAS: Final = (
+    ManifestBody,
+    PackageMeta,
+    RestoreBody,
+    StateChange,
+    DecisionBody,
+    InstallRequest,
+    UpdateRequest,
+    Problem,
+)
 # Seconds a shutting-down worker may take to finish its job before it is interrupted
 # (an interrupted worker hands the job back at once; docs/marketplace.md).
 JOB_STOP_GRACE: Final = 10.0
@@ -62,6 +92,8 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await registry.check_schema()
+        # Pending writes wait for room; a capacity raised with this start is room.
+        await registry.learning.apply_pending_writes()
         if not jobs:
             yield
             return
@@ -93,10 +125,16 @@ def create_app(
         skills.router,
         history.router,
         proposals.router,
+        learning.router,
         blobs.router,
+        targets.router,
         *marketplace.routers,
+        search.router,
+        discovery.router,
+        wellknown.router,
     ):
         app.include_router(router)
+    console.install(app, registry)  # the web console under /console/, outside OpenAPI
     # Starlette runs the middleware added last first: metrics see every response,
     # the body limit's early 413s included.
     app.add_middleware(BodyLimit, settings=registry.settings, metrics=app.state.metrics)

@@ -55,10 +55,26 @@ ROLES: Final[dict[str, Role | None]] = {
     "list_proposals": Role.READ,
     "get_proposal": Role.READ,
     "decide_proposal": Role.OWNER,
+    # learning: one decision list, pending writes, suppressions, status, loads
+    "list_decisions": Role.READ,
+    "decide_many": Role.OWNER,
+    "list_pending_writes": Role.READ,
+    "apply_pending_writes": Role.OWNER,
+    "drop_pending_write": Role.OWNER,
+    "list_suppressions": Role.READ,
+    "lift_suppression": Role.OWNER,
+    "learning_status": Role.READ,
+    "record_load": Role.WRITE,
+    "list_loads": Role.READ,
     # blobs
     "head_blob": Role.READ,
     "get_blob": Role.READ,
     "put_blob": Role.WRITE,
+    # sync over HTTP (routes/targets.py): recording what a target holds changes no skill,
+    # so a host that only loads skills needs no more than `read`
+    "get_desired": Role.READ,
+    "register_target": Role.READ,
+    "record_applied": Role.READ,
     # the catalog (shared by every workspace; publishing: the catalog workspace's tokens)
     "list_listings": Role.READ,
     "get_listing": Role.READ,
@@ -69,12 +85,26 @@ ROLES: Final[dict[str, Role | None]] = {
     "update_skill": Role.WRITE,
     "list_jobs": Role.READ,
     "get_job": Role.READ,
+    # search
+    "search_skills": Role.READ,
+    # discovery: the owner's settings, and the index and its artifacts (a scope the owner
+    # made public serves these to anyone, without a token: registry/http/routes/wellknown.py)
+    "get_discovery_settings": Role.READ,
+    "put_discovery_settings": Role.OWNER,
+    "get_discovery_root_index": Role.READ,
+    "head_discovery_root_index": Role.READ,
+    "get_discovery_index": Role.READ,
+    "head_discovery_index": Role.READ,
+    "get_discovery_archive": Role.READ,
+    "head_discovery_archive": Role.READ,
+    "get_discovery_file": Role.READ,
+    "head_discovery_file": Role.READ,
 }
 
 # Routes that write the catalog: only tokens of the catalog workspace may call them.
 CATALOG_PUBLISH: Final = frozenset({"put_listing"})
 
-_bearer = HTTPBearer(auto_error=False, description="`skr_...` token from `skillreg token create`")
+bearer = HTTPBearer(auto_error=False, description="`skr_...` token from `skillreg token create`")
 
 
 @dataclass(frozen=True)
@@ -97,9 +127,16 @@ def registry_of(request: Request) -> Registry:
 
 async def authorize(
     request: Request,
-    credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),  # noqa: B008 - FastAPI's idiom
+    credentials: HTTPAuthorizationCredentials | None = Depends(bearer),  # noqa: B008 - FastAPI's idiom
 ) -> Caller:
     """Authenticate the bearer token and check it against the route's workspace and role."""
+    return await authenticate(request, credentials, request.path_params.get("workspace"))
+
+
+async def authenticate(
+    request: Request, credentials: HTTPAuthorizationCredentials | None, workspace: str | None
+) -> Caller:
+    """The checks of `authorize` for a route whose workspace is `workspace` (None: none)."""
     route = request.scope["route"].name
     needed = ROLES[route]
     if needed is None:
@@ -109,7 +146,6 @@ async def authorize(
         raise Unauthenticated
     registry = registry_of(request)
     token = await registry.tokens.authenticate(credentials.credentials)
-    workspace = request.path_params.get("workspace")
     if workspace is not None and workspace != token.workspace:
         raise HttpProblem("not_found", "not found")
     if not token.role.allows(needed):

@@ -15,6 +15,13 @@
   be reused; a refused or long body is not read: the response gets `Connection: close`
   and the server drops the connection instead.
 
+Before any of that, the request's framing is checked, whatever server runs the app: a
+request with both `Content-Length` and `Transfer-Encoding` is refused with 400 and
+`Connection: close` (RFC 9112, 6.3: the two can be read differently by a proxy in front
+and the server behind, which is how a second request is smuggled inside the first, so
+the connection is not trusted with another request either), and so is a `Content-Length`
+that is not one decimal number; one with more digits than the cap has is 413.
+
 The multipart parser (`registry/http/multipart.py`) adds the per-file limit on top.
 """
 
@@ -24,6 +31,7 @@ from typing import Final
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from registry.domain.numbers import decimal
 from registry.http.metrics import Metrics
 from registry.http.problems import HttpProblem, problem
 from registry.settings import Settings
@@ -37,12 +45,14 @@ _PART_OVERHEAD: Final = 2 * KiB
 _DRAIN_LIMIT: Final = 256 * KiB
 
 
-def body_limit(route: str | None, content_type: str, settings: Settings) -> int:
+def body_limit(route: str | None, content_type: str, settings: Settings) -> int:  # noqa: PLR0911 - a limit per kind of body
     """The most body bytes a request to `route` may send."""
     if route == "put_blob":
         return settings.max_file_bytes
     if route == "put_listing":  # an archive: the reader refuses a larger file anyway
         return 2 * settings.archive_max_bytes
+    if route in ("console_edit", "console_decide"):  # the console's editor: one whole file
+        return settings.max_file_bytes + DEFAULT_LIMIT
     if route == "decide_proposal":  # an alternative's manifest
         return body_limit("put_skill", "application/json", settings)
     if route == "put_skill":
@@ -66,9 +76,35 @@ def largest_limit(settings: Settings) -> int:
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return bytes(value).decode("latin-1")
+    values = _headers(scope, name)
+    return values[0] if values else None
+
+
+def _headers(scope: Scope, name: bytes) -> list[str]:
+    return [
+        bytes(value).decode("latin-1")
+        for key, value in scope.get("headers", ())
+        if bytes(key).lower() == name
+    ]
+
+
+def _bad_framing(detail: str) -> HttpProblem:
+    return HttpProblem("bad_request", detail, headers={"Connection": "close"})
+
+
+def framing_problem(scope: Scope, cap: int) -> HttpProblem | None:
+    """Why the request's body framing is refused (see the module docstring), or None."""
+    lengths = [v.strip() for v in _headers(scope, b"content-length")]
+    if lengths and _headers(scope, b"transfer-encoding"):
+        return _bad_framing(
+            "a request may not have both Content-Length and Transfer-Encoding (RFC 9112, 6.3)"
+        )
+    if len(set(lengths)) > 1:
+        return _bad_framing("the request has conflicting Content-Length values")
+    if lengths and not (lengths[0].isascii() and lengths[0].isdigit()):
+        return _bad_framing("Content-Length is not a decimal number")
+    if lengths and decimal(lengths[0], cap) is None:
+        return too_large(cap)
     return None
 
 
@@ -89,8 +125,9 @@ class _Body:
         self.inner_receive = receive
         self.inner_send = send
         self.limiter = limiter
+        # `framing_problem` let only a number within the cap through.
         raw_length = (_header(scope, b"content-length") or "").strip()
-        self.declared = int(raw_length) if raw_length.isdigit() else None
+        self.declared = int(raw_length) if raw_length else None
         # HTTP/1.1: a request has a body only if it declares a length or a transfer coding.
         chunked = _header(scope, b"transfer-encoding") is not None
         self.complete = not chunked and not self.declared
@@ -163,9 +200,8 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        body = _Body(scope, receive, send, limiter=self)
-        if body.declared is not None and body.declared > self.cap:
-            error = too_large(self.cap)
+        error = framing_problem(scope, self.cap)
+        if error is not None:
             self.metrics.count_problem(error.status_code, error.code)
             response = problem(
                 error.status_code,
@@ -176,4 +212,5 @@ class BodyLimit:
             )
             await response(scope, receive, send)
             return
+        body = _Body(scope, receive, send, limiter=self)
         await self.app(scope, body.receive, body.send)

@@ -33,6 +33,7 @@ from fastapi import Request
 
 from registry.api import Registry
 from registry.domain.model import Scope
+from registry.domain.numbers import MAX_VERSION, decimal
 from registry.errors import HeadConflict, SkillNotFound
 from registry.http.problems import HttpProblem
 
@@ -48,9 +49,9 @@ def entity_tag(skill_id: int, version: int, manifest_hash: str) -> str:
 
 
 def tag_version(tag: str) -> int | None:
-    """The version number a tag names, if it is shaped like one of ours."""
+    """The version number a tag names, if it is shaped like one of ours (bounded first)."""
     head, sep, _ = tag.strip('"').partition(".")
-    return int(head) if sep and head.isdigit() else None
+    return decimal(head, MAX_VERSION) if sep else None
 
 
 @dataclass(frozen=True)

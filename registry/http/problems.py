@@ -11,6 +11,7 @@ listed in `HTTP_CODES`. docs/http.md documents both tables; a test checks it is 
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any, Final
@@ -135,16 +136,64 @@ def problem(
     return JSONResponse(body, status_code=status, headers=all_headers, media_type=PROBLEM_JSON)
 
 
+def _subclasses(cls: type[errors.RegistryError]) -> list[type[errors.RegistryError]]:
+    return [cls, *(s for sub in cls.__subclasses__() for s in _subclasses(sub))]
+
+
+def _client_codes() -> frozenset[str]:
+    # Each class's status, decided by the table on a bare instance (no fields needed).
+    return frozenset(
+        cls.code
+        for cls in _subclasses(errors.RegistryError)
+        if status_for(cls.__new__(cls)) < HTTPStatus.INTERNAL_SERVER_ERROR
+    )
+
+
+def public_error(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A recorded error (a job's `last_error`) as a client may see it.
+
+    An error a client caused or can act on (a 4xx code) is shown whole. A server-side one
+    (a store unavailable, an integrity error, an unexpected exception) keeps its code,
+    attempt, time, permanence and the kind of store, not its message or details: those
+    name paths, buckets, endpoints and URLs, which `skillreg jobs show` shows operators.
+    """
+    if record is None or record.get("code") in _client_codes():
+        return None if record is None else dict(record)
+    what = (record.get("details") or {}).get("what")
+    kept = {k: record[k] for k in ("code", "attempt", "at", "permanent") if k in record}
+    return {
+        **kept,
+        "message": "the attempt failed on the server side; `skillreg jobs show` has the cause",
+        "details": {} if what is None else {"what": what},
+    }
+
+
+def correlation_id() -> str:
+    """A fresh id that ties a server error's answer to its log line."""
+    return secrets.token_hex(8)
+
+
 def registry_problem(exc: BaseException) -> JSONResponse:
-    """The problem response for a registry (or blob store) exception."""
+    """The problem response for a registry (or blob store) exception.
+
+    A server error (5xx) says what kind of store failed and a correlation id, nothing else:
+    the cause (a local path and an errno, a bucket and its endpoint, a database URL) is for
+    the log, where the same id finds it.
+    """
     status = status_for(exc)
-    if isinstance(exc, errors.RegistryError):
-        code, details = exc.code, exc.details()
+    code = exc.code if isinstance(exc, errors.RegistryError) else "storage_unavailable"
+    if status < HTTPStatus.INTERNAL_SERVER_ERROR:
+        data = exc.details() if isinstance(exc, errors.RegistryError) else {}
+        return problem(status, code, str(exc), extra={"details": data})
+    reference = correlation_id()
+    _log.warning("request failed with %s [%s]: %s", code, reference, exc, exc_info=exc)
+    if isinstance(exc, errors.StorageUnavailable | BlobStoreError):
+        what = exc.what if isinstance(exc, errors.StorageUnavailable) else "blob store"
+        detail = f"the {what} is unavailable; retry later (correlation id {reference})"
+        details: dict[str, object] = {"what": what, "correlation_id": reference}
     else:
-        code, details = "storage_unavailable", {"what": "blob store", "detail": str(exc)}
-    detail = str(exc)
-    if status >= 500:  # noqa: PLR2004 - the server-error class
-        _log.warning("request failed with %s: %s", code, exc)
+        detail = f"the registry failed (correlation id {reference})"
+        details = {"correlation_id": reference}
     return problem(status, code, detail, extra={"details": details})
 
 
@@ -187,8 +236,20 @@ async def _on_validation_error(request: Request, exc: Exception) -> Response:
 
 
 async def _on_unexpected(request: Request, exc: Exception) -> Response:
-    _log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
-    return problem(500, "internal_error", "an unexpected error occurred")
+    reference = correlation_id()
+    _log.error(
+        "unexpected error on %s %s [%s]",
+        request.method,
+        request.url.path,
+        reference,
+        exc_info=exc,
+    )
+    return problem(
+        500,
+        "internal_error",
+        f"an unexpected error occurred (correlation id {reference})",
+        extra={"details": {"correlation_id": reference}},
+    )
 
 
 def install(app: FastAPI) -> None:

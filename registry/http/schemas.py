@@ -12,16 +12,21 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from registry.domain.manifest import Manifest
 from registry.domain.model import Publication, Scope
+from registry.domain.numbers import MAX_ID, MAX_VERSION
 from registry.http.preconditions import entity_tag
+from registry.http.problems import public_error
 from registry.services.gc.figures import GcFigures
 from registry.services.marketplace.catalog import ListingVersion
 from registry.services.marketplace.jobs import JobPage, JobRow
-from registry.services.ops.health import JobFigures, MaterializationFigures
+from registry.services.ops.health import JobFigures, LearningStatus, MaterializationFigures
 from registry.services.read import PackageInfo, SkillPage
 from registry.services.write.uploads import ManifestFile
 
 DIGEST_PATTERN: Final = r"^[0-9a-f]{64}$"
-SLUG_PATTERN: Final = r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$"
+# A slug is 1-64 letters, digits and hyphens, Unicode letters included (docs/package-format.md):
+# this pattern only keeps separators, controls and blanks out; the registry checks the rest
+# (`InvalidName`, 400).
+SLUG_PATTERN: Final = r"^[^\s/\\\x00-\x1f\x7f]{1,64}$"
 NAME_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
 # Origins a client may give a write; restore, marketplace and out-of-band versions are
@@ -38,7 +43,7 @@ class FileEntry(_Model):
 
     path: str = Field(min_length=1, max_length=4096)
     digest: str = Field(pattern=DIGEST_PATTERN, description="lower-case hex BLAKE3 of the bytes")
-    size: int = Field(ge=0)
+    size: int = Field(ge=0, le=MAX_ID)
     executable: bool = False
 
     @classmethod
@@ -70,8 +75,20 @@ class ActorOptions(_Model):
     )
 
 
+class FindingApproval(_Model):
+    """A content-check finding to approve, as a refused write listed it (never its value)."""
+
+    path: str = Field(min_length=1, max_length=4096)
+    ordinal: int = Field(ge=1, le=MAX_VERSION)
+
+
 class WriteOptions(_Model):
-    """What a write records besides the files."""
+    """What a write records besides the files.
+
+    `keep_auto_improve`: a person's write (origin `edit`, `import`) turns the skill's
+    automatic improvements off unless this is true. `approve`: findings of a refused write
+    the owner accepts (the owner role is needed).
+    """
 
     message: str = Field(default="", max_length=10_000, pattern=_TEXT)
     actor: str | None = Field(
@@ -83,6 +100,12 @@ class WriteOptions(_Model):
     )
     sources: list[Source] = Field(default_factory=list, max_length=100)
     origin: ClientOrigin = "edit"
+    keep_auto_improve: bool = False
+    approve: list[FindingApproval] = Field(
+        default_factory=list,
+        max_length=1000,
+        description="findings the owner approves (a held blob's too), by path and ordinal",
+    )
 
 
 class ManifestBody(WriteOptions):
@@ -116,6 +139,7 @@ class SkillVersion(_Model):
     created_at: datetime
     file_count: int
     total_size: int
+    triggers: list[str] = Field(description="discovery triggers (`metadata.triggers`)")
     files: list[FileEntry]
 
     @classmethod
@@ -134,27 +158,37 @@ class SkillVersion(_Model):
             created_at=info.created_at,
             file_count=info.manifest.file_count,
             total_size=info.manifest.total_size,
+            triggers=list(info.triggers),
             files=FileEntry.list_of(info.manifest),
         )
 
 
 class PublishResult(_Model):
-    """The outcome of a write: the head it made (or found, when nothing changed)."""
+    """The outcome of a write: the head it made (or found, when nothing changed).
+
+    A learning write the owner's rules divert (202) made no version: `proposal` names the
+    proposal it recorded (`proposal_kind` says why) or `pending` the pending write waiting
+    for a saved slot; `version` and `etag` are then the skill's unchanged head (0 and null
+    if the slug has no live skill).
+    """
 
     workspace: str
     agent: str
     slug: str
     version: int
-    etag: str
+    etag: str | None
     manifest_hash: str
     created: bool = Field(description="this request appended `version`")
     retired: int | None = Field(description="the head it replaced")
     unchanged: bool = Field(description="the package already was the head; nothing written")
     uploaded: int
     uploaded_bytes: int
+    proposal: int | None = None
+    proposal_kind: str | None = None
+    pending: int | None = None
 
     @classmethod
-    def of(cls, scope: Scope, slug: str, pub: Publication, etag: str) -> PublishResult:
+    def of(cls, scope: Scope, slug: str, pub: Publication, etag: str | None) -> PublishResult:
         return cls(
             workspace=scope.workspace,
             agent=scope.agent,
@@ -167,6 +201,9 @@ class PublishResult(_Model):
             unchanged=pub.unchanged,
             uploaded=pub.uploaded,
             uploaded_bytes=pub.uploaded_bytes,
+            proposal=pub.proposal,
+            proposal_kind=pub.proposal_kind,
+            pending=pub.pending,
         )
 
 
@@ -185,6 +222,7 @@ class SkillItem(_Model):
     learning_paused: bool
     use_paused: bool
     updated_at: datetime
+    triggers: list[str]
 
 
 class SkillList(_Model):
@@ -210,6 +248,7 @@ class SkillList(_Model):
                     learning_paused=i.learning_paused,
                     use_paused=i.use_paused,
                     updated_at=i.updated_at,
+                    triggers=list(i.triggers),
                 )
                 for i in page.items
             ],
@@ -323,7 +362,7 @@ class JobBody(_Model):
             run_after=job.run_after,
             payload=job.payload,
             result=job.result,
-            last_error=job.last_error,
+            last_error=public_error(job.last_error),
             created_at=job.created_at,
             updated_at=job.updated_at,
             finished_at=job.finished_at,
@@ -352,7 +391,7 @@ class InstallRequest(ActorOptions):
     """`POST .../installs`: install a catalog listing into the scope."""
 
     listing: str = Field(pattern=SLUG_PATTERN, max_length=64)
-    version: int | None = Field(default=None, ge=1, le=2**31 - 1, description="default: newest")
+    version: int | None = Field(default=None, ge=1, le=MAX_VERSION, description="default: newest")
     key: str | None = Field(
         default=None,
         min_length=1,
@@ -365,7 +404,7 @@ class InstallRequest(ActorOptions):
 class UpdateRequest(ActorOptions):
     """`POST .../skills/{slug}/update`: move an installed copy to a listing version."""
 
-    version: int | None = Field(default=None, ge=1, le=2**31 - 1, description="default: newest")
+    version: int | None = Field(default=None, ge=1, le=MAX_VERSION, description="default: newest")
     policy: Literal["merge", "propose"] | None = Field(
         default=None,
         description="for an edited copy: merge cleanly or propose (default: the service's)",
@@ -379,11 +418,21 @@ class UpdateRequest(ActorOptions):
     )
 
 
+class BlobFinding(_Model):
+    """A content-check finding in a held blob: what it looks like and where, never its value."""
+
+    pattern_class: str
+    ordinal: int
+    line: int
+
+
 class BlobStored(_Model):
-    """A blob upload's result."""
+    """A blob upload's result; `held`: stored unreadable, its `findings` awaiting approval."""
 
     digest: str
     size: int
+    held: bool = False
+    findings: list[BlobFinding] = Field(default_factory=list)
 
 
 class Health(_Model):
@@ -420,6 +469,10 @@ class ServiceStatusBody(_Model):
         description="targets, skills pending or failed on them, the oldest pending"
     )
     jobs: JobFigures = Field(description="the job queue: backlog, due, expired leases, oldest")
+    learning: LearningStatus | None = Field(
+        default=None,
+        description="the token's workspace: pending writes, open decisions, suppressions",
+    )
 
 
 class Problem(BaseModel):

@@ -11,13 +11,14 @@ from typing import Any, Final, ParamSpec, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from blobstore import BlobStore
+from blobstore import BlobStore, BlobStoreUnavailable
 from registry.db.budget import Budget, write_budget
 from registry.db.cancel import check_cancelled
 from registry.db.unit import UnitOfWork, Work
 from registry.domain.clock import Clock, SystemClock
 from registry.domain.limits import Limits
 from registry.domain.scanner import DefaultScanner, Scanner
+from registry.errors import StorageUnavailable
 from registry.failpoints import NO_FAILPOINTS, Failpoints
 from registry.settings import Settings
 
@@ -143,3 +144,13 @@ async def offloaded_above(
     if size > limit:
         return await asyncio.to_thread(func, *args, **kwargs)
     return func(*args, **kwargs)
+
+
+def blob_store_failed(exc: BaseException) -> StorageUnavailable:
+    """A blob store failure as the services report it: `StorageUnavailable("blob store", ...)`.
+
+    `BlobStoreUnavailable`'s message opens with "blob store unavailable:", as
+    `StorageUnavailable`'s does: its bare `detail` is taken, so that the message says it once.
+    """
+    detail = exc.detail if isinstance(exc, BlobStoreUnavailable) else str(exc)
+    return StorageUnavailable("blob store", detail)

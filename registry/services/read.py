@@ -1,27 +1,34 @@
-"""Reads: a package at the head or a pinned version (digests verified), and skill listings."""
+"""Reads: a package at the head or a pinned version (digests verified), and skill listings.
+
+Reads and listings carry each version's discovery triggers (`metadata.triggers` of its
+`SKILL.md`, docs/package-format.md), taken from the SKILL.md index; a `SKILL.md` stored
+before the index existed is read from the blob store and parsed instead.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Final
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from blobstore import BlobCorrupted, BlobNotFound, BlobStoreError
+from registry.db import documents as db_documents
 from registry.db import exclusions as db_exclusions
 from registry.db import skills as db_skills
+from registry.domain.frontmatter import parse_skill_md
 from registry.domain.manifest import Manifest
-from registry.domain.model import PackageFile, Scope
+from registry.domain.model import PackageFile, Scope, check_slug
 from registry.errors import (
     Inconsistency,
+    RegistryError,
     SkillNotFound,
-    StorageUnavailable,
     VersionNotFound,
     VersionUnavailable,
 )
-from registry.services.context import Context
+from registry.services.context import Context, blob_store_failed
 
 _READ_CONCURRENCY: Final = 16
 MAX_PAGE: Final = 500
@@ -43,6 +50,7 @@ class PackageInfo:
     # The skill row's id: a deleted and re-created skill of the same slug gets a new one,
     # so entity tags built from it (registry/http) cannot confuse the two.
     skill_id: int
+    triggers: tuple[str, ...]
 
     @property
     def manifest_hash(self) -> str:
@@ -72,6 +80,7 @@ class SkillSummary:
     use_paused: bool
     updated_at: datetime
     skill_id: int
+    triggers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -90,6 +99,7 @@ async def locate(
     A version that lists a source excluded from the workspace is unavailable: reading or
     restoring it raises `VersionUnavailable` (docs/history.md).
     """
+    check_slug(slug)
     skill = await db_skills.live_skill(conn, scope, slug)
     if skill is None:
         raise SkillNotFound(scope.workspace, scope.agent, slug)
@@ -112,6 +122,7 @@ async def package_info(
         skill, row = await locate(conn, scope, slug, version)
         await ctx.hit("read.located")
         manifest = await db_skills.manifest_entries(conn, scope.workspace, row.manifest_id)
+        indexed = await db_documents.skill_md_of(conn, scope.workspace, [manifest.hash])
         return PackageInfo(
             scope=scope,
             slug=slug,
@@ -123,9 +134,59 @@ async def package_info(
             message=row.message,
             created_at=row.created_at,
             skill_id=skill.id,
+            triggers=_indexed_triggers(indexed, manifest.hash),
         )
 
-    return await ctx.read(work)
+    info = await ctx.read(work)
+    if info.triggers == _UNINDEXED:
+        found = await triggers_of(ctx, scope.workspace, {info.manifest.hash: slug})
+        info = replace(info, triggers=found.get(info.manifest.hash, ()))
+    return info
+
+
+_UNINDEXED: Final = ("\x00unindexed",)
+"""Stands for triggers the index does not hold (never a real phrase: phrases hold no NUL)."""
+
+
+def _indexed_triggers(
+    indexed: dict[str, tuple[str, list[str] | None]], manifest_hash: str
+) -> tuple[str, ...]:
+    found = indexed.get(manifest_hash)
+    if found is None or found[1] is None:
+        return _UNINDEXED
+    return tuple(found[1])
+
+
+async def triggers_of(
+    ctx: Context, workspace: str, slugs: dict[str, str]
+) -> dict[str, tuple[str, ...]]:
+    """The triggers of each manifest (hash -> its skill's slug), from the index or the blob."""
+
+    async def work(conn: AsyncConnection) -> dict[str, tuple[str, list[str] | None]]:
+        return await db_documents.skill_md_of(conn, workspace, slugs)
+
+    indexed = await ctx.read(work)
+    out: dict[str, tuple[str, ...]] = {}
+    for manifest_hash, slug in slugs.items():
+        found = indexed.get(manifest_hash)
+        if found is None:
+            out[manifest_hash] = ()
+        elif found[1] is not None:
+            out[manifest_hash] = tuple(found[1])
+        else:
+            out[manifest_hash] = await _parsed_triggers(ctx, found[0], slug)
+    return out
+
+
+async def _parsed_triggers(ctx: Context, digest: str, slug: str) -> tuple[str, ...]:
+    try:
+        data = await ctx.blobs.get(digest)
+    except BlobStoreError as exc:
+        raise blob_store_failed(exc) from exc
+    try:
+        return parse_skill_md(data, slug).triggers
+    except RegistryError:
+        return ()  # stored under older rules: it names no triggers the registry can read
 
 
 async def read_files(ctx: Context, manifest: Manifest) -> dict[str, PackageFile]:
@@ -142,7 +203,7 @@ async def read_files(ctx: Context, manifest: Manifest) -> dict[str, PackageFile]
     except (BlobNotFound, BlobCorrupted) as exc:
         raise Inconsistency(f"a referenced blob is unreadable: {exc}") from exc
     except BlobStoreError as exc:
-        raise StorageUnavailable("blob store", str(exc)) from exc
+        raise blob_store_failed(exc) from exc
     return {e.path: PackageFile(fetched[e.digest], e.executable) for e in manifest.entries}
 
 
@@ -166,5 +227,17 @@ async def list_skills(
         items = [SkillSummary(**row) for row in rows[:limit]]
         next_after = items[-1].slug if len(rows) > limit else None
         return SkillPage(items, next_after)
+
+    page = await ctx.read(work)
+    found = await triggers_of(ctx, scope.workspace, {i.manifest_hash: i.slug for i in page.items})
+    items = [replace(i, triggers=found.get(i.manifest_hash, ())) for i in page.items]
+    return SkillPage(items, page.next_after)
+
+
+async def list_agents(ctx: Context, workspace: str) -> list[str]:
+    """The agents of `workspace` with at least one live skill, by name."""
+
+    async def work(conn: AsyncConnection) -> list[str]:
+        return await db_skills.agents(conn, workspace)
 
     return await ctx.read(work)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import logging
 import threading
 
 import pytest
@@ -367,3 +368,20 @@ async def test_url_reopens_the_same_store(make_store, s3_bucket):
         assert await reopened.get(digest) == data
     finally:
         await reopened.close()
+
+
+async def test_retries_are_logged_at_debug_level_with_the_operation(make_store, s3_bucket, caplog):
+    """Issue 15, item 9: no "Retrying <unknown> ..." warnings on a user's terminal."""
+    store = make_store(s3_bucket, retry_attempts=3)
+    digest, data = blob()
+    Faults(store, "PutObject", (503, "SlowDown"), forever=True)
+    caplog.set_level(logging.DEBUG, logger="blobstore.s3")
+    with pytest.raises(BlobStoreUnavailable):
+        await store.put(digest, data)
+    retries = [r for r in caplog.records if r.name == "blobstore.s3"]
+    assert [r.levelno for r in retries] == [logging.DEBUG, logging.DEBUG]
+    assert [r.getMessage().split(" (")[0] for r in retries] == [
+        f"S3 put {store.key_for(digest)} in bucket {s3_bucket!r} failed"
+    ] * 2
+    assert "attempt 1 of 3: ClientError" in retries[0].getMessage()
+    assert "<unknown>" not in caplog.text

@@ -74,6 +74,23 @@ def zip_of(
     return buffer.getvalue()
 
 
+def zip_with_directory(entries: int, *, declared: int) -> bytes:
+    """A zip whose central directory holds `entries` headers but whose end record says `declared`.
+
+    Every header is the good `SKILL.md` member's (a directory may repeat names); only the
+    end record lies. The directory takes about 60 bytes an entry.
+    """
+    honest = zip_of([("SKILL.md", SKILL_MD)])
+    end = honest.rindex(b"PK\x05\x06")
+    directory_size, directory_at = struct.unpack_from("<2L", honest, end + 12)
+    header = honest[directory_at : directory_at + directory_size]
+    directory = header * entries
+    record = struct.pack(
+        "<4s4H2LH", b"PK\x05\x06", 0, 0, declared, declared, len(directory), directory_at, 0
+    )
+    return honest[:directory_at] + directory + record
+
+
 def tar_of(
     members: list[tarfile.TarInfo | tuple[str, bytes]] | None = None,
     *,

@@ -61,6 +61,7 @@ def sample_arguments(cls):
         int | None: lambda i, _: 20 + i,
         str | None: lambda i, name: f"{name}/{i}",
         list[str]: lambda i, _: [f"d{i}-b", f"d{i}-a"],
+        list[dict[str, object]]: lambda i, _: [{"path": f"p{i}", "ordinal": i}],
     }
     return {p.name: samples[p.annotation](i, p.name) for i, p in enumerate(params)}
 

@@ -33,6 +33,10 @@ ALLOWED = {
     "tarfile",
     "zipfile",
     "zlib",
+    # The discovery index (registry/domain/discovery.py): the SHA-256 its entries carry
+    # and the JSON document itself, both computed over bytes in memory.
+    "hashlib",
+    "json",
     "yaml",
     "blake3",
     "blobstore.digest",

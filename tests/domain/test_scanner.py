@@ -275,7 +275,12 @@ def test_raise_for():
     raise_for([])
     with pytest.raises(ContentBlocked) as info:
         raise_for([_finding("a", 1)])
-    assert info.value.details() == {"path": "a", "pattern_class": "jwt", "ordinal": 1}
+    assert info.value.details() == {
+        "path": "a",
+        "pattern_class": "jwt",
+        "ordinal": 1,
+        "findings": [{"path": "a", "pattern_class": "jwt", "ordinal": 1, "line": 1}],
+    }
 
 
 def test_scan_package_goes_in_path_order():

@@ -119,11 +119,20 @@ def _start_debian_cluster() -> None:
         f"ELSE ALTER ROLE {TEST_ROLE} LOGIN CREATEDB PASSWORD '{TEST_PASSWORD}'; "
         "END IF; END $$;"
     )
-    made = _run(
-        "runuser", "-u", "postgres", "--", "psql", "-v", "ON_ERROR_STOP=1", "-c", create_role
-    )
+    made = admin_sql(create_role)
     if made.returncode != 0:
         raise PostgresUnavailable(f"creating the test role failed: {made.stderr.strip()}")
+
+
+def can_admin(server: Server) -> bool:
+    """True if `admin_sql` reaches `server`: the local Debian cluster, run as root."""
+    local = (server.host, server.port) == (DEFAULT_HOST, DEFAULT_PORT)
+    return local and os.geteuid() == 0 and shutil.which("runuser") is not None
+
+
+def admin_sql(sql: str) -> subprocess.CompletedProcess[str]:
+    """Run `sql` as the cluster's superuser (`postgres`) through its local socket."""
+    return _run("runuser", "-u", "postgres", "--", "psql", "-v", "ON_ERROR_STOP=1", "-c", sql)
 
 
 def ensure_server() -> Server:

@@ -43,7 +43,13 @@ async def test_restore_records_origin_parent_sources_and_turns_auto_improve_off(
         ACME, SLUG, package(SLUG, tag="a"), expected_head=None, actor="u1", sources=["chat:1"]
     )
     await registry.write_package(
-        ACME, SLUG, package(SLUG, tag="b"), expected_head=1, actor="u1", sources=["chat:2"]
+        ACME,
+        SLUG,
+        package(SLUG, tag="b"),
+        expected_head=1,
+        actor="u1",
+        sources=["chat:2"],
+        keep_auto_improve=True,
     )
     assert (await registry.skill_status(ACME, SLUG)).auto_improve
     await registry.restore(ACME, SLUG, 1, expected_head=2, actor="owner", message="undo")
@@ -129,7 +135,9 @@ async def test_concurrent_restore_and_edit_on_one_base_exactly_one_wins(make_reg
 
 
 async def test_edit_turns_auto_improve_off_unless_kept(registry):
-    await three_versions(registry)
+    await three_versions(registry)  # edits: automatic improvements are off now
+    assert not (await registry.skill_status(ACME, SLUG)).auto_improve
+    await registry.set_auto_improve(ACME, SLUG, enabled=True, actor="o")
     await registry.edit(
         ACME, SLUG, package(SLUG, tag="k"), base_version=3, actor="o", keep_auto_improve=True
     )

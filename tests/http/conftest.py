@@ -10,7 +10,6 @@ engine) the test built with `make_registry`, on SQLite and on PostgreSQL.
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +21,7 @@ import uvicorn
 from registry.api import Registry
 from registry.domain.access import Role
 from registry.http.app import create_app
+from tests.support import appserver
 from tests.support.scopes import ACME, GLOBEX
 
 WORKSPACE = ACME.workspace
@@ -44,27 +44,6 @@ class Served:
 Serve = Callable[..., Awaitable[Served]]
 
 
-async def _start(app: Any) -> tuple[uvicorn.Server, asyncio.Task[None], str]:
-    # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on accepted sockets whose
-    # protocol says TCP, and without it every keep-alive response waits on delayed ACKs.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    # Startup wait, not a race: bounded, and the test fails loudly if it never starts.
-    for _ in range(2000):
-        if server.started or task.done():
-            break
-        await asyncio.sleep(0.005)
-    if task.done():
-        task.result()
-    assert server.started, "uvicorn did not start"
-    return server, task, f"http://127.0.0.1:{port}"
-
-
 @pytest.fixture
 async def serve(make_registry) -> AsyncIterator[Serve]:
     running: list[tuple[uvicorn.Server, asyncio.Task[None], httpx.AsyncClient]] = []
@@ -73,7 +52,7 @@ async def serve(make_registry) -> AsyncIterator[Serve]:
         registry: Registry | None = None, *, jobs: bool = False, **kwargs: Any
     ) -> Served:
         reg = registry or await make_registry(**kwargs)
-        server, task, url = await _start(create_app(reg, jobs=jobs))
+        server, task, url = await appserver.start(create_app(reg, jobs=jobs))
         client = httpx.AsyncClient(base_url=url, timeout=60)
         running.append((server, task, client))
         served = Served(url, reg, client)

@@ -9,14 +9,22 @@ no token, a malformed, unknown, revoked or wrong-secret token: 401.
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
+from registry.db import pending as db_pending
+from registry.db import skills as db_skills
 from registry.domain.access import Role
 from registry.domain.model import Origin
 from registry.http.app import create_app
 from registry.http.auth import CATALOG_PUBLISH, ROLES
+from registry.http.preconditions import entity_tag
+from registry.services.materialize.source import Place
+from registry.settings import Settings
 from tests.corpus.archives import LISTING, good_zip, tar_of
 from tests.http.helpers import digest, form, publish, raw
 from tests.support.packages import package
@@ -121,6 +129,52 @@ async def _decide(served, w: str, n: str):
     )
 
 
+async def _decide_many(served, w: str, n: str):
+    _, proposal = await _proposal(served, n)
+    body = {"decisions": [{"proposal": proposal, "decision": "keep_current"}]}
+    return "POST", f"/v1/workspaces/{w}/decisions", {"json": body}
+
+
+async def _drop_pending(served, w: str, n: str):
+    """A waiting write, recorded directly (the served registry's capacity is never full)."""
+
+    async def work(conn):
+        skill = await db_skills.live_skill(conn, ACME, "demo")
+        head = await db_skills.version(conn, skill, skill.head)
+        manifest = await db_skills.manifest_entries(conn, "acme", head.manifest_id)
+        return await db_pending.record(
+            conn,
+            ACME,
+            f"waiting-{n}",
+            skill_id=None,
+            expected="new",
+            manifest_id=head.manifest_id,
+            manifest=manifest,
+            origin="learning",
+            actor="job",
+            message="",
+            sources=(),
+            approvals=(),
+            write_id=f"matrix-{n}",
+            now=served.registry.ctx.clock.now(),
+        )
+
+    pending = await served.registry.ctx.locked("acme", work)
+    return "DELETE", f"/v1/workspaces/{w}/pending-writes/{pending}", {}
+
+
+async def _lift(served, w: str, n: str):
+    slug = await _fresh_skill(served, n)
+    await served.registry.delete(ACME, slug, actor="t")
+    newest = (await served.registry.learning.suppressions("acme"))[0]
+    return "DELETE", f"/v1/workspaces/{w}/suppressions/{newest.id}", {}
+
+
+async def _record_load(_served, w: str, n: str):
+    body = {"version": 1, "conversation": f"conv-{n}"}
+    return "POST", f"/v1/workspaces/{w}/skills/demo/loads", {"json": body}
+
+
 async def _get_proposal(served, w: str, n: str):
     _, proposal = await _proposal(served, n)
     return "GET", f"/v1/workspaces/{w}/proposals/{proposal}", {}
@@ -144,6 +198,44 @@ async def _update(_served, w: str, n: str):
 async def _get_job(served, w: str, n: str):
     queued = await served.registry.marketplace.enqueue_install(ACME, LISTING, key=f"matrix-{n}")
     return "GET", f"/v1/workspaces/{w}/jobs/{queued.job.id}", {}
+
+
+def _target_id(n: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"target-{n}"))
+
+
+async def _register_target(_served, w: str, n: str):
+    body = {"agent": "personal", "path": f"/srv/{n}", "host": "host", "mode": "link"}
+    return "PUT", f"/v1/workspaces/{w}/targets/{_target_id(n)}", {"json": body}
+
+
+async def _record_applied(served, w: str, n: str):
+    target_id = _target_id(n)
+    await served.registry.targets.register(ACME, Place(target_id, f"/srv/{n}", "host", "link"))
+    record = {"manifest_hash": None, "version": None, "outcome": "removed", "error": None}
+    body = {"expected": None, "record": record, "action": "removed"}
+    return "PUT", f"/v1/workspaces/{w}/targets/{target_id}/skills/demo", {"json": body}
+
+
+async def _put_discovery(served, w: str, _n: str):
+    current = await served.registry.discovery.settings(ACME)
+    condition = {"If-Match": f'"{current.revision}"'} if current.enabled else {"If-None-Match": "*"}
+    body = {"everything": True}
+    return "PUT", f"/v1/workspaces/{w}/discovery", {"json": body, "headers": condition}
+
+
+WELL_KNOWN = "/discovery/{w}/personal/.well-known/agent-skills"
+
+
+def _artifact(method: str, suffix: str) -> Request:
+    """acme's `demo` at version 1: `{tag}.zip`, or `{tag}/<path>`."""
+
+    async def build(served, w: str, _n: str):
+        info = await served.registry.package_info(ACME, "demo", 1)
+        tag = entity_tag(info.skill_id, 1, info.manifest_hash).strip('"')
+        return method, f"{WELL_KNOWN.format(w=w)}/demo/{tag}{suffix}", {}
+
+    return build
 
 
 DEMO = package("demo")
@@ -171,6 +263,9 @@ MATRIX: dict[str, Request] = {
     "head_blob": fixed("HEAD", f"/v1/workspaces/{{w}}/blobs/{DEMO_BLOB}"),
     "get_blob": fixed("GET", f"/v1/workspaces/{{w}}/blobs/{DEMO_BLOB}"),
     "put_blob": _put_blob,
+    "get_desired": fixed("GET", "/v1/workspaces/{w}/desired"),
+    "register_target": _register_target,
+    "record_applied": _record_applied,
     "list_listings": fixed("GET", "/v1/catalog/listings"),
     "get_listing": fixed("GET", f"/v1/catalog/listings/{LISTING}"),
     "get_listing_archive": fixed("GET", f"/v1/catalog/listings/{LISTING}/archive"),
@@ -179,9 +274,36 @@ MATRIX: dict[str, Request] = {
     "update_skill": _update,
     "list_jobs": fixed("GET", "/v1/workspaces/{w}/jobs"),
     "get_job": _get_job,
+    "list_decisions": fixed("GET", "/v1/workspaces/{w}/decisions"),
+    "decide_many": _decide_many,
+    "list_pending_writes": fixed("GET", "/v1/workspaces/{w}/pending-writes"),
+    "apply_pending_writes": fixed("POST", "/v1/workspaces/{w}/pending-writes/apply"),
+    "drop_pending_write": _drop_pending,
+    "list_suppressions": fixed("GET", "/v1/workspaces/{w}/suppressions"),
+    "lift_suppression": _lift,
+    "learning_status": fixed("GET", "/v1/workspaces/{w}/learning"),
+    "record_load": _record_load,
+    "list_loads": fixed("GET", "/v1/workspaces/{w}/loads", params={"conversation": "c"}),
+    "search_skills": fixed("GET", "/v1/workspaces/{w}/search", params={"q": "demo"}),
+    "get_discovery_settings": fixed("GET", "/v1/workspaces/{w}/discovery"),
+    "put_discovery_settings": _put_discovery,
+    # acme's index is private; the root serves acme (SKILLREG_DISCOVERY_ROOT, below)
+    "get_discovery_root_index": fixed("GET", "/.well-known/agent-skills/index.json"),
+    "head_discovery_root_index": fixed("HEAD", "/.well-known/agent-skills/index.json"),
+    "get_discovery_index": fixed("GET", WELL_KNOWN + "/index.json"),
+    "head_discovery_index": fixed("HEAD", WELL_KNOWN + "/index.json"),
+    "get_discovery_archive": _artifact("GET", ".zip"),
+    "head_discovery_archive": _artifact("HEAD", ".zip"),
+    "get_discovery_file": _artifact("GET", "/SKILL.md"),
+    "head_discovery_file": _artifact("HEAD", "/SKILL.md"),
 }
 # Endpoints outside any workspace: every workspace's token is "own" there.
 UNSCOPED = {"service_status", "list_listings", "get_listing", "get_listing_archive", "put_listing"}
+
+
+@pytest.fixture
+async def served(serve):
+    return await serve(settings=Settings(discovery_root="acme"))
 
 
 @dataclass
@@ -218,12 +340,13 @@ def _code(response) -> str | None:
 
 
 async def _setup(served) -> None:
-    """demo in both workspaces; a catalog listing, installed in acme."""
+    """demo in both workspaces; a catalog listing, installed in acme; a private index."""
     for workspace in ("acme", "globex"):
         r = await publish(served, "demo", DEMO, workspace=workspace)
         assert r.status_code == 201, r.text
     await served.registry.marketplace.import_listing(LISTING, good_zip(), actor="publisher")
     assert (await served.registry.marketplace.install(ACME, LISTING)).succeeded
+    await served.registry.discovery.update(ACME, actor="owner", everything=True)
 
 
 async def test_the_matrix(served):
@@ -297,3 +420,31 @@ async def test_no_token_or_a_bad_token_is_401_everywhere(served):
 async def test_public_endpoints_need_no_token(served):
     for path in ("/healthz", "/readyz", "/metrics", "/openapi.json"):
         assert (await served.client.get(path)).status_code == 200, path
+
+
+async def test_the_token_is_checked_before_the_body_is_parsed(served):
+    """No token and a malformed body: 401, not 422 (issue 15, item 7)."""
+    await _setup(served)
+    paths = {
+        "restore": "/v1/workspaces/acme/skills/demo/restore",
+        "state": "/v1/workspaces/acme/skills/demo/state",
+        "decision": "/v1/workspaces/acme/proposals/1/decision",
+        "install": "/v1/workspaces/acme/installs",
+        "update": "/v1/workspaces/acme/skills/demo/update",
+    }
+    wrong = []
+    for name, path in paths.items():
+        for body in (b"{not json", b'{"version": "one"}', b""):
+            r = await served.client.post(
+                path, content=body, headers={"Content-Type": "application/json"}
+            )
+            if r.status_code != 401:
+                wrong.append((name, body, r.status_code))
+    assert wrong == []
+    # With a token, the body decides: 400 if it does not parse, 422 if it does not fit.
+    owner = served.auth("owner")
+    r = await served.client.post(paths["restore"], content=b"{not json", headers=owner)
+    assert (r.status_code, r.json()["code"]) == (400, "bad_request")
+    r = await served.client.post(paths["restore"], json={"version": "one"}, headers=owner)
+    assert (r.status_code, r.json()["code"]) == (422, "request_invalid")
+    assert r.json()["errors"][0]["loc"] == ["body", "version"]

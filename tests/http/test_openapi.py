@@ -3,9 +3,11 @@
 schemathesis generates requests from the served document for every operation, with an
 admin token of the workspace `acme` (so requests get past authentication into the real
 logic), once with generated path parameters and once pinned to a skill and a blob that
-exist, and once more with `If-None-Match: *` so that writes get past the precondition
-into validation and the write path. Any 5xx is a failure. Bounded and deterministic:
-a fixed number of examples per operation, derandomised.
+exist, once more with `If-None-Match: *` so that writes get past the precondition
+into validation and the write path, and once with `If-Match` and `If-None-Match`
+generated for every operation (any string, not only the documented `*` or a tag), so
+that the precondition parser sees what a client may send. Any 5xx is a failure. Bounded
+and deterministic: a fixed number of examples per operation, derandomised.
 """
 
 from __future__ import annotations
@@ -73,6 +75,24 @@ def _fuzz(
     return failures
 
 
+def _generated_preconditions(document: dict[str, Any]) -> dict[str, Any]:
+    """`document` with `If-Match` and `If-None-Match` required strings on every operation."""
+    changed = json.loads(json.dumps(document))
+    for item in changed["paths"].values():
+        for operation in item.values():
+            params = [
+                p
+                for p in operation.get("parameters", [])
+                if p.get("name") not in ("If-Match", "If-None-Match")
+            ]
+            params += [
+                {"name": name, "in": "header", "required": True, "schema": {"type": "string"}}
+                for name in ("If-Match", "If-None-Match")
+            ]
+            operation["parameters"] = params
+    return changed
+
+
 async def test_schemathesis_finds_no_server_error(served):
     files = package("demo", files=2)
     assert (await publish(served, "demo", files)).status_code == 201
@@ -88,5 +108,9 @@ async def test_schemathesis_finds_no_server_error(served):
     failures = []
     for headers, pinned in passes:
         failures += await asyncio.to_thread(_fuzz, document, served.url, headers, pinned)
+    # Preconditions generated, on the skill and blob that exist.
+    failures += await asyncio.to_thread(
+        _fuzz, _generated_preconditions(document), served.url, auth, passes[1][1]
+    )
     assert failures == []
     assert (await served.client.get("/readyz")).status_code == 200

@@ -201,3 +201,61 @@ async def test_two_creates_of_one_slug_exactly_one_wins(serve):
     assert lost.status_code == 412
     assert lost.json()["code"] == "skill_exists"
     assert lost.json()["current_etag"] == fast.headers["etag"]
+
+
+async def test_a_tag_past_every_bound_is_a_412_on_every_conditional_write(served):
+    """A version number in a tag is bounded before `int()`: never a 500 (issue 15, item 1).
+
+    5,000 digits (Python's `int()` refuses more than 4,300) and a digit of another script
+    (`str.isdigit` accepts the superscript two, `int` does not), on every conditional write of
+    a skill (the listing's publish is in tests/http/test_hostile_requests.py).
+    """
+    assert (await publish(served, "big", package("big", tag="1"))).status_code == 201
+    tag = await head_etag(served, "big")
+    r = await publish(served, "big", package("big", tag="2"), headers={"If-Match": tag})
+    assert r.status_code == 200
+    await served.client.post(
+        f"{SKILLS}/big/state",
+        json={"action": "auto_improve_off"},
+        headers={"If-Match": r.headers["etag"], **served.auth("owner")},
+    )
+    parts, data = form(package("big", tag="learned"))
+    data = {"meta": '{"origin": "learning"}'}
+    learned = await served.client.put(
+        f"{SKILLS}/big",
+        files=parts,
+        data=data,
+        headers={"If-Match": await head_etag(served, "big"), **served.auth("write")},
+    )
+    assert learned.status_code in (200, 202), learned.text
+    proposals = await served.client.get("/v1/workspaces/acme/proposals", headers=served.auth())
+    proposal = proposals.json()["items"][0]["id"]
+
+    before = await db_state(served.registry)
+    wrong = []
+    for name, tag_value in (
+        ("huge", f'"{"9" * 5000}.0123456789abcdef"'),
+        ("superscript", b'"\xb2.0"'),
+    ):
+        headers = {"If-Match": tag_value, **served.auth("owner")}
+        parts, data = form(package("big", tag="3"))
+        answers = {
+            "put": await served.client.put(
+                f"{SKILLS}/big", files=parts, data=data, headers=headers
+            ),
+            "restore": await served.client.post(
+                f"{SKILLS}/big/restore", json={"version": 1}, headers=headers
+            ),
+            "state": await served.client.post(
+                f"{SKILLS}/big/state", json={"action": "pause"}, headers=headers
+            ),
+            "decision": await served.client.post(
+                f"/v1/workspaces/acme/proposals/{proposal}/decision",
+                json={"decision": "keep_current"},
+                headers=headers,
+            ),
+            "delete": await served.client.delete(f"{SKILLS}/big", headers=headers),
+        }
+        wrong += [(name, k, r.status_code) for k, r in answers.items() if r.status_code != 412]
+    assert wrong == []
+    assert await db_state(served.registry) == before

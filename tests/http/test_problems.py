@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 import re
 from pathlib import Path
 
@@ -11,7 +12,14 @@ import pytest
 from blobstore import BlobStoreError
 from registry import errors
 from registry.api import NotInitialized
-from registry.http.problems import HTTP_CODES, STATUS_BY_ERROR, HttpProblem, status_for
+from registry.http.problems import (
+    HTTP_CODES,
+    STATUS_BY_ERROR,
+    HttpProblem,
+    public_error,
+    registry_problem,
+    status_for,
+)
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "http.md").read_text(encoding="utf-8")
 
@@ -73,3 +81,67 @@ def test_subclasses_come_before_their_bases_in_the_table():
     for i, cls in enumerate(classes):
         for later in classes[i + 1 :]:
             assert not issubclass(later, cls) or later is cls, (cls, later)
+
+
+@pytest.mark.parametrize(
+    ("error", "what"),
+    [
+        (
+            errors.StorageUnavailable(
+                "database", "postgresql+psycopg://skillreg:pw@db.internal:5432/registry refused"
+            ),
+            "database",
+        ),
+        (
+            errors.StorageUnavailable(
+                "blob store", "put ab/cd in /var/lib/skillreg/blobs: [Errno 28] No space left"
+            ),
+            "blob store",
+        ),
+        (BlobStoreError("s3://bucket/prefix at http://10.0.0.7:9000: timed out"), "blob store"),
+        (errors.Inconsistency("blob /var/lib/skillreg/blobs/ab/cd is corrupted"), None),
+    ],
+    ids=["database", "blob-store", "blob-store-raw", "inconsistency"],
+)
+def test_a_server_error_says_which_store_and_a_correlation_id_and_logs_the_cause(
+    error, what, caplog
+):
+    """Issue 15, item 3: the cause (paths, errno, bucket, endpoint, URL) goes to the log only."""
+    response = registry_problem(error)
+    body = json.loads(response.body)
+    reference = body["details"]["correlation_id"]
+    assert re.fullmatch(r"[0-9a-f]{16}", reference)
+    expected = {"correlation_id": reference} | ({} if what is None else {"what": what})
+    assert body["details"] == expected
+    assert reference in body["detail"]
+    cause = str(error).split(": ", 1)[-1]
+    for secret in ("/var/lib", "Errno", "db.internal", "pw@", "10.0.0.7", "bucket"):
+        assert secret not in response.body.decode(), secret
+    logged = [r for r in caplog.records if reference in r.getMessage()]
+    assert len(logged) == 1
+    assert cause in logged[0].getMessage()
+
+
+def test_a_jobs_server_side_error_is_shown_without_its_cause():
+    """A job's `last_error` is served to clients: the same rule as a 5xx body."""
+    failed = errors.StorageUnavailable("blob store", "put ab/cd in /var/lib/skillreg/blobs: EIO")
+    record = {
+        "code": failed.code,
+        "message": str(failed),
+        "details": failed.details(),
+        "attempt": 2,
+        "at": "2026-01-01T00:00:00+00:00",
+        "permanent": False,
+    }
+    shown = public_error(record)
+    assert shown is not None
+    assert "/var/lib" not in json.dumps(shown)
+    assert shown["details"] == {"what": "blob store"}
+    assert (shown["code"], shown["attempt"], shown["permanent"]) == (
+        "storage_unavailable",
+        2,
+        False,
+    )
+    conflict = {**record, "code": "ownership_conflict", "message": "skill 'x' is owner-saved"}
+    assert public_error(conflict) == conflict
+    assert public_error(None) is None

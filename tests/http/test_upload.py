@@ -5,22 +5,31 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from registry.domain.model import Scope
+from registry.domain.scanner import DefaultScanner, Finding
 from tests.corpus.fakes import AWS_ACCESS_KEY_ID
 from tests.http.helpers import BLOBS, SKILLS, digest, manifest, publish, raw
 from tests.support.packages import package
-from tests.support.state import blob_rows, db_state, live_claims, store_digests
+from tests.support.state import WRITE_TABLES, blob_rows, db_state, live_claims, store_digests
 
 
-async def upload_all(served, files, *, role="write"):
+async def upload(served, data: bytes, *, role="write", hold=False):
+    return await served.client.put(
+        f"{BLOBS}/{digest(data)}",
+        content=data,
+        params={"findings": "hold"} if hold else {},
+        headers={"Content-Type": "application/octet-stream", **served.auth(role)},
+    )
+
+
+async def upload_all(served, files, *, role="write", hold=False):
     for value in files.values():
         data = raw(value)
-        r = await served.client.put(
-            f"{BLOBS}/{digest(data)}",
-            content=data,
-            headers={"Content-Type": "application/octet-stream", **served.auth(role)},
-        )
+        r = await upload(served, data, role=role, hold=hold)
         assert r.status_code == 201, r.text
-        assert r.json() == {"digest": digest(data), "size": len(data)}
+        assert {k: r.json()[k] for k in ("digest", "size")} == {
+            "digest": digest(data),
+            "size": len(data),
+        }
 
 
 async def test_head_put_head_then_publish_the_manifest(served):
@@ -114,7 +123,7 @@ async def test_uploaded_content_is_validated_and_scanned_like_any_write(served):
         "SKILL.md": package("leaky")["SKILL.md"],
         "config.env": f"id={AWS_ACCESS_KEY_ID}\n".encode(),
     }
-    await upload_all(served, secret)
+    await upload_all(served, secret, hold=True)
     r = await served.client.put(
         f"{SKILLS}/leaky",
         json=manifest(secret),
@@ -230,3 +239,78 @@ async def test_gc_keeps_an_upload_while_its_claim_lasts_and_reclaims_it_after(se
     assert all(digest(raw(v)) in stored for v in kept.values())  # named by a version: kept
     r = await served.client.head(f"{BLOBS}/{orphan}", headers=served.auth("read"))
     assert r.status_code == 404
+
+
+async def test_a_blob_holding_a_credential_is_refused_at_upload_and_never_stored(served):
+    """Issue 15, item 6: the content check runs when the bytes arrive, not at the publish."""
+    data = f"export AWS_ACCESS_KEY_ID={AWS_ACCESS_KEY_ID}\n".encode()
+    before = await db_state(served.registry, WRITE_TABLES)
+    r = await upload(served, data)
+    assert r.status_code == 422, r.text
+    problem = r.json()
+    assert problem["code"] == "content_blocked"
+    first = {"path": digest(data), "pattern_class": "aws_access_key_id", "ordinal": 1}
+    # Every blocking finding is listed too (issue 17: an owner approves them all at once).
+    assert {k: problem["details"][k] for k in first} == first
+    assert [{k: f[k] for k in first} for f in problem["details"]["findings"]] == [first]
+    assert AWS_ACCESS_KEY_ID not in r.text
+    assert await db_state(served.registry, WRITE_TABLES) == before
+    assert digest(data) not in await store_digests(served.registry.ctx.blobs)
+    head = await served.client.head(f"{BLOBS}/{digest(data)}", headers=served.auth("read"))
+    assert head.status_code == 404
+
+
+async def test_a_held_blob_is_unreadable_until_a_publish_that_approves_it_commits(served):
+    secret = f"id={AWS_ACCESS_KEY_ID}\n".encode()
+    files = {"SKILL.md": package("held")["SKILL.md"], "config.env": secret}
+    await upload_all(served, {"SKILL.md": files["SKILL.md"]})
+    r = await upload(served, secret, hold=True)
+    assert r.status_code == 201, r.text
+    assert r.json()["held"] is True
+    assert r.json()["findings"] == [{"pattern_class": "aws_access_key_id", "ordinal": 1, "line": 1}]
+    blob = f"{BLOBS}/{digest(secret)}"
+    for method in ("HEAD", "GET"):
+        read = await served.client.request(method, blob, headers=served.auth("read"))
+        assert read.status_code == 404, method
+    # A publish that names it without approving its finding is refused, like any write.
+    put = {"If-None-Match": "*", **served.auth("write")}
+    refused = await served.client.put(f"{SKILLS}/held", json=manifest(files), headers=put)
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["details"]["path"] == "config.env"
+    assert (await served.client.get(blob, headers=served.auth("read"))).status_code == 404
+    # Approved by the path and ordinal it is reported at, it is published, then readable.
+    # An exception to the content check is the owner's to grant (issue 17): a write token
+    # that approves is refused; the owner's approval publishes it.
+    body = manifest(files, approve=[{"path": "config.env", "ordinal": 1}])
+    denied = await served.client.put(f"{SKILLS}/held", json=body, headers=put)
+    assert denied.status_code == 403, denied.text
+    as_owner = {"If-None-Match": "*", **served.auth("owner")}
+    published = await served.client.put(f"{SKILLS}/held", json=body, headers=as_owner)
+    assert published.status_code == 201, published.text
+    read = await served.client.get(blob, headers=served.auth("read"))
+    assert (read.status_code, read.content) == (200, secret)
+
+
+class CountingScanner(DefaultScanner):
+    def __init__(self) -> None:
+        self.scanned: list[str] = []
+
+    def scan(self, path: str, data: bytes) -> list[Finding]:
+        self.scanned.append(path)
+        return super().scan(path, data)
+
+
+async def test_a_clean_upload_is_scanned_once(serve):
+    scanner = CountingScanner()
+    served = await serve(scanner=scanner)
+    files = package("once", files=1)
+    await upload_all(served, files)
+    assert sorted(scanner.scanned) == sorted(digest(raw(v)) for v in files.values())
+    r = await served.client.put(
+        f"{SKILLS}/once",
+        json=manifest(files),
+        headers={"If-None-Match": "*", **served.auth("write")},
+    )
+    assert r.status_code == 201, r.text
+    # The publish scanned its metadata only: the files were found clean at upload.
+    assert all(p.startswith("meta:") for p in scanner.scanned[len(files) :])

@@ -100,3 +100,44 @@ def test_exit_codes(on_database, tmp_path):
     repaired = run_json(*on_database, "reconcile", "-w", "demo", "-t", target)
     assert repaired["repaired"] == ["csv-cleaner"]
     assert tree(target / "csv-cleaner") == tree(skill)
+
+
+def test_a_misspelt_workspace_binds_nothing_and_a_binding_can_be_forgotten(on_database, tmp_path):
+    """Issue 15, item 10: a scope with no skills and no history needs --create."""
+    run(*on_database, "init")
+    run(*on_database, "demo", "-w", "demo")
+    target = tmp_path / "skills"
+    refused = run_json(*on_database, "reconcile", "-w", "nosuch", "-t", target, code=5)
+    assert refused["error"] == "scope_not_found"
+    assert "--create" in refused["message"]
+    assert not target.exists()  # nothing created, nothing bound
+    # The mistake made anyway: --create binds the target to the empty scope ...
+    created = run_json(*on_database, "reconcile", "-w", "nosuch", "-t", target, "--create")
+    assert created["skills"] == []
+    mismatch = run_json(*on_database, "reconcile", "-w", "demo", "-t", target, code=4)
+    assert mismatch["error"] == "target_mismatch"
+    # ... and undone: the target forgotten, the corrected command works.
+    forgotten = run_json(*on_database, "target", "forget", target)
+    assert (forgotten["workspace"], forgotten["removed"]) == ("nosuch", [])
+    assert not (target / ".skillreg").exists()
+    report = run_json(*on_database, "reconcile", "-w", "demo", "-t", target)
+    assert report["written"] == EXAMPLES
+    targets = run_json(*on_database, "status", "-w", "nosuch")["materialization"]["targets"]
+    assert targets == []
+
+
+def test_forgetting_a_target_removes_what_reconcile_put_there_and_its_records(
+    on_database, tmp_path
+):
+    run(*on_database, "init")
+    run(*on_database, "demo", "-w", "demo")
+    target = tmp_path / "skills"
+    run_json(*on_database, "reconcile", "-w", "demo", "-t", target, "--mode", "copy")
+    (target / "notes.txt").write_text("mine\n")
+    forgotten = run_json(*on_database, "target", "forget", target)
+    assert forgotten["removed"] == EXAMPLES
+    assert forgotten["records"] == len(EXAMPLES)
+    assert sorted(p.name for p in target.iterdir()) == ["notes.txt"]
+    assert run_json(*on_database, "status", "-w", "demo")["materialization"]["targets"] == []
+    missing = run_json(*on_database, "target", "forget", tmp_path / "elsewhere", code=3)
+    assert missing["error"] == "target_invalid"

@@ -45,6 +45,10 @@ def _remove(skill: Path, outside: Path) -> None:
     (skill / "references" / "part-001.md").unlink()
 
 
+def _remove_only_file_of_folder(skill: Path, outside: Path) -> None:
+    (skill / "scripts" / "run.py").unlink()  # `scripts/` stays, empty
+
+
 def _replace_skill_md(skill: Path, outside: Path) -> None:
     temp = skill / "SKILL.md.new"
     temp.write_text("---\nname: alpha\ndescription: replaced\n---\n")
@@ -90,6 +94,8 @@ CASES: dict[str, tuple[Callable[[Path, Path], None], set[tuple[str, str]]]] = {
     "edited": (_edit, {("references/part-001.md", "modified")}),
     "added": (_add, {("notes.txt", "added")}),
     "removed": (_remove, {("references/part-001.md", "removed")}),
+    # Reported once: the folder the package has is no addition (issue 15, item 11).
+    "only_file_of_folder_removed": (_remove_only_file_of_folder, {("scripts/run.py", "removed")}),
     "skill_md_replaced": (_replace_skill_md, {("SKILL.md", "modified")}),
     "mode": (_mode, {("scripts/run.py", "mode")}),
     "symlink_out": (_symlink_out, {("references/evil.md", "symlink")}),

@@ -1,4 +1,4 @@
-"""A reconciler that SIGKILLs itself at a chosen step, run in a process of its own.
+"""A reconciler (or a sync) that SIGKILLs itself at a chosen step, in a process of its own.
 
 The crash tests start `reconcile_until_killed` through multiprocessing's forkserver, which
 imports this module (and with it the registry) once; each run is a fork of that server,
@@ -18,6 +18,7 @@ from blobstore.local import LocalBlobStore
 from registry.api import Registry
 from registry.db.engine import create_engine
 from registry.domain.model import Scope
+from registry.services.materialize.sync import Sync
 from registry.settings import Settings
 
 
@@ -53,3 +54,17 @@ async def _reconcile(
         await registry.reconcile(Scope(workspace), target)
     finally:
         await engine.dispose()
+
+
+def sync_until_killed(
+    url: str, token: str, target: str, workspace: str, kill_at: tuple[str, int]
+) -> None:
+    """Sync `target` from the registry at `url`; die at `kill_at`. Returns only if never reached."""
+    asyncio.run(_sync(url, token, Path(target), workspace, kill_at))
+
+
+async def _sync(
+    url: str, token: str, target: Path, workspace: str, kill_at: tuple[str, int]
+) -> None:
+    async with Sync(url, token, Scope(workspace), target, failpoints=KillAt(*kill_at)) as syncer:
+        await syncer.once()

@@ -13,10 +13,20 @@ SLUG: Final = "pdf-report"
 """The slug a test writes when the name does not matter."""
 
 
+LEARNED_SECTIONS: Final = (
+    "## Steps\n\n1. Run the script on the input.\n\n"
+    "## Verification\n\nThe report file exists and lists every input row.\n"
+)
+"""The Steps and Verification a learning write's `SKILL.md` must carry (docs/history.md)."""
+
+
 def skill_md(
     slug: str, description: str = "Does a useful thing for tests.", body: str = ""
 ) -> bytes:
-    return (f"---\nname: {slug}\ndescription: {description}\n---\n\n# {slug}\n\n{body}\n").encode()
+    return (
+        f"---\nname: {slug}\ndescription: {description}\n---\n\n# {slug}\n\n"
+        f"{LEARNED_SECTIONS}\n{body}\n"
+    ).encode()
 
 
 def package(

@@ -29,7 +29,7 @@ from registry.errors import HeadConflict, StorageUnavailable, VersionNotFound, W
 from registry.services.gc import retention
 from registry.services.gc.collect import collect
 from registry.services.gc.fsck import fsck
-from registry.services.write import publish
+from registry.services.write import publish, settle
 from registry.services.write.request import WriteRequest
 from registry.settings import Settings
 from tests.support.faults import ScriptedFailpoints
@@ -159,7 +159,7 @@ async def test_settling_a_lost_reply_waits_for_a_commit_still_in_flight(make_reg
     request = WriteRequest(
         scope=ACME, slug="pdf-report", expected_head=1, origin=Origin.EDIT, actor="u"
     )
-    settling = asyncio.create_task(publish._settle(registry.ctx, request, str(write_id)))
+    settling = asyncio.create_task(settle.settle(registry.ctx, request, str(write_id)))
     while not settling.done() and not await _waiting_for_advisory_lock(registry):
         await asyncio.sleep(0.01)
     assert not settling.done(), "settlement answered while the commit was still in flight"

@@ -5,10 +5,14 @@ The stores here are raw sockets on loopback that speak just enough HTTP to misbe
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -137,3 +141,32 @@ async def test_no_upload_waits_for_100_continue(make_registry, aws_env, continue
     await _write_through(make_registry, continue_then_close_server, settings)
     assert continue_then_close_server.heads
     assert not [h for h in continue_then_close_server.heads if b"100-continue" in h.lower()]
+
+
+def test_the_cli_reports_an_s3_outage_in_one_line_that_says_it_once(tmp_path):
+    """Issue 15, item 9: no tenacity lines, and "blob store unavailable" said once."""
+    skillreg = str(Path(sys.executable).with_name("skillreg"))
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("SKILLREG_", "AWS_"))},
+        **FAKE_AWS_ENVIRONMENT,
+    }
+    subprocess.run([skillreg, "init"], cwd=tmp_path, env=env, check=True, capture_output=True)
+    folder = tmp_path / "pdf-report"
+    for path, data in package("pdf-report").items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_bytes(data if isinstance(data, bytes) else data.data)
+    # Nothing listens on port 1: every put fails to connect, is retried, and gives up.
+    env["SKILLREG_BLOB_URL"] = "s3://skills?endpoint_url=http://127.0.0.1:1"
+    result = subprocess.run(
+        [skillreg, "publish", str(folder), "--workspace", "acme"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: blob store unavailable: put ")
+    assert lines[0].count("unavailable") == 1

@@ -24,7 +24,12 @@ NEW = package(SLUG, files=5, tag="new")
 # The steps a write that publishes a version goes through, in order (a write diverted into
 # a proposal takes `publish.proposal_rows` instead of the version rows; GC and
 # materialisation have points of their own).
-STEPS = [p for p in POINTS if p.startswith(("write.", "publish.")) and p != "publish.proposal_rows"]
+STEPS = [
+    p
+    for p in POINTS
+    if p.startswith(("write.", "publish."))
+    and p not in {"publish.proposal_rows", "publish.pending_rows"}
+]
 BEFORE_COMMIT = [p for p in STEPS if p != "publish.committed"]
 
 

@@ -75,6 +75,7 @@ def _on_disk(case) -> bool:
 
 
 def _materialize(root: Path, files) -> bool:
+    root.mkdir(parents=True, exist_ok=True)  # an empty package is an empty folder
     for raw, value in files.items():
         path = root / raw
         data = value.data if isinstance(value, PackageFile) else value

@@ -8,8 +8,11 @@ Blob rows are global (content addressing shares bytes across workspaces); what a
 may see is decided through its versions and manifests, never by digest alone.
 
 `base` holds the declarative base and portable column types; `core` the skills, versions,
-manifests, blobs and outbox; `history` proposals, approvals and exclusions; `ops` jobs, GC
-runs, materialisations and tokens. Every table is importable from `registry.db.tables`.
+manifests, blobs and outbox; `history` proposals, approvals and exclusions; `learning`
+suppressions, pending writes, loads and the SKILL.md index; `ops` jobs, GC runs,
+materialisations and tokens; `discovery` what a scope publishes in its Agent Skills
+index; `search` the full-text documents. Every table is importable from
+`registry.db.tables`.
 """
 
 from registry.db.tables.base import (
@@ -33,13 +36,24 @@ from registry.db.tables.core import (
     Version,
     VersionSource,
 )
+from registry.db.tables.discovery import DiscoveryArtifact, DiscoveryScope, DiscoverySkill
 from registry.db.tables.history import (
     PENDING_PROPOSAL_STATUSES,
     PROPOSAL_DECISIONS,
+    PROPOSAL_KINDS,
     PROPOSAL_STATUSES,
     ContentApproval,
     Proposal,
     SourceExclusion,
+)
+from registry.db.tables.learning import (
+    PENDING_WRITE_STATUSES,
+    SUPPRESSION_CAUSES,
+    SUPPRESSION_STATUSES,
+    Load,
+    PendingWrite,
+    SkillMdIndex,
+    Suppression,
 )
 from registry.db.tables.ops import (
     GC_OUTCOMES,
@@ -53,6 +67,7 @@ from registry.db.tables.ops import (
     Materialization,
     MaterializationTarget,
 )
+from registry.db.tables.search import SearchCursor, SearchDocument
 
 __all__ = [
     "BLOB_STATUSES",
@@ -63,10 +78,14 @@ __all__ = [
     "NAMING_CONVENTION",
     "ORIGINS",
     "PENDING_PROPOSAL_STATUSES",
+    "PENDING_WRITE_STATUSES",
     "PROPOSAL_DECISIONS",
+    "PROPOSAL_KINDS",
     "PROPOSAL_STATUSES",
     "SKILL_KINDS",
     "SKILL_STATES",
+    "SUPPRESSION_CAUSES",
+    "SUPPRESSION_STATUSES",
     "TOKEN_ROLES",
     "ApiToken",
     "Base",
@@ -74,17 +93,26 @@ __all__ = [
     "Blob",
     "BlobClaim",
     "ContentApproval",
+    "DiscoveryArtifact",
+    "DiscoveryScope",
+    "DiscoverySkill",
     "Event",
     "GcRun",
     "Job",
+    "Load",
     "Manifest",
     "ManifestEntry",
     "Materialization",
     "MaterializationTarget",
+    "PendingWrite",
     "Proposal",
     "ScanResult",
+    "SearchCursor",
+    "SearchDocument",
     "Skill",
+    "SkillMdIndex",
     "SourceExclusion",
+    "Suppression",
     "UtcDateTime",
     "Version",
     "VersionSource",

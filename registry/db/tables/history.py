@@ -19,6 +19,10 @@ from registry.db.tables.base import (
 PROPOSAL_STATUSES = ("open", "stale", "applied", "rejected", "superseded", "withdrawn")
 PENDING_PROPOSAL_STATUSES = ("open", "stale")
 PROPOSAL_DECISIONS = ("apply", "alternative", "keep_current")
+# What a proposal asks the owner to decide (docs/history.md, "One list of decisions"):
+# an automated change, one that would bring back a suppressed behaviour, a marketplace
+# update of an edited copy, or an owner's draft kept after a lost compare-and-swap.
+PROPOSAL_KINDS = ("learning", "suppressed", "update", "draft")
 
 
 class Proposal(Base):
@@ -52,6 +56,9 @@ class Proposal(Base):
     # copy's baseline moves to it when the proposal is decided.
     baseline: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)
     status: Mapped[str] = mapped_column(sa.String(16), default="open")
+    kind: Mapped[str] = mapped_column(sa.String(16), default="learning")
+    # The suppression a `suppressed` proposal would lift if applied.
+    suppression_id: Mapped[int | None] = mapped_column(sa.ForeignKey("suppressions.id"))
     decision: Mapped[str | None] = mapped_column(sa.String(16))
     decided_by: Mapped[str | None] = mapped_column(sa.String(200))
     decided_at: Mapped[datetime | None]
@@ -73,6 +80,7 @@ class Proposal(Base):
         sa.Index("ix_proposals_workspace_status", "workspace", "status"),
         sa.Index("ix_proposals_manifest_id", "manifest_id"),
         sa.CheckConstraint(in_check("status", PROPOSAL_STATUSES), name="status"),
+        sa.CheckConstraint(in_check("kind", PROPOSAL_KINDS), name="kind"),
         sa.CheckConstraint(
             f"decision IS NULL OR {in_check('decision', PROPOSAL_DECISIONS)}", name="decision"
         ),

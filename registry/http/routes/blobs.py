@@ -8,15 +8,15 @@ whether some content exists anywhere. Every other digest answers 404.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from registry.http.auth import Caller, authorize, registry_of
 from registry.http.metrics import Metrics
-from registry.http.routes.common import Digest, Workspace, problems, read_body
-from registry.http.schemas import BlobStored
+from registry.http.routes.common import Digest, Workspace, location, problems, read_body
+from registry.http.schemas import BlobFinding, BlobStored
 
 router = APIRouter(prefix="/v1/workspaces/{workspace}", tags=["blobs"])
 
@@ -91,19 +91,39 @@ async def get_blob(
     },
 )
 async def put_blob(
-    request: Request, workspace: Workspace, digest: Digest, caller: Authorized
+    request: Request,
+    workspace: Workspace,
+    digest: Digest,
+    caller: Authorized,
+    findings: Annotated[
+        Literal["refuse", "hold"],
+        Query(description="bytes with content-check findings: refuse them, or hold them"),
+    ] = "refuse",
 ) -> Response:
     """Store the body under `digest` if it hashes to it (422 `digest_mismatch` otherwise).
 
-    The body is read under the per-file limit (413 as soon as it passes it). The blob is
-    kept for the workspace until a manifest names it or the upload's claim expires.
+    The body is read under the per-file limit (413 as soon as it passes it) and
+    content-checked before anything is stored: bytes with a finding are refused (422
+    `content_blocked`), or with `findings=hold` stored unreadable (`held`), until a
+    manifest that names the blob approves its findings and commits. The blob is kept for
+    the workspace until a manifest names it or the upload's claim expires.
     """
     del caller
     data = await read_body(request)
     metrics: Metrics = request.app.state.metrics
     with metrics.write("upload_blob"):
-        stored = await registry_of(request).uploads.put(workspace, digest, data)
+        stored = await registry_of(request).uploads.put(
+            workspace, digest, data, hold=findings == "hold"
+        )
     metrics.upload_bytes.labels("blob").inc(len(data))
-    location = str(request.url_for("get_blob", workspace=workspace, digest=digest))
-    body = BlobStored(digest=stored.digest, size=stored.size).model_dump(mode="json")
-    return JSONResponse(body, status_code=201, headers={"Location": location})
+    where = location(request, "get_blob", workspace=workspace, digest=digest)
+    body = BlobStored(
+        digest=stored.digest,
+        size=stored.size,
+        held=stored.held,
+        findings=[
+            BlobFinding(pattern_class=f.pattern_class, ordinal=f.ordinal, line=f.line)
+            for f in stored.findings
+        ],
+    ).model_dump(mode="json")
+    return JSONResponse(body, status_code=201, headers={"Location": where})

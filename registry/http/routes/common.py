@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, TypeVar
 
 from fastapi import Path, Query, Request
+from pydantic import BaseModel, ValidationError
 
 from registry.domain.model import DEFAULT_AGENT, Scope
-from registry.http.problems import PROBLEM_JSON
+from registry.http.problems import PROBLEM_JSON, HttpProblem
 from registry.http.schemas import DIGEST_PATTERN, NAME_PATTERN, SLUG_PATTERN
+from registry.services.write.content import check_metadata
 
 Workspace = Annotated[
     str, Path(pattern=NAME_PATTERN, max_length=128, description="the token's workspace")
@@ -21,6 +23,8 @@ Agent = Annotated[
     Query(pattern=NAME_PATTERN, max_length=128, description="the agent inside the workspace"),
 ]
 DEFAULT: Final = DEFAULT_AGENT
+
+M = TypeVar("M", bound=BaseModel)
 
 _DESCRIPTIONS: Final = {
     400: "Malformed request or name",
@@ -93,3 +97,63 @@ async def read_body(request: Request) -> bytes:
 def media_type(request: Request) -> str:
     """The request's media type, lower case, without parameters."""
     return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+
+def json_request_body(model: type[BaseModel]) -> dict[str, Any]:
+    """OpenAPI `requestBody` of an endpoint that parses its JSON body with `json_body`.
+
+    The model must be one of the schemas the app documents by hand (`_EXTRA_SCHEMAS`).
+    """
+    schema = {"$ref": f"#/components/schemas/{model.__name__}"}
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
+async def json_body(request: Request, model: type[M]) -> M:
+    """The request's JSON body as `model`: 400 if it does not parse, 422 if it does not fit.
+
+    An endpoint calls it itself, after its `authorize` dependency ran, rather than declaring
+    the body as a parameter: FastAPI reads and parses a declared body before it runs any
+    dependency, so a request without a token and with a malformed body would be told about
+    its body (422) instead of its missing token (401).
+    """
+    raw = await read_body(request)
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        raise invalid_body(exc) from None
+
+
+def invalid_body(exc: ValidationError) -> HttpProblem:
+    """The problem for a body that does not parse (400) or does not match its schema (422)."""
+    if any(e["type"] == "json_invalid" for e in exc.errors()):
+        return HttpProblem("bad_request", "the body is not valid JSON")
+    errors = [
+        {"loc": ["body", *map(str, e["loc"])], "msg": e["msg"], "type": e["type"]}
+        for e in exc.errors()
+    ]
+    return HttpProblem(
+        "request_invalid", "the body does not match the schema", extra={"errors": errors}
+    )
+
+
+def location(request: Request, route: str, /, **params: object) -> str:
+    """A `Location` for the resource `route` serves at `params`.
+
+    Absolute under the configured `public_base_url`, else a relative reference (RFC 9110,
+    10.2.2): never built from the request's `Host` header, which the client chooses.
+    """
+    path = request.app.url_path_for(route, **{k: str(v) for k, v in params.items()})
+    base: str | None = request.app.state.registry.settings.public_base_url
+    return f"{base.rstrip('/')}{path}" if base else str(path)
+
+
+def refuse_credentials(request: Request, **fields: str | None) -> None:
+    """Refuse a client's actor, reason or key if it holds a credential-like value.
+
+    The write path checks a version's message and sources itself; these fields are stored
+    too (with the version, the skill's state or the job) and handed back, so a value a
+    client names is checked the same way, before anything runs (`content_blocked`, 422,
+    at `meta:<field>`; the value is never echoed).
+    """
+    scanner = request.app.state.registry.ctx.scanner
+    check_metadata(scanner, [(name, value) for name, value in fields.items() if value])

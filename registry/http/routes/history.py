@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import Field, TypeAdapter
 
+from registry.domain.numbers import MAX_VERSION
 from registry.domain.states import Action
 from registry.errors import HeadConflict
 from registry.http.auth import Caller, authorize, registry_of
@@ -28,8 +29,11 @@ from registry.http.routes.common import (
     Agent,
     Slug,
     Workspace,
+    json_body,
+    json_request_body,
     make_scope,
     problems,
+    refuse_credentials,
 )
 from registry.http.routes.skills import published
 from registry.http.schemas import ActorOptions, PublishResult
@@ -119,7 +123,7 @@ async def get_diff(
 class RestoreBody(ActorOptions):
     """`POST .../restore`: the version to make the head again."""
 
-    version: int = Field(ge=1, le=2**31 - 1)
+    version: int = Field(ge=1, le=MAX_VERSION)
     message: str = Field(default="", max_length=10_000, pattern=r"^[^\x00]*$")
 
 
@@ -129,17 +133,19 @@ class RestoreBody(ActorOptions):
     summary="Make a version the head again, as a new version (If-Match)",
     response_model=PublishResult,
     responses=problems(400, 403, 404, 409, 412, 422, 428, 429),
+    openapi_extra=json_request_body(RestoreBody),
 )
 async def restore_skill(
     request: Request,
     *,
     workspace: Workspace,
     slug: Slug,
-    body: RestoreBody,
     caller: Authorized,
     agent: Agent = DEFAULT,
 ) -> Response:
     """A new version with origin `restore`; uploads nothing; automatic improvements off."""
+    body = await json_body(request, RestoreBody)
+    refuse_credentials(request, actor=body.actor)
     registry = registry_of(request)
     scope = make_scope(workspace, agent)
     expected = await expected_head(
@@ -206,17 +212,19 @@ class StateChange(ActorOptions):
     summary="Pause or resume learning or use, or switch automatic improvements (If-Match)",
     response_model=SkillStatus,
     responses=problems(400, 403, 404, 409, 412, 422, 428, 429),
+    openapi_extra=json_request_body(StateChange),
 )
 async def change_state(
     request: Request,
     *,
     workspace: Workspace,
     slug: Slug,
-    body: StateChange,
     caller: Authorized,
     agent: Agent = DEFAULT,
 ) -> Response:
     """One control, as a compare-and-swap on the head; 409 if the state does not allow it."""
+    body = await json_body(request, StateChange)
+    refuse_credentials(request, actor=body.actor, reason=body.reason)
     registry = registry_of(request)
     scope = make_scope(workspace, agent)
     expected = await expected_head(request, registry, scope, slug, allow_create=False)

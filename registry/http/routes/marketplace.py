@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from registry.api import Registry
 from registry.domain.model import Scope
+from registry.domain.numbers import MAX_ID, MAX_VERSION
 from registry.errors import HeadConflict, JobNotFound
 from registry.http.archive import tar_gz
 from registry.http.auth import Caller, authorize, registry_of
@@ -35,13 +36,18 @@ from registry.http.routes.common import (
     Agent,
     Slug,
     Workspace,
+    json_body,
+    json_request_body,
+    location,
     make_scope,
     media_type,
     precondition_headers,
     problems,
     read_body,
+    refuse_credentials,
 )
 from registry.http.schemas import (
+    SLUG_PATTERN,
     InstallRequest,
     JobBody,
     JobList,
@@ -59,13 +65,11 @@ jobs_router = APIRouter(prefix="/v1/workspaces/{workspace}", tags=["marketplace"
 routers = (catalog_router, jobs_router)
 
 Authorized = Annotated[Caller, Depends(authorize)]
-Listing = Annotated[
-    str, Path(pattern=r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$", description="the listing id")
-]
+Listing = Annotated[str, Path(pattern=SLUG_PATTERN, description="the listing id")]
 Version = Annotated[
-    int | None, Query(ge=1, le=2**31 - 1, description="a listing version (default: the newest)")
+    int | None, Query(ge=1, le=MAX_VERSION, description="a listing version (default: the newest)")
 ]
-JobId = Annotated[int, Path(ge=1, le=2**63 - 1, description="the job's id")]
+JobId = Annotated[int, Path(ge=1, le=MAX_ID, description="the job's id")]
 
 # What an archive upload may be labelled; the reader recognises the format by its bytes.
 ARCHIVE_TYPES: Final = frozenset(
@@ -106,7 +110,7 @@ async def list_listings(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     after: Annotated[
         str | None,
-        Query(pattern=r"^[a-z0-9-]{1,64}$", description="`next_after` of the previous page"),
+        Query(pattern=SLUG_PATTERN, description="`next_after` of the previous page"),
     ] = None,
 ) -> ListingList:
     """Each listing's newest version, its manifest hash and its ETag."""
@@ -227,11 +231,11 @@ async def put_listing(
         stripped=result.stripped,
     )
     status = 201 if pub.created and pub.retired is None else 200
-    location = str(request.url_for("get_listing", listing=listing))
+    where = location(request, "get_listing", listing=listing)
     return JSONResponse(
         body.model_dump(mode="json"),
         status_code=status,
-        headers={"ETag": tag, "Location": location},
+        headers={"ETag": tag, "Location": where},
     )
 
 
@@ -240,11 +244,11 @@ async def put_listing(
 
 def _queued(request: Request, workspace: str, enqueued: Enqueued) -> Response:
     body = JobQueued(created=enqueued.created, job=JobBody.of(enqueued.job))
-    location = str(request.url_for("get_job", workspace=workspace, job=enqueued.job.id))
+    where = location(request, "get_job", workspace=workspace, job=enqueued.job.id)
     return JSONResponse(
         body.model_dump(mode="json"),
         status_code=202 if enqueued.created else 200,
-        headers={"Location": location},
+        headers={"Location": where},
     )
 
 
@@ -263,12 +267,12 @@ def _key(workspace: str, key: str | None) -> str | None:
         200: {"model": JobQueued, "description": "The key already names this job"},
         **problems(400, 403, 404, 422),
     },
+    openapi_extra=json_request_body(InstallRequest),
 )
 async def install_listing(
     request: Request,
     *,
     workspace: Workspace,
-    body: InstallRequest,
     caller: Authorized,
     agent: Agent = DEFAULT,
 ) -> Response:
@@ -277,6 +281,8 @@ async def install_listing(
     The job's outcome (`GET .../jobs/{id}`) is the installed copy's version, or why it
     failed: an owner-saved skill of that slug is never replaced (`ownership_conflict`).
     """
+    body = await json_body(request, InstallRequest)
+    refuse_credentials(request, actor=body.actor, key=body.key)
     enqueued = await registry_of(request).marketplace.enqueue_install(
         make_scope(workspace, agent),
         body.listing,
@@ -297,13 +303,13 @@ async def install_listing(
         200: {"model": JobQueued, "description": "The key already names this job"},
         **problems(400, 403, 404, 409, 422),
     },
+    openapi_extra=json_request_body(UpdateRequest),
 )
 async def update_skill(
     request: Request,
     *,
     workspace: Workspace,
     slug: Slug,
-    body: UpdateRequest,
     caller: Authorized,
     agent: Agent = DEFAULT,
 ) -> Response:
@@ -312,6 +318,8 @@ async def update_skill(
     The job compares-and-swaps on the head it reads when it runs, so it needs no
     `If-Match`: an owner's edit in between is merged or proposed, not lost.
     """
+    body = await json_body(request, UpdateRequest)
+    refuse_credentials(request, actor=body.actor, key=body.key)
     enqueued = await registry_of(request).marketplace.enqueue_update(
         make_scope(workspace, agent),
         slug,
@@ -339,7 +347,7 @@ async def list_jobs(
         str | None, Query(pattern=r"^(queued|running|succeeded|failed)$", description="only")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    before: Annotated[int | None, Query(ge=1, le=2**63 - 1, description="`next_before`")] = None,
+    before: Annotated[int | None, Query(ge=1, le=MAX_ID, description="`next_before`")] = None,
 ) -> JobList:
     """Install and update jobs of every scope of the workspace."""
     del caller

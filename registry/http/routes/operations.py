@@ -67,9 +67,11 @@ async def metrics(request: Request) -> Response:
 async def service_status(
     request: Request, caller: Annotated[Caller, Depends(authorize)]
 ) -> ServiceStatusBody:
-    """Aggregates across workspaces (no names): outbox, uploads in flight, storage and GC."""
-    del caller
-    status = await registry_of(request).ops.service_status()
+    """Aggregates across workspaces (no names): outbox, uploads in flight, storage and GC.
+
+    `learning` is the token's own workspace's learning section.
+    """
+    status = await registry_of(request).ops.service_status(caller.token.workspace)
     return ServiceStatusBody(
         generated_at=status.generated_at,
         events=EventStatus(**vars(status.events)),
@@ -77,4 +79,5 @@ async def service_status(
         storage=status.storage,
         materialization=status.materialization,
         jobs=status.jobs,
+        learning=status.learning,
     )

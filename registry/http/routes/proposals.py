@@ -14,12 +14,22 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import Field, TypeAdapter
 
+from registry.domain.numbers import MAX_ID
 from registry.errors import HeadConflict, ProposalStale
 from registry.http.auth import Caller, authorize, registry_of
 from registry.http.metrics import Metrics
 from registry.http.preconditions import current_head, expected_head, precondition_failed
 from registry.http.problems import HttpProblem
-from registry.http.routes.common import DEFAULT, Agent, Workspace, make_scope, problems
+from registry.http.routes.common import (
+    DEFAULT,
+    Agent,
+    Workspace,
+    json_body,
+    json_request_body,
+    make_scope,
+    problems,
+    refuse_credentials,
+)
 from registry.http.schemas import ActorOptions, FileEntry
 from registry.services.history.proposals import DecisionResult, ProposalDetail, ProposalPage
 from registry.services.write.uploads import ManifestFile
@@ -27,7 +37,7 @@ from registry.services.write.uploads import ManifestFile
 router = APIRouter(prefix="/v1/workspaces/{workspace}/proposals", tags=["proposals"])
 
 Authorized = Annotated[Caller, Depends(authorize)]
-ProposalId = Annotated[int, Path(ge=1, le=2**63 - 1)]
+ProposalId = Annotated[int, Path(ge=1, le=MAX_ID)]
 _DECISION: TypeAdapter[DecisionResult] = TypeAdapter(DecisionResult)
 
 
@@ -46,7 +56,7 @@ async def list_proposals(
     agent: Agent = DEFAULT,
     pending_only: bool = True,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    before: Annotated[int | None, Query(ge=1, le=2**63 - 1)] = None,
+    before: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
 ) -> ProposalPage:
     """Pending (open or stale) proposals unless `pending_only=false`.
 
@@ -97,17 +107,19 @@ class DecisionBody(ActorOptions):
     summary="Apply, apply an edited alternative, or keep the current head (If-Match)",
     response_model=DecisionResult,
     responses=problems(400, 403, 404, 409, 412, 413, 422, 428, 429),
+    openapi_extra=json_request_body(DecisionBody),
 )
 async def decide_proposal(
     request: Request,
     *,
     workspace: Workspace,
     proposal: ProposalId,
-    body: DecisionBody,
     caller: Authorized,
     agent: Agent = DEFAULT,
 ) -> Response:
     """Record the owner's decision; `If-Match` names the skill's head."""
+    body = await json_body(request, DecisionBody)
+    refuse_credentials(request, actor=body.actor)
     registry = registry_of(request)
     scope = make_scope(workspace, agent)
     if (body.files is not None) != (body.decision == "alternative"):

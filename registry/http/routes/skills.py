@@ -16,8 +16,11 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 
 from registry.api import Registry
+from registry.domain.access import Role
+from registry.domain.approvals import FindingRef
 from registry.domain.model import ExpectedHead, Origin, Publication, Scope
-from registry.errors import HeadConflict
+from registry.domain.numbers import MAX_VERSION
+from registry.errors import Forbidden, HeadConflict
 from registry.http.archive import tar_gz
 from registry.http.auth import Caller, authorize, registry_of
 from registry.http.metrics import Metrics
@@ -35,13 +38,17 @@ from registry.http.routes.common import (
     Slug,
     Workspace,
     body_chunks,
+    invalid_body,
+    location,
     make_scope,
     media_type,
     precondition_headers,
     problems,
     read_body,
+    refuse_credentials,
 )
 from registry.http.schemas import (
+    SLUG_PATTERN,
     ManifestBody,
     PackageMeta,
     PublishResult,
@@ -55,7 +62,7 @@ router = APIRouter(prefix="/v1/workspaces/{workspace}", tags=["skills"])
 
 Authorized = Annotated[Caller, Depends(authorize)]
 Version = Annotated[
-    int | None, Query(ge=1, le=2**31 - 1, description="a pinned version (default: the head)")
+    int | None, Query(ge=1, le=MAX_VERSION, description="a pinned version (default: the head)")
 ]
 
 
@@ -89,7 +96,7 @@ async def list_skills(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     after: Annotated[
         str | None,
-        Query(pattern=r"^[a-z0-9-]{1,64}$", description="`next_after` of the previous page"),
+        Query(pattern=SLUG_PATTERN, description="`next_after` of the previous page"),
     ] = None,
 ) -> SkillList:
     """The live skills of the scope, by slug, a page at a time."""
@@ -152,7 +159,7 @@ async def get_version(
     *,
     workspace: Workspace,
     slug: Slug,
-    version: Annotated[int, Path(ge=1, le=2**31 - 1)],
+    version: Annotated[int, Path(ge=1, le=MAX_VERSION)],
     caller: Authorized,
     agent: Agent = DEFAULT,
 ) -> Response:
@@ -226,6 +233,10 @@ _PUT_BODY: dict[str, Any] = {
     response_model=PublishResult,
     responses={
         201: {"model": PublishResult, "description": "The skill was created"},
+        202: {
+            "model": PublishResult,
+            "description": "A learning write recorded as a proposal or a pending write",
+        },
         **problems(400, 403, 404, 409, 412, 413, 415, 422, 428, 429),
     },
     openapi_extra=_PUT_BODY,
@@ -273,9 +284,13 @@ async def _publish_manifest(
     try:
         body = ManifestBody.model_validate_json(raw)
     except ValidationError as exc:
-        raise _invalid(exc) from None
+        raise invalid_body(exc) from None
     pub = await registry.uploads.publish(
-        scope, slug, body.manifest_files(), expected_head=expected, **_options(body, caller)
+        scope,
+        slug,
+        body.manifest_files(),
+        expected_head=expected,
+        **_options(request, body, caller),
     )
     return pub, len(raw)
 
@@ -294,44 +309,47 @@ async def _publish_multipart(
     )
     meta: PackageMeta = upload.meta
     pub = await registry.write_package(
-        scope, slug, upload.files, expected_head=expected, **_options(meta, caller)
+        scope, slug, upload.files, expected_head=expected, **_options(request, meta, caller)
     )
     return pub, sum(len(f.data) for f in upload.files.values())
 
 
-def _options(body: WriteOptions, caller: Caller) -> dict[str, Any]:
+def _options(request: Request, body: WriteOptions, caller: Caller) -> dict[str, Any]:
+    if body.approve and not caller.token.role.allows(Role.OWNER):
+        # An exception to the content check is the owner's to grant.
+        raise Forbidden(Role.OWNER.value, caller.token.role.value)
+    refuse_credentials(request, actor=body.actor)
     return {
         "origin": Origin(body.origin),
         "actor": body.actor or caller.actor,
         "sources": body.sources,
         "message": body.message,
+        "approve": [FindingRef(a.path, a.ordinal) for a in body.approve],
+        "keep_auto_improve": body.keep_auto_improve,
     }
-
-
-def _invalid(exc: ValidationError) -> HttpProblem:
-    if any(e["type"] == "json_invalid" for e in exc.errors()):
-        return HttpProblem("bad_request", "the body is not valid JSON")
-    errors = [
-        {"loc": ["body", *map(str, e["loc"])], "msg": e["msg"], "type": e["type"]}
-        for e in exc.errors()
-    ]
-    return HttpProblem(
-        "request_invalid", "the body does not match the schema", extra={"errors": errors}
-    )
 
 
 async def published(
     request: Request, registry: Registry, scope: Scope, slug: str, pub: Publication
 ) -> Response:
-    """The response to a write that made (or found) version `pub.version`."""
+    """The response to a write that made (or found) version `pub.version`.
+
+    A write that made no version (a proposal or a pending write) is 202 Accepted: the
+    owner decides, or the write waits for room.
+    """
+    if pub.proposal is not None or pub.pending is not None:
+        head = None if pub.version == 0 else await registry.package_info(scope, slug, pub.version)
+        result = PublishResult.of(scope, slug, pub, None if head is None else _tag(head))
+        headers = {} if head is None else {"ETag": _tag(head)}
+        return JSONResponse(result.model_dump(mode="json"), status_code=202, headers=headers)
     # The tag of exactly the version this write made (or found): a pinned read, so a
     # later writer's head is never handed out as this write's.
     info = await registry.package_info(scope, slug, pub.version)
     tag = _tag(info)
     result = PublishResult.of(scope, slug, pub, tag)
     status = 201 if pub.created and pub.retired is None else 200
-    location = str(request.url_for("get_skill", workspace=scope.workspace, slug=slug))
+    where = location(request, "get_skill", workspace=scope.workspace, slug=slug)
     if scope.agent != DEFAULT:
-        location += f"?agent={scope.agent}"
-    headers = {"ETag": tag, "Location": location}
+        where += f"?agent={scope.agent}"
+    headers = {"ETag": tag, "Location": where}
     return JSONResponse(result.model_dump(mode="json"), status_code=status, headers=headers)

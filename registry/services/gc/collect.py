@@ -44,8 +44,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from blobstore import BlobInfo, BlobStoreError
 from registry.db import gc as db_gc
 from registry.domain.retention import RetentionPolicy
-from registry.errors import RegistryError, StorageUnavailable
-from registry.services.context import Context
+from registry.errors import RegistryError
+from registry.services.context import Context, blob_store_failed
 from registry.services.gc import retention
 from registry.services.gc.retention import RetentionReport
 
@@ -133,7 +133,7 @@ async def collect(ctx: Context, *, grace: float | None = None, dry_run: bool = F
         try:
             await _plan(ctx, cutoffs, policy, tally)
         except BlobStoreError as exc:
-            raise StorageUnavailable("blob store", str(exc)) from exc
+            raise blob_store_failed(exc) from exc
         return _report(None, grace, started, ctx.clock.now(), tally, dry_run=True)
 
     async def start(conn: AsyncConnection) -> int:
@@ -254,7 +254,7 @@ async def _sweep_store(ctx: Context, cutoffs: db_gc.Cutoffs, tally: _Tally) -> N
                 await _reclaim_untracked(ctx, page, cutoffs, tally)
                 page = []
     except BlobStoreError as exc:
-        raise StorageUnavailable("blob store", str(exc)) from exc
+        raise blob_store_failed(exc) from exc
     if page:
         await _reclaim_untracked(ctx, page, cutoffs, tally)
     tally.store_listed = True
@@ -287,7 +287,7 @@ async def _sweep_temp(ctx: Context, cutoffs: db_gc.Cutoffs, tally: _Tally) -> No
         try:
             tally.temp_files_removed += await ctx.blobs.sweep_temp(cutoffs.touched_before)
         except BlobStoreError as exc:
-            raise StorageUnavailable("blob store", str(exc)) from exc
+            raise blob_store_failed(exc) from exc
 
 
 async def _delete_marked(
@@ -341,7 +341,7 @@ async def _delete_chunk(
         # if its object is still there, else fsck reports it.
         restorable = [d for d in fenced.suspicious if await _stored(ctx, d)]
     except BlobStoreError as exc:
-        raise StorageUnavailable("blob store", str(exc)) from exc
+        raise blob_store_failed(exc) from exc
     deleted = [o for o in outcomes if o is not None]
 
     async def finish(conn: AsyncConnection) -> None:

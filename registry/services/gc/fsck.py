@@ -29,8 +29,7 @@ from blobstore import BlobCorrupted, BlobInfo, BlobNotFound, BlobStoreError
 from registry.db import gc as db_gc
 from registry.db import integrity as db_integrity
 from registry.domain.manifest import Manifest, ManifestEntry
-from registry.errors import StorageUnavailable
-from registry.services.context import Context
+from registry.services.context import Context, blob_store_failed
 
 _REFERENCES: Final = 20
 
@@ -114,7 +113,7 @@ async def fsck(ctx: Context, *, verify_content: bool = False, limit: int = 1000)
         await _check_blobs(ctx, report)
         await _list_untracked(ctx, report)
     except BlobStoreError as exc:
-        raise StorageUnavailable("blob store", str(exc)) from exc
+        raise blob_store_failed(exc) from exc
     return report
 
 

@@ -8,13 +8,20 @@ transition against the state machine (`registry.domain.states`; a disallowed one
 `StateConflict`), updates the skill row and writes exactly one outbox event. No action here
 moves the head or touches a version: history is kept as it is (delete included: the
 versions stay, listed as archived, and the slug is free for a new skill).
+
+A delete also records a **suppression** of the deleted head's package in its transaction
+(docs/history.md, "Suppression"): a later learning write that would bring the skill back
+under its slug becomes a proposal marked `suppressed`. Its files are read and sketched
+before the lock; if the head moved meanwhile, the delete reads it again. Once the delete
+has committed, the scope's pending writes are applied while there is room (its slot is
+free now).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -23,11 +30,14 @@ from registry.db import approvals as db_approvals
 from registry.db import exclusions as db_exclusions
 from registry.db import proposals as db_proposals
 from registry.db import skills as db_skills
+from registry.db import suppressions as db_suppressions
 from registry.domain.model import Scope, check_slug
+from registry.domain.similarity import ChangedFile
 from registry.domain.states import Action, Conditions, SkillState, check
 from registry.errors import ContentBlocked, HeadConflict, SkillNotFound, VersionUnavailable
 from registry.services.context import Context
-from registry.services.write import content
+from registry.services.read import triggers_of
+from registry.services.write import content, pending, suppression
 
 T = TypeVar("T")
 
@@ -70,6 +80,7 @@ class SkillStatus:
     blocked: bool | None
     blocked_by: dict[str, object] | None = None
     unavailable_because: str | None = None
+    triggers: tuple[str, ...] = ()
 
 
 async def live_skill(conn: AsyncConnection, scope: Scope, slug: str) -> db_skills.SkillRow:
@@ -129,6 +140,7 @@ class HeadCheck:
     head: int
     blocked_by: ContentBlocked | None
     unavailable_because: str | None
+    manifest_hash: str = ""
 
 
 async def head_check(ctx: Context, scope: Scope, slug: str) -> HeadCheck:
@@ -145,9 +157,9 @@ async def head_check(ctx: Context, scope: Scope, slug: str) -> HeadCheck:
 
     number, manifest, approvals, unavailable = await ctx.read(work)
     if unavailable is not None:
-        return HeadCheck(number, None, unavailable)
+        return HeadCheck(number, None, unavailable, manifest.hash)
     result = await content.verdict(ctx, manifest, None, allowed=approvals)
-    return HeadCheck(number, result.blocked, None)
+    return HeadCheck(number, result.blocked, None, manifest.hash)
 
 
 async def _status_of(
@@ -169,7 +181,8 @@ async def status(ctx: Context, scope: Scope, slug: str) -> SkillStatus:
         # A write moved the head after it was checked: check the new head.
         if current.head == checked.head:
             break
-    return current
+    found = await triggers_of(ctx, scope.workspace, {checked.manifest_hash: slug})
+    return replace(current, triggers=found.get(checked.manifest_hash, ()))
 
 
 def _pause_reason(reason: str, skill: db_skills.SkillRow, *, still_paused: bool) -> str | None:
@@ -232,11 +245,14 @@ async def act(
     moved = None
     for _ in range(_HEAD_RACE_ATTEMPTS):
         checked = None
+        undone = None
         if action is Action.RESUME_USE:
             checked = await head_check(ctx, scope, slug)
             if checked.unavailable_because is not None:
                 # Runtimes would load a package that may not be read.
                 raise VersionUnavailable(slug, checked.head, checked.unavailable_because)
+        if action is Action.DELETE:
+            undone = await _deleted_behaviour(ctx, scope, slug)
         try:
             work = functools.partial(
                 _act,
@@ -248,12 +264,34 @@ async def act(
                 reason=reason,
                 checked=checked,
                 expected_head=expected_head,
+                undone=undone,
             )
-            return await ctx.locked(scope.workspace, work)
+            status = await ctx.locked(scope.workspace, work)
         except _HeadMoved as exc:
             moved = exc
+            continue
+        if action is Action.DELETE:
+            await pending.apply_quietly(ctx, scope)
+        return status
     assert moved is not None
     raise HeadConflict(moved.checked, moved.current)
+
+
+@dataclass(frozen=True)
+class _Undone:
+    """A deleted head's package, as its suppression records it."""
+
+    head: int
+    manifest_hash: str
+    change: tuple[ChangedFile, ...]
+
+
+async def _deleted_behaviour(ctx: Context, scope: Scope, slug: str) -> _Undone | None:
+    head = await suppression.head_manifest(ctx, scope, slug)
+    if head is None:
+        return None  # no live skill: the locked transaction says so
+    number, manifest = head
+    return _Undone(number, manifest.hash, await suppression.whole_package(ctx, manifest))
 
 
 async def _act(
@@ -267,6 +305,7 @@ async def _act(
     reason: str,
     checked: HeadCheck | None,
     expected_head: int | None = None,
+    undone: _Undone | None = None,
 ) -> SkillStatus:
     now = ctx.clock.now()
     skill = await live_skill(conn, scope, slug)
@@ -274,6 +313,8 @@ async def _act(
         raise HeadConflict(expected_head, skill.head)
     if checked is not None and checked.head != skill.head:
         raise _HeadMoved(checked.head, skill.head)
+    if undone is not None and undone.head != skill.head:
+        raise _HeadMoved(undone.head, skill.head)
     found, _ = await conditions(
         conn, skill, blocked=None if checked is None else checked.blocked_by is not None
     )
@@ -284,6 +325,19 @@ async def _act(
     withdrawn = (
         await db_proposals.withdraw_pending(conn, skill, now) if action is Action.DELETE else []
     )
+    if undone is not None:
+        await db_suppressions.record(
+            conn,
+            scope,
+            slug,
+            skill_id=skill.id,
+            cause="delete",
+            undone_version=undone.head,
+            undone_hash=undone.manifest_hash,
+            change=undone.change,
+            actor=actor,
+            now=now,
+        )
     await db_skills.set_controls(conn, skill, changes, now=now)
     await db_skills.insert_event(
         conn,

@@ -28,7 +28,7 @@ from registry.db import skills as db_skills
 from registry.db.tables import PENDING_PROPOSAL_STATUSES
 from registry.domain.manifest import Manifest, ManifestDiff
 from registry.domain.model import FileInput, Origin, PackageFile, Publication, Scope
-from registry.errors import ProposalNotFound
+from registry.errors import ProposalNotFound, StateConflict
 from registry.services.context import Context
 from registry.services.history.diff import FileChange, diff_manifests
 from registry.services.read import read_files
@@ -61,12 +61,17 @@ class Changes:
 class ProposalSummary:
     """A proposal with what it changes against its base and against the current head.
 
-    `against_head` is None when the skill was deleted.
+    `against_head` is None when the skill was deleted. `kind` says what the owner decides
+    (`learning`: an automated change; `suppressed`: one that would bring back a behaviour
+    the owner undid, `suppression` naming it; `update`: a marketplace update of an edited
+    copy; `draft`: the owner's own draft kept after a lost compare-and-swap).
     """
 
     id: int
+    agent: str
     slug: str
     status: str
+    kind: str
     base_version: int
     head: int
     origin: str
@@ -83,6 +88,7 @@ class ProposalSummary:
     applied_version: int | None
     against_base: Changes
     against_head: Changes | None
+    suppression: int | None = None
 
 
 @dataclass(frozen=True)
@@ -142,8 +148,10 @@ async def _load(
     head = None if skill.state == "deleted" else await _version_manifest(conn, skill, skill.head)
     summary = ProposalSummary(
         id=row.id,
+        agent=listed.agent,
         slug=listed.slug,
         status=row.status,
+        kind=row.kind,
         base_version=row.base_version,
         head=listed.head,
         origin=row.origin,
@@ -160,8 +168,16 @@ async def _load(
         applied_version=row.applied_version,
         against_base=Changes.of(base.diff(proposed)),
         against_head=None if head is None else Changes.of(head.diff(proposed)),
+        suppression=row.suppression_id,
     )
     return _Loaded(summary, proposed, base, head, row)
+
+
+async def summarise(
+    conn: AsyncConnection, listed: db_proposals.ListedProposal, scope: Scope
+) -> ProposalSummary:
+    """A listed proposal with its changes against its base and the current head."""
+    return (await _load(conn, listed, scope)).summary
 
 
 async def list_proposals(
@@ -247,6 +263,10 @@ async def decide(
     if decision == "keep_current":
         return await _keep_current(ctx, scope, slug, row, actor)
     decides = ProposalDecision(row.id, decision, actor)
+    deleted = loaded.head is None
+    if decision == "alternative" and deleted:
+        # A `suppressed` proposal on a deleted skill: apply it (a new skill) or keep it out.
+        raise StateConflict(decision, "skill deleted")
     if decision == "alternative":
         assert files is not None
         publication = await edit(
@@ -264,7 +284,8 @@ async def decide(
     request = WriteRequest(
         scope=scope,
         slug=slug,
-        expected_head=row.base_version,
+        # Applying a proposal on a deleted skill gives its slug a new skill.
+        expected_head=None if deleted else row.base_version,
         origin=Origin(row.origin),
         actor=row.actor,
         message=row.message,

@@ -1,25 +1,28 @@
-"""The applied state of a target: what the registry records it holds, and the outbox events.
+"""The applied state of targets: what the registry records each holds, and the outbox events.
 
 Every change (a target registered or moved, a skill applied, removed or failed) is one
 transaction under the workspace's advisory lock: a compare-and-swap on the record the
 reconciler read, and one outbox event. A transaction retried after a lost commit finds its
 own values already there and changes nothing (no second event).
+
+The direct source calls these for `skillreg reconcile`; the HTTP API calls them for a
+remote reconciler (`skillreg sync`), through `record_remote`, which takes the target's
+scope and place from its registration rather than from the caller.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Final
+from datetime import datetime
+from typing import Final
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import materializations as db_materializations
 from registry.db import skills as db_skills
 from registry.domain.model import Scope
-from registry.errors import RegistryError
+from registry.errors import StateConflict, TargetMismatch, TargetNotFound
 from registry.services.context import Context
-from registry.services.materialize.drift import DriftItem
-from registry.services.materialize.target import Target
+from registry.services.materialize.source import Applied, Change, Place
 
 EVENT_KINDS: Final = {
     "applied": "materialized",
@@ -27,180 +30,156 @@ EVENT_KINDS: Final = {
     "failed": "materialize_failed",
 }
 TARGET_REGISTERED: Final = "materialize_target_registered"
-_MAX_DRIFT_IN_EVENT: Final = 100
 
 
-class Records:
-    """The records of one target, as read at the start of a reconcile and kept current."""
+async def load(ctx: Context, scope: Scope, target_id: str) -> dict[str, Applied]:
+    """What the registry records for every slug of the target."""
 
-    def __init__(self, ctx: Context, scope: Scope, target: Target) -> None:
-        self.ctx = ctx
-        self.scope = scope
-        self.target = target
-        self.rows: dict[str, db_materializations.AppliedRow] = {}
+    async def work(conn: AsyncConnection) -> list[db_materializations.AppliedRow]:
+        return await db_materializations.applied(conn, scope, [target_id])
 
-    async def load(self) -> dict[str, db_materializations.AppliedRow]:
-        """Read what the registry records for every slug of the target."""
+    return {
+        r.slug: Applied(r.slug, r.manifest_hash, r.version, r.outcome, r.error)
+        for r in await ctx.read(work)
+    }
 
-        async def work(conn: AsyncConnection) -> list[db_materializations.AppliedRow]:
-            return await db_materializations.applied(conn, self.scope, [self.target.target_id])
 
-        self.rows = {r.slug: r for r in await self.ctx.read(work)}
-        return self.rows
+async def register(ctx: Context, scope: Scope, place: Place) -> bool:
+    """Record the target once, and again when it is found at another path or host.
 
-    def where(self) -> dict[str, Any]:
-        """Where the target is, for event payloads."""
-        return {
-            "target_id": self.target.target_id,
-            "target": str(self.target.path),
-            "host": self.target.host,
-            "mode": self.target.mode,
-        }
+    True if the record changed. A target id registered for another agent of the workspace
+    is refused (`TargetMismatch`): a target is bound to one scope; one registered in
+    another workspace too (`StateConflict`, which does not say where).
+    """
+    now = ctx.clock.now()
+    row = db_materializations.TargetRow(
+        target_id=place.target_id,
+        workspace=scope.workspace,
+        agent=scope.agent,
+        path=place.path,
+        host=place.host,
+        mode=place.mode,
+        created_at=now,
+        updated_at=now,
+    )
 
-    async def register(self) -> None:
-        """Record the target once, and again when it is found at another path or host."""
-        now = self.ctx.clock.now()
-        row = db_materializations.TargetRow(
-            target_id=self.target.target_id,
-            workspace=self.scope.workspace,
-            agent=self.scope.agent,
-            path=str(self.target.path),
-            host=self.target.host,
-            mode=self.target.mode,
-            created_at=now,
-            updated_at=now,
-        )
+    async def current(conn: AsyncConnection) -> db_materializations.TargetRow | None:
+        return await db_materializations.target(conn, scope.workspace, place.target_id)
 
-        async def current(conn: AsyncConnection) -> db_materializations.TargetRow | None:
-            return await db_materializations.target(
-                conn, self.scope.workspace, self.target.target_id
-            )
+    def unchanged(existing: db_materializations.TargetRow | None) -> bool:
+        if existing is None:
+            return False
+        if existing.agent != scope.agent:
+            recorded = str(Scope(existing.workspace, existing.agent))
+            raise TargetMismatch(place.path, "scope", recorded, str(scope))
+        return (existing.path, existing.host, existing.mode) == (row.path, row.host, row.mode)
 
-        existing = await self.ctx.read(current)
-        if existing is not None and (existing.path, existing.host, existing.mode) == (
-            row.path,
-            row.host,
-            row.mode,
-        ):
-            return
+    if unchanged(await ctx.read(current)):
+        return False
 
-        async def work(conn: AsyncConnection) -> None:
-            if await db_materializations.save_target(conn, row):
-                await db_skills.insert_event(
-                    conn,
-                    self.scope,
-                    "",
-                    skill_id=None,
-                    kind=TARGET_REGISTERED,
-                    version=None,
-                    manifest_hash=None,
-                    payload=self.where(),
-                    now=now,
-                )
-
-        await self.ctx.locked(self.scope.workspace, work)
-
-    async def applied(
-        self,
-        slug: str,
-        skill_id: int | None,
-        *,
-        manifest_hash: str,
-        version: int,
-        action: str,
-        found: Sequence[DriftItem],
-    ) -> None:
-        """Record that the target holds `manifest_hash` (version `version`) for `slug`."""
-        drift = [{"path": d.path, "kind": d.kind} for d in found[:_MAX_DRIFT_IN_EVENT]]
-        await self._save(
-            slug,
-            skill_id,
-            manifest_hash=manifest_hash,
-            version=version,
-            outcome="applied",
-            error=None,
-            payload={"action": action, "drift": drift},
-        )
-
-    async def removed(self, slug: str, skill_id: int | None) -> None:
-        """Record that `slug` is no longer on the target."""
-        await self._save(
-            slug,
-            skill_id,
-            manifest_hash=None,
+    async def work(conn: AsyncConnection) -> bool:
+        existing = await current(conn)
+        if unchanged(existing):
+            return False
+        if existing is None and await db_materializations.target_id_taken(conn, place.target_id):
+            raise StateConflict(f"register target {place.target_id}", "its id is taken")
+        if not await db_materializations.save_target(conn, row):
+            return False
+        await db_skills.insert_event(
+            conn,
+            scope,
+            "",
+            skill_id=None,
+            kind=TARGET_REGISTERED,
             version=None,
-            outcome="removed",
-            error=None,
-            payload={"action": "removed"},
+            manifest_hash=None,
+            payload=place.where(),
+            now=now,
         )
+        return True
 
-    async def failed(self, slug: str, skill_id: int | None, error: RegistryError) -> None:
-        """Record a failure (best effort: it is reported either way; the record feeds status).
+    return await ctx.locked(scope.workspace, work)
 
-        The recorded hash stays what is on disk: a failed write changed nothing there.
-        """
-        row = self.rows.get(slug)
-        try:
-            await self._save(
-                slug,
-                skill_id,
-                manifest_hash=None if row is None else row.manifest_hash,
-                version=None if row is None else row.version,
-                outcome="failed",
-                error=f"{error.code}: {error}",
-                payload={"action": "failed", "error": error.code},
-            )
-        except RegistryError:
-            return
 
-    async def _save(
-        self,
-        slug: str,
-        skill_id: int | None,
-        *,
-        manifest_hash: str | None,
-        version: int | None,
-        outcome: str,
-        error: str | None,
-        payload: dict[str, Any],
-    ) -> None:
-        expected = self.rows.get(slug)
-        if expected is not None and (
-            expected.manifest_hash,
-            expected.version,
-            expected.outcome,
-            expected.error,
-        ) == (manifest_hash, version, outcome, error):
-            return
-        now = self.ctx.clock.now()
+async def record(
+    ctx: Context,
+    scope: Scope,
+    place: Place,
+    slug: str,
+    *,
+    expected: Applied | None,
+    new: Applied,
+    change: Change,
+) -> bool:
+    """Compare-and-swap the record of `slug` on the target from `expected` to `new`.
 
-        async def work(conn: AsyncConnection) -> None:
-            changed = await db_materializations.record(
+    True if it changed (with one event); False if it already was `new`; `StateConflict`
+    if another reconciler recorded something else meanwhile.
+    """
+    now = ctx.clock.now()
+
+    async def work(conn: AsyncConnection) -> bool:
+        changed = await db_materializations.record(
+            conn,
+            scope,
+            place.target_id,
+            slug,
+            expected=None if expected is None else _row(place.target_id, expected, now),
+            manifest_hash=new.manifest_hash,
+            version=new.version,
+            outcome=new.outcome,
+            error=new.error,
+            now=now,
+        )
+        if changed:
+            skill = await db_skills.live_skill(conn, scope, slug)
+            await db_skills.insert_event(
                 conn,
-                self.scope,
-                self.target.target_id,
+                scope,
                 slug,
-                expected=expected,
-                manifest_hash=manifest_hash,
-                version=version,
-                outcome=outcome,
-                error=error,
+                skill_id=None if skill is None else skill.id,
+                kind=EVENT_KINDS[new.outcome],
+                version=new.version,
+                manifest_hash=new.manifest_hash,
+                payload={**place.where(), **change.payload()},
                 now=now,
             )
-            if changed:
-                await db_skills.insert_event(
-                    conn,
-                    self.scope,
-                    slug,
-                    skill_id=skill_id,
-                    kind=EVENT_KINDS[outcome],
-                    version=version,
-                    manifest_hash=manifest_hash,
-                    payload={**self.where(), **payload},
-                    now=now,
-                )
+        return changed
 
-        await self.ctx.locked(self.scope.workspace, work)
-        self.rows[slug] = db_materializations.AppliedRow(
-            self.target.target_id, slug, manifest_hash, version, outcome, error, now
-        )
+    return await ctx.locked(scope.workspace, work)
+
+
+async def record_remote(
+    ctx: Context,
+    workspace: str,
+    target_id: str,
+    slug: str,
+    *,
+    expected: Applied | None,
+    new: Applied,
+    change: Change,
+) -> bool:
+    """`record` for a target registered in `workspace` (`TargetNotFound` if it is not)."""
+
+    async def work(conn: AsyncConnection) -> db_materializations.TargetRow | None:
+        return await db_materializations.target(conn, workspace, target_id)
+
+    found = await ctx.read(work)
+    if found is None:
+        raise TargetNotFound(target_id)
+    scope = Scope(found.workspace, found.agent)
+    place = Place(found.target_id, found.path, found.host, found.mode)
+    return await record(ctx, scope, place, slug, expected=expected, new=new, change=change)
+
+
+def _row(target_id: str, applied: Applied, now: datetime) -> db_materializations.AppliedRow:
+    """The row `db_materializations.record` compares with (its time is not compared)."""
+    return db_materializations.AppliedRow(
+        target_id,
+        applied.slug,
+        applied.manifest_hash,
+        applied.version,
+        applied.outcome,
+        applied.error,
+        now,
+    )

@@ -1,87 +1,52 @@
-"""The desired state of a target: which package each slug of a scope should have on disk.
+"""The desired state of a scope, read from the database: its heads, pinned versions, manifests.
 
-By default, the head of every skill of the scope that is in use (state `active`, use not
-paused). With a lock file, exactly the pinned versions, each checked against its manifest
-hash; a pin that cannot be honoured blocks its slug with the reason.
+`heads` gives every live skill of the scope with its head (the direct source turns them
+into the desired state with `source.resolve`); `pinned` and `manifest` read one version's
+package. `serve` is what the HTTP API answers a remote reconciler (`GET .../desired`): the
+heads, the manifests of those in use and, for one target, its registration and records,
+under one entity tag, so that a reconciler whose registry has not changed gets a 304
+without the manifests even being read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
 
+from blake3 import blake3
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import materializations as db_materializations
 from registry.db import skills as db_skills
 from registry.domain.manifest import Manifest
 from registry.domain.model import Scope
-from registry.errors import Inconsistency, LockMismatch, NotInUse, RegistryError, SkillNotFound
+from registry.errors import Inconsistency
 from registry.services import read
 from registry.services.context import Context
-from registry.services.materialize.lockfile import LockFile
+from registry.services.materialize.source import Applied, Head, Place, Want
 
 
-@dataclass(frozen=True)
-class Want:
-    """The package one slug should have: a version and its manifest (loaded on demand)."""
-
-    skill_id: int | None
-    version: int
-    manifest_hash: str
-    manifest_id: int | None = None
-    manifest: Manifest | None = None
-
-
-@dataclass(frozen=True)
-class Desired:
-    """What a target should hold: wanted packages, and pins that cannot be honoured."""
-
-    wants: dict[str, Want]
-    blocked: dict[str, RegistryError] = field(default_factory=dict)
-    skill_ids: dict[str, int] = field(default_factory=dict)
+def head_of(row: db_materializations.HeadRow, manifest: Manifest | None = None) -> Head:
+    return Head(
+        slug=row.slug,
+        state=row.state,
+        use_paused=row.use_paused,
+        version=row.version,
+        manifest_hash=row.manifest_hash,
+        skill_id=row.skill_id,
+        manifest_id=row.manifest_id,
+        manifest=manifest,
+    )
 
 
-async def desired(ctx: Context, scope: Scope, lock: LockFile | None) -> Desired:
-    """The desired state of `scope`: its heads in use, or the versions `lock` pins."""
+async def heads(ctx: Context, scope: Scope) -> dict[str, Head]:
+    """Every live skill of `scope` (deleted ones excepted) with its head, by slug."""
 
     async def work(conn: AsyncConnection) -> list[db_materializations.HeadRow]:
         return await db_materializations.heads(conn, scope)
 
-    heads = {h.slug: h for h in await ctx.read(work)}
-    skill_ids = {slug: h.skill_id for slug, h in heads.items()}
-    if lock is None:
-        wants = {
-            slug: Want(h.skill_id, h.version, h.manifest_hash, h.manifest_id)
-            for slug, h in heads.items()
-            if h.in_use
-        }
-        return Desired(wants, skill_ids=skill_ids)
-    wants, blocked = await _pinned_by(ctx, scope, lock, heads)
-    return Desired(wants, blocked, skill_ids)
-
-
-async def _pinned_by(
-    ctx: Context, scope: Scope, lock: LockFile, heads: Mapping[str, db_materializations.HeadRow]
-) -> tuple[dict[str, Want], dict[str, RegistryError]]:
-    wants: dict[str, Want] = {}
-    blocked: dict[str, RegistryError] = {}
-    for pin in lock.skills:
-        head = heads.get(pin.slug)
-        try:
-            if head is None:
-                raise SkillNotFound(scope.workspace, scope.agent, pin.slug)
-            if not head.in_use:
-                reason = "its use is paused" if head.use_paused else f"it is {head.state}"
-                raise NotInUse(pin.slug, reason)
-            want = await pinned(ctx, scope, pin.slug, pin.version, head.skill_id)
-            if want.manifest_hash != pin.manifest_hash:
-                raise LockMismatch(pin.slug, pin.version, pin.manifest_hash, want.manifest_hash)
-        except RegistryError as exc:
-            blocked[pin.slug] = exc
-        else:
-            wants[pin.slug] = want
-    return wants, blocked
+    return {h.slug: head_of(h) for h in await ctx.read(work)}
 
 
 async def pinned(ctx: Context, scope: Scope, slug: str, version: int, skill_id: int | None) -> Want:
@@ -108,3 +73,77 @@ async def manifest(ctx: Context, scope: Scope, want: Want) -> Manifest:
     if found.hash != want.manifest_hash:
         raise Inconsistency(f"manifest {want.manifest_hash[:16]} does not match its rows")
     return found
+
+
+@dataclass(frozen=True)
+class Served:
+    """The desired state of a scope as the HTTP API serves it, with its entity tag.
+
+    `heads` carry their manifests when they are in use. When the caller already had the
+    tag (`unchanged`), `heads`, `place` and `applied` are empty: nothing was read that a
+    304 does not need.
+    """
+
+    scope: Scope
+    tag: str
+    unchanged: bool
+    heads: tuple[Head, ...] = ()
+    place: Place | None = None
+    applied: tuple[Applied, ...] = ()
+
+
+async def serve(
+    ctx: Context, scope: Scope, target_id: str | None, matches: Callable[[str], bool]
+) -> Served:
+    """The desired state of `scope`, and of the target `target_id` if given (see above).
+
+    `matches(tag)` says whether the caller has the representation tagged `tag` already
+    (`If-None-Match`); then the manifests are not read.
+    """
+
+    async def work(conn: AsyncConnection) -> Served:
+        rows = await db_materializations.heads(conn, scope)
+        place: Place | None = None
+        applied: list[Applied] = []
+        if target_id is not None:
+            found = await db_materializations.target(conn, scope.workspace, target_id)
+            if found is not None and found.agent == scope.agent:
+                place = Place(found.target_id, found.path, found.host, found.mode)
+                records = await db_materializations.applied(conn, scope, [target_id])
+                applied = [
+                    Applied(r.slug, r.manifest_hash, r.version, r.outcome, r.error) for r in records
+                ]
+        tag = _tag(rows, place, applied)
+        if matches(tag):
+            return Served(scope, tag, unchanged=True)
+        ids = [r.manifest_id for r in rows if r.in_use]
+        manifests = await db_materializations.manifests(conn, scope.workspace, ids)
+        served = tuple(head_of(r, manifests.get(r.manifest_id)) for r in rows)
+        for head in served:
+            if head.manifest is not None and head.manifest.hash != head.manifest_hash:
+                raise Inconsistency(f"manifest {head.manifest_hash[:16]} does not match its rows")
+        return Served(
+            scope, tag, unchanged=False, heads=served, place=place, applied=tuple(applied)
+        )
+
+    return await ctx.read(work)
+
+
+def _tag(
+    rows: list[db_materializations.HeadRow], place: Place | None, applied: list[Applied]
+) -> str:
+    """A strong entity tag over everything the representation is made of.
+
+    Manifests are not read for it: a head's manifest hash names its files. The skill row
+    id is in it, so a skill deleted and created again changes the tag even with the same
+    content.
+    """
+    parts = {
+        "heads": [
+            [r.skill_id, r.slug, r.state, r.use_paused, r.version, r.manifest_hash] for r in rows
+        ],
+        "place": None if place is None else [place.target_id, place.path, place.host, place.mode],
+        "applied": [[a.slug, *a.key] for a in applied],
+    }
+    encoded = json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()
+    return f'"{blake3(encoded).hexdigest()[:32]}"'

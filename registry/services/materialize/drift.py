@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -93,10 +93,13 @@ class Observation:
             and self.manifest.hash == manifest_hash
         )
 
-    def extra_dirs(self) -> list[str]:
-        """The topmost directories no file needs (empty, or holding only anomalies)."""
-        needed = {p.rsplit("/", 1)[0] for p in self.files if "/" in p}
-        needed |= {d for p in needed for d in _parents(p)}
+    def extra_dirs(self, expected: Iterable[str] = ()) -> list[str]:
+        """The topmost directories no file needs (empty, or holding only anomalies).
+
+        A file needs its parents; so does each path of `expected` (the package the disk
+        should hold), whose folders are no addition even when their files were removed.
+        """
+        needed = {d for p in (*self.files, *expected) for d in _parents(p)}
         extra: list[str] = []
         for d in sorted(self.dirs - needed):
             if not any(d.startswith(f"{top}/") for top in extra):
@@ -235,7 +238,7 @@ def differences(expected: Manifest, seen: Observation, entry: str) -> list[Drift
             items.append(
                 DriftItem(path, "mode", "now executable" if have.executable else "lost +x")
             )
-    items.extend(DriftItem(d, "added", "directory") for d in seen.extra_dirs())
+    items.extend(DriftItem(d, "added", "directory") for d in seen.extra_dirs(expected.paths))
     items.extend(DriftItem(a.path, a.kind) for a in seen.anomalies)
     return items
 

@@ -14,10 +14,14 @@ stat cache says it wrote. For each skill the reconciler looks at the disk first:
                                              compare-and-swap on the applied version)
     not desired (deleted, paused, unpinned) -> remove it from the target
 
-Every change is written package-atomically (`swap`) and then recorded in one locked
-transaction with one outbox event (`applied`). A skill that fails is reported with its
-reason and recorded as failed; the others go on. One reconciler works on a target at a time
-(`target`). The desired state comes from `desired`; drift is found by `drift`.
+Every change is written package-atomically (`swap`) and then recorded with one outbox
+event. A skill that fails is reported with its reason and recorded as failed; the others go
+on. One reconciler works on a target at a time (`target`). Drift is found by `drift`.
+
+The desired state, the blobs and the records come from a `Source` (`source.py`): the
+engine here (`materialize`) is the same for both of them. `reconcile` reads the database and
+the blob store (`direct.py`); `skillreg sync` speaks the registry's HTTP API and keeps a
+local blob cache (`remote.py`, `sync.py`).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from typing import Any, Final, TypeVar
 from blobstore import BlobStoreError
 from registry.db import materializations as db_materializations
 from registry.domain.manifest import Manifest
-from registry.domain.model import Origin, PackageFile, Scope
+from registry.domain.model import PackageFile, Scope
 from registry.errors import (
     EntryInTheWay,
     Inconsistency,
@@ -43,18 +47,16 @@ from registry.errors import (
     StorageUnavailable,
     TargetBusy,
 )
-from registry.failpoints import NO_FAILPOINTS
-from registry.services import read
-from registry.services.context import Context
-from registry.services.materialize import desired, drift, swap
-from registry.services.materialize.applied import Records
-from registry.services.materialize.desired import Want
+from registry.failpoints import NO_FAILPOINTS, Failpoints
+from registry.services.context import Context, blob_store_failed
+from registry.services.materialize import drift, swap
+from registry.services.materialize.direct import DirectSource
 from registry.services.materialize.drift import DIR, LINK, DriftItem, Observation
 from registry.services.materialize.fsops import Step, no_step
 from registry.services.materialize.lockfile import LockFile
+from registry.services.materialize.records import Records
+from registry.services.materialize.source import Adopter, Applied, Place, Source, Want
 from registry.services.materialize.target import SkillCache, Target, wait_until_free
-from registry.services.write import publish
-from registry.services.write.request import WriteRequest
 
 WRITTEN: Final = "written"
 UNCHANGED: Final = "unchanged"
@@ -100,6 +102,7 @@ class ReconcileReport:
     outcomes: tuple[SkillOutcome, ...]
     swept: int = 0  # entries a crashed run left under .skillreg/, removed on open
     hashed: int = 0  # files whose content was hashed (the stat cache answered the rest)
+    fetched: int = 0  # blobs fetched from the source (sync: those its cache lacked)
 
     def slugs(self, action: str) -> list[str]:
         """The slugs whose outcome was `action`."""
@@ -149,22 +152,62 @@ async def reconcile(
     lock: LockFile | None = None,
     wait: bool = False,
     actor: str = "reconciler",
+    create: bool = False,
 ) -> ReconcileReport:
     """Make the target at `path` hold the desired state of `scope` (see the module docstring).
 
     `mode` (`link` or `copy`) is fixed when a target is first used; `verify` rehashes
     every file instead of trusting the stat cache; `lock` pins the versions; `wait` waits
-    for another reconciler instead of raising `TargetBusy`.
+    for another reconciler instead of raising `TargetBusy`. A scope with no skill, no
+    history and no target is refused (`ScopeNotFound`, a misspelt name most likely: a
+    target is bound to its scope for good) unless `create`.
+    """
+    if lock is not None and adopt:
+        raise LockFileInvalid(
+            "adopt_with_lock", "a lock file pins versions; adopting would change them"
+        )
+    bind = create or await ctx.read(lambda conn: db_materializations.scope_known(conn, scope))
+    source = DirectSource(ctx, scope)
+    return await materialize(
+        source,
+        scope,
+        path,
+        mode=mode,
+        verify=verify,
+        lock=lock,
+        wait=wait,
+        failpoints=ctx.failpoints,
+        adopter=source if adopt else None,
+        actor=actor,
+        bind=bind,
+    )
+
+
+async def materialize(
+    source: Source,
+    scope: Scope,
+    path: Path | str,
+    *,
+    mode: str | None = None,
+    verify: bool = False,
+    lock: LockFile | None = None,
+    wait: bool = False,
+    failpoints: Failpoints = NO_FAILPOINTS,
+    adopter: Adopter | None = None,
+    actor: str = "reconciler",
+    bind: bool = True,
+) -> ReconcileReport:
+    """The engine: make the target at `path` hold the desired state `source` gives for `scope`.
+
+    `reconcile` and `sync` are this with their own source; `adopter` (if any) publishes
+    drift instead of repairing it; `bind=False` refuses to bind a new target to `scope`
+    (`ScopeNotFound`).
     """
     if lock is not None:
         lock.check_scope(scope)
-        if adopt:
-            raise LockFileInvalid(
-                "adopt_with_lock", "a lock file pins versions; adopting would change them"
-            )
-    step = _step_hook(ctx)
-    target = await _open(ctx, path, scope, mode=mode, wait=wait)
-    run = _Run(ctx, scope, target, step, adopt=adopt, verify=verify, actor=actor)
+    step = _step_hook(failpoints)
+    target = await _open(failpoints, path, scope, mode=mode, wait=wait, bind=bind)
+    run = _Run(source, scope, target, step, failpoints, adopter=adopter, verify=verify, actor=actor)
     try:
         return await run.run(lock)
     finally:
@@ -180,11 +223,17 @@ def _thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> asyncio.Futur
 
 
 async def _open(
-    ctx: Context, path: Path | str, scope: Scope, *, mode: str | None, wait: bool
+    failpoints: Failpoints,
+    path: Path | str,
+    scope: Scope,
+    *,
+    mode: str | None,
+    wait: bool,
+    bind: bool,
 ) -> Target:
     """Open and lock the target; with `wait`, wait for another reconciler to finish first."""
     while True:
-        opening = _thread(Target.open, path, scope, mode=mode)
+        opening = _thread(Target.open, path, scope, mode=mode, bind=bind)
         try:
             return await asyncio.shield(opening)
         except TargetBusy:
@@ -195,7 +244,7 @@ async def _open(
             # rather than hold its lock for the rest of the process's life.
             opening.add_done_callback(_close_opened)
             raise
-        await ctx.hit("reconcile.lock_wait")
+        await failpoints.hit("reconcile.lock_wait")
         await _in_daemon_thread(wait_until_free, path)
 
 
@@ -234,18 +283,18 @@ def _close_opened(opening: asyncio.Future[Target]) -> None:
         opening.result().close()
 
 
-def _step_hook(ctx: Context) -> Step:
+def _step_hook(failpoints: Failpoints) -> Step:
     """Failpoints for the filesystem steps, which run in worker threads.
 
     The hook hands each step to the event loop's failpoints and waits for it, so a test can
     fail, park or kill the reconciler at any step. Production has no failpoints: no hop.
     """
-    if ctx.failpoints is NO_FAILPOINTS:
+    if failpoints is NO_FAILPOINTS:
         return no_step
     loop = asyncio.get_running_loop()
 
     def step(name: str) -> None:
-        asyncio.run_coroutine_threadsafe(ctx.hit(name), loop).result()
+        asyncio.run_coroutine_threadsafe(failpoints.hit(name), loop).result()
 
     return step
 
@@ -255,23 +304,25 @@ class _Run:
 
     def __init__(
         self,
-        ctx: Context,
+        source: Source,
         scope: Scope,
         target: Target,
         step: Step,
+        failpoints: Failpoints,
         *,
-        adopt: bool,
+        adopter: Adopter | None,
         verify: bool,
         actor: str,
     ) -> None:
-        self.ctx = ctx
+        self.source = source
         self.scope = scope
         self.target = target
         self.step = step
-        self.adopt = adopt
+        self.hit = failpoints.hit
+        self.adopter = adopter
         self.verify = verify
         self.actor = actor
-        self.records = Records(ctx, scope, target)
+        self.records = Records(source, {})
         self.hashed = 0
         self.entry = LINK if target.mode == "link" else DIR
         self._inflight: asyncio.Future[Any] | None = None
@@ -297,22 +348,18 @@ class _Run:
             self.target.close()
 
     async def run(self, lock: LockFile | None) -> ReconcileReport:
-        await self.ctx.hit("reconcile.locked")
-        await self.records.register()
-        wanted = await desired.desired(self.ctx, self.scope, lock)
-        rows = await self.records.load()
-        recorded = {s for s, r in rows.items() if r.manifest_hash is not None}
+        await self.hit("reconcile.locked")
+        snapshot = await self.source.begin(self.target, lock)
+        wanted = snapshot.desired
+        self.records = Records(self.source, snapshot.applied)
+        recorded = {s for s, r in snapshot.applied.items() if r.manifest_hash is not None}
         slugs = {*wanted.wants, *wanted.blocked, *recorded, *self.target.cached_slugs()}
         outcomes: list[SkillOutcome] = []
         for slug in sorted(slugs):
-            outcome = await self._one(
-                slug,
-                wanted.wants.get(slug),
-                wanted.blocked.get(slug),
-                wanted.skill_ids.get(slug),
-            )
+            outcome = await self._one(slug, wanted.wants.get(slug), wanted.blocked.get(slug))
             if outcome is not None:
                 outcomes.append(outcome)
+        await self.source.finish(wanted)
         return ReconcileReport(
             target=str(self.target.path),
             target_id=self.target.target_id,
@@ -322,12 +369,13 @@ class _Run:
             outcomes=tuple(outcomes),
             swept=self.target.swept,
             hashed=self.hashed,
+            fetched=self.source.fetched,
         )
 
     # ------------------------------------------------------------ one skill
 
     async def _one(
-        self, slug: str, want: Want | None, blocked: RegistryError | None, skill_id: int | None
+        self, slug: str, want: Want | None, blocked: RegistryError | None
     ) -> SkillOutcome | None:
         row = self.records.rows.get(slug)
         try:
@@ -336,14 +384,14 @@ class _Run:
             cache, seen = await self.blocking(self._look, slug)
             self.hashed += seen.hashed
             if want is None:
-                removed = await self._remove(slug, row, cache, seen, skill_id)
+                removed = await self._remove(slug, row, cache, seen)
                 if blocked is not None:
                     raise blocked
                 return removed
             return await self._converge(slug, want, row, cache, seen)
         except (RegistryError, OSError, BlobStoreError) as exc:
             error = exc if isinstance(exc, RegistryError) else _as_registry_error(exc)
-            await self.records.failed(slug, skill_id, error)
+            await self.records.failed(slug, error)
             return SkillOutcome(
                 slug,
                 FAILED,
@@ -363,7 +411,7 @@ class _Run:
         self,
         slug: str,
         want: Want,
-        row: db_materializations.AppliedRow | None,
+        row: Applied | None,
         cache: SkillCache | None,
         seen: Observation,
     ) -> SkillOutcome:
@@ -381,9 +429,9 @@ class _Run:
             found = []
         else:
             found = drift.differences(
-                expected or await desired.manifest(self.ctx, self.scope, want), seen, self.entry
+                expected or await self.source.manifest(want), seen, self.entry
             )
-        if found and self.adopt and seen.walked and not interrupted:
+        if found and self.adopter is not None and seen.walked and not interrupted:
             return await self._adopt(
                 slug, want, row=row, cache=cache, seen=seen, found=tuple(found)
             )
@@ -404,7 +452,7 @@ class _Run:
         self,
         slug: str,
         want: Want,
-        row: db_materializations.AppliedRow | None,
+        row: Applied | None,
         cache: SkillCache | None,
         seen: Observation,
     ) -> SkillOutcome:
@@ -415,12 +463,7 @@ class _Run:
         previous = None if row is None else row.manifest_hash
         action = WRITTEN if previous != want.manifest_hash else UNCHANGED
         await self.records.applied(
-            slug,
-            want.skill_id,
-            manifest_hash=want.manifest_hash,
-            version=want.version,
-            action=action,
-            found=(),
+            slug, manifest_hash=want.manifest_hash, version=want.version, action=action, found=()
         )
         return SkillOutcome(slug, action, want.version, want.manifest_hash, previous)
 
@@ -429,16 +472,16 @@ class _Run:
         slug: str,
         want: Want,
         *,
-        row: db_materializations.AppliedRow | None,
+        row: Applied | None,
         cache: SkillCache | None,
         seen: Observation,
         action: str,
         found: tuple[DriftItem, ...],
     ) -> SkillOutcome:
-        manifest = await desired.manifest(self.ctx, self.scope, want)
+        manifest = await self.source.manifest(want)
         how = swap.plan(self.target.mode, manifest, seen)
         wanted = Manifest(e for e in manifest if e.path in set(how.fetch))
-        files = await read.read_files(self.ctx, wanted)
+        files = await self.source.files(wanted)
         # From here until the cache is saved again, this slug's disk state is our own
         # unfinished work: a crash must not make it look like drift to adopt.
         intent = (
@@ -447,7 +490,7 @@ class _Run:
             else SkillCache(slug, None, None, writing=want.manifest_hash)
         )
         await self.blocking(self.target.save_cache, intent)
-        await self.ctx.hit("materialize.intent_saved")
+        await self.hit("materialize.intent_saved")
         written = await self.blocking(
             swap.write,
             self.target,
@@ -460,18 +503,13 @@ class _Run:
         )
         done = SkillCache(slug, want.manifest_hash, want.version, written.tree, None, written.files)
         await self.blocking(self.target.save_cache, done)
-        await self.ctx.hit("materialize.cache_saved")
+        await self.hit("materialize.cache_saved")
         await self.records.applied(
-            slug,
-            want.skill_id,
-            manifest_hash=want.manifest_hash,
-            version=want.version,
-            action=action,
-            found=found,
+            slug, manifest_hash=want.manifest_hash, version=want.version, action=action, found=found
         )
-        await self.ctx.hit("reconcile.recorded")
+        await self.hit("reconcile.recorded")
         await self.blocking(self.target.remove_unlinked_trees, slug, step=self.step)
-        await self.ctx.hit("reconcile.skill_done")
+        await self.hit("reconcile.skill_done")
         previous = None if row is None else row.manifest_hash
         return SkillOutcome(slug, action, want.version, want.manifest_hash, previous, found)
 
@@ -480,7 +518,7 @@ class _Run:
         slug: str,
         want: Want,
         *,
-        row: db_materializations.AppliedRow | None,
+        row: Applied | None,
         cache: SkillCache | None,
         seen: Observation,
         found: tuple[DriftItem, ...],
@@ -491,30 +529,27 @@ class _Run:
         moved since, the edit was made to an old package and is not forced over the new
         one (`HeadConflict`, reported; the disk is left as it is).
         """
+        adopter = self.adopter
+        assert adopter is not None
         base = row.version if row is not None and row.version is not None else None
         if base is None and cache is not None:
             base = cache.version
         if base is None:
             raise Inconsistency(f"{slug}: no applied version to adopt the edit against")
-        limit = self.ctx.settings.max_file_bytes
+        limit = adopter.max_file_bytes
         try:
             raw = await self.blocking(drift.read_observed, self.target, slug, seen, limit)
         except ValueError as exc:
             raise Inconsistency(f"{slug}: {exc}") from exc
-        request = WriteRequest(
-            scope=self.scope,
-            slug=slug,
-            expected_head=base,
-            origin=Origin.OUT_OF_BAND,
-            actor=self.actor,
-            message=f"adopted from {self.target.path / slug}",
-            sources=(f"target:{self.target.target_id}",),
-        )
         files = {p: PackageFile(data, executable=x) for p, (data, x) in raw.items()}
-        pub = await publish.write_package(self.ctx, request, files)
-        # Read the new version back rather than reuse what was seen: the write path
-        # normalises paths (NFC), so its manifest is the authority.
-        adopted = await desired.pinned(self.ctx, self.scope, slug, pub.version, want.skill_id)
+        adopted = await adopter.adopt(
+            slug,
+            files,
+            base=base,
+            place=Place.of(self.target),
+            actor=self.actor,
+            skill_id=want.skill_id,
+        )
         outcome = await self._write(
             slug, adopted, row=row, cache=cache, seen=seen, action=ADOPTED, found=found
         )
@@ -523,19 +558,18 @@ class _Run:
     async def _remove(
         self,
         slug: str,
-        row: db_materializations.AppliedRow | None,
+        row: Applied | None,
         cache: SkillCache | None,
         seen: Observation,
-        skill_id: int | None,
     ) -> SkillOutcome | None:
         recorded = row is not None and row.manifest_hash is not None
         owned = cache is not None or recorded or seen.reconciler_made
         if not owned or (seen.entry == drift.ABSENT and cache is None and not recorded):
             return None
         await self.blocking(swap.remove, self.target, slug, self.step)
-        await self.records.removed(slug, skill_id)
+        await self.records.removed(slug)
         await self.blocking(self.target.drop_cache, slug)
-        await self.ctx.hit("reconcile.skill_done")
+        await self.hit("reconcile.skill_done")
         previous = None if row is None else row.manifest_hash
         return SkillOutcome(slug, REMOVED, previous_hash=previous)
 
@@ -548,5 +582,5 @@ def _describe(seen: Observation) -> str:
 
 def _as_registry_error(exc: BaseException) -> RegistryError:
     if isinstance(exc, BlobStoreError):
-        return StorageUnavailable("blob store", str(exc))
+        return blob_store_failed(exc)
     return StorageUnavailable("target filesystem", str(exc))

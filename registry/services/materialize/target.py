@@ -8,6 +8,8 @@
         lock           held (flock) by the one reconciler working on the target
         trees/<slug>/  package trees; exactly one per slug is linked, the rest are garbage
         cache/<slug>.json  what was written for the slug, with a stat stamp per file
+        remote.json    sync only: the desired state as last fetched, with its ETag
+        blobs/         sync only: the local blob cache (content-addressed, verified)
         tmp/           temp files and links before their rename; emptied on every open
         trash/         folders moved out of the way before removal; emptied on every open
 
@@ -34,7 +36,13 @@ from typing import Any, Final
 
 from registry.domain.manifest import Manifest, ManifestEntry
 from registry.domain.model import Scope, check_slug
-from registry.errors import InvalidName, TargetBusy, TargetInvalid, TargetMismatch
+from registry.errors import (
+    InvalidName,
+    ScopeNotFound,
+    TargetBusy,
+    TargetInvalid,
+    TargetMismatch,
+)
 from registry.services.materialize import fsops
 from registry.services.materialize.fsops import FileStamp, Step, no_step
 
@@ -45,6 +53,8 @@ TREES: Final = "trees"
 TMP: Final = "tmp"
 TRASH: Final = "trash"
 CACHE: Final = "cache"
+SOURCE_STATE: Final = "remote.json"
+BLOB_CACHE: Final = "blobs"
 MODES: Final = ("link", "copy")
 FORMAT: Final = 1
 
@@ -213,15 +223,24 @@ class Target:
     # ------------------------------------------------------------ opening and closing
 
     @classmethod
-    def open(cls, path: Path | str, scope: Scope, *, mode: str | None = None) -> Target:
+    def open(
+        cls, path: Path | str, scope: Scope | None, *, mode: str | None = None, bind: bool = True
+    ) -> Target:
         """Create (if needed), lock and sweep the target at `path` for `scope`.
 
         Raises `TargetBusy` if another reconciler holds the lock, `TargetMismatch` if the
         target was made for another scope or mode, and `TargetInvalid` if the path or the
-        private area is not a usable directory.
+        private area is not a usable directory. With `bind` False a target that is not
+        bound to a scope yet is not bound to this one (`ScopeNotFound`: the caller found
+        the scope unknown), and nothing is created. With `scope` None the target must
+        exist already, bound to whichever scope (`TargetInvalid`, rule `not_a_target`).
         """
         if mode is not None and mode not in MODES:
             raise TargetInvalid(str(path), "unknown_mode", f"{mode!r}; use one of {MODES}")
+        if scope is None and not (Path(path) / PRIVATE / IDENTITY).is_file():
+            raise TargetInvalid(str(path), "not_a_target", f"no {PRIVATE}/{IDENTITY} there")
+        if scope is not None and not bind and not _bound(Path(path)):
+            raise ScopeNotFound(scope.workspace, scope.agent)
         root = _prepare_root(Path(path))
         shown = str(root)
         fds: dict[str, int] = {}
@@ -279,6 +298,21 @@ class Target:
                 slugs.add(slug)
         return slugs
 
+    # ------------------------------------------------------------ a remote source's own
+
+    def load_source_state(self) -> bytes | None:
+        """What a remote source saved here last (`remote.json`), or None."""
+        return fsops.read_small(SOURCE_STATE, self._fds[PRIVATE])
+
+    def save_source_state(self, data: bytes) -> None:
+        """Durably replace `remote.json`."""
+        fsops.write_small(self.tmp_fd, self._fds[PRIVATE], SOURCE_STATE, data)
+
+    @property
+    def blob_cache(self) -> Path:
+        """Where a remote source caches blobs (created by the cache itself)."""
+        return self.path / PRIVATE / BLOB_CACHE
+
     # ------------------------------------------------------------ trees and garbage
 
     def linked_tree(self, slug: str) -> str | None:
@@ -332,6 +366,17 @@ class Target:
         if removed:
             step("materialize.old_removed")
         return removed
+
+
+def _bound(path: Path) -> bool:
+    """True if `path` is bound to a scope, or is no target for `open` to refuse as such.
+
+    A path that is not a directory, or whose private area is a link, is refused by `open`
+    (`TargetInvalid`), whichever scope is asked for.
+    """
+    private = path / PRIVATE
+    unusable = path.exists() and not path.is_dir()
+    return unusable or private.is_symlink() or (private / IDENTITY).is_file()
 
 
 def _is_slug(value: str) -> bool:
@@ -408,13 +453,17 @@ def wait_until_free(path: Path | str) -> None:
         os.close(fd)
 
 
-def _identity(shown: str, fds: dict[str, int], scope: Scope, mode: str | None) -> Identity:
+def _identity(shown: str, fds: dict[str, int], scope: Scope | None, mode: str | None) -> Identity:
     data = fsops.read_small(IDENTITY, fds[PRIVATE], limit=64 * 1024)
     if data is None:
+        if scope is None:
+            raise TargetInvalid(shown, "not_a_target", f"no {PRIVATE}/{IDENTITY} there")
         identity = Identity(str(uuid.uuid4()), scope.workspace, scope.agent, mode or "link")
         fsops.write_small(fds[TMP], fds[PRIVATE], IDENTITY, identity.dumps())
         return identity
     identity = Identity.loads(shown, data)
+    if scope is None:
+        return identity
     if (identity.workspace, identity.agent) != (scope.workspace, scope.agent):
         recorded = str(Scope(identity.workspace, identity.agent))
         raise TargetMismatch(shown, "scope", recorded, str(scope))

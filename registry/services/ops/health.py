@@ -22,12 +22,14 @@ from registry.db.figures import EventFigures, JobFigures, UploadFigures
 from registry.errors import RegistryError
 from registry.services.context import Context
 from registry.services.gc.figures import GcFigures, gc_figures
+from registry.services.ops.learning import LearningStatus, learning_status
 from registry.services.ops.status import materialization_status
 
 __all__ = [
     "Check",
     "EventFigures",
     "JobFigures",
+    "LearningStatus",
     "MaterializationFigures",
     "Readiness",
     "ServiceStatus",
@@ -97,10 +99,15 @@ class ServiceStatus:
     storage: GcFigures
     materialization: MaterializationFigures
     jobs: JobFigures
+    learning: LearningStatus | None = None
 
 
-async def service_status(ctx: Context) -> ServiceStatus:
-    """Service-wide figures for operators (aggregates across workspaces, no names)."""
+async def service_status(ctx: Context, workspace: str | None = None) -> ServiceStatus:
+    """Service-wide figures for operators (aggregates across workspaces, no names).
+
+    With `workspace` (the caller's own), its learning section too: that one names the
+    workspace's paused skills and its last learned change, which the caller may see.
+    """
     now = ctx.clock.now()
 
     async def work(conn: AsyncConnection) -> tuple[EventFigures, UploadFigures, JobFigures]:
@@ -127,4 +134,5 @@ async def service_status(ctx: Context) -> ServiceStatus:
         storage=storage,
         materialization=materialization,
         jobs=jobs,
+        learning=None if workspace is None else (await learning_status(ctx, workspace))[0],
     )

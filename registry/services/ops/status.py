@@ -1,8 +1,9 @@
 """`skillreg status`: what an operator needs to know about the registry, one section each.
 
 `Status` has one field per section so that sections can be added as features land
-without changing the ones already there: materialisation (below) and storage (the GC
-figures of `registry/services/gc/figures.py`).
+without changing the ones already there: materialisation (below), storage (the GC
+figures of `registry/services/gc/figures.py`) and learning, one per workspace
+(`registry/services/ops/learning.py`).
 
 Materialisation: every registered target, and every skill pending on it: a skill in use
 whose head manifest is not the one recorded as applied there (including new skills and
@@ -22,6 +23,7 @@ from registry.db import materializations as db_materializations
 from registry.domain.model import Scope
 from registry.services.context import Context
 from registry.services.gc.figures import GcFigures, gc_figures
+from registry.services.ops.learning import LearningStatus, learning_status
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ class Status:
 
     materialization: MaterializationStatus
     storage: GcFigures
+    learning: tuple[LearningStatus, ...] = ()
 
 
 async def status(ctx: Context, workspace: str | None = None, agent: str | None = None) -> Status:
@@ -84,6 +87,7 @@ async def status(ctx: Context, workspace: str | None = None, agent: str | None =
     return Status(
         materialization=await materialization_status(ctx, workspace, agent),
         storage=await gc_figures(ctx),
+        learning=await learning_status(ctx, workspace, agent),
     )
 
 

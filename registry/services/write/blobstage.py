@@ -18,10 +18,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from blobstore import BlobStoreError
 from registry.db import blobs as db_blobs
 from registry.db import budget as write_budget
+from registry.db import documents as db_documents
 from registry.db import scans as db_scans
 from registry.domain.model import Scope
 from registry.errors import StorageUnavailable
-from registry.services.context import Context
+from registry.services.context import Context, blob_store_failed
 from registry.services.write import content
 
 
@@ -32,10 +33,13 @@ async def claim_and_upload(
     to_store: Mapping[str, bytes],
     *,
     scanned_clean: Sequence[str] = (),
+    document: tuple[str, Sequence[str]] | None = None,
 ) -> frozenset[str]:
     """Claim the digests, upload those not already live; return what this write stored.
 
-    The claim transaction also records the digests the content check found clean.
+    The claim transaction also records the digests the content check found clean, and
+    `document` (a `SKILL.md` digest and its triggers) in the SKILL.md index when that
+    digest is among the claimed ones (a `SKILL.md` the skill already had is indexed).
     """
     if not to_store:
         await content.remember_clean(ctx, scanned_clean, scope.workspace)
@@ -55,6 +59,8 @@ async def claim_and_upload(
             expires_at=expires,
         )
         await db_scans.remember_clean(conn, scanned_clean, ctx.scanner.fingerprint, now)
+        if document is not None and document[0] in sizes:
+            await db_documents.remember(conn, document[0], document[1], now)
         return statuses
 
     statuses = await ctx.write(claim, workspace=scope.workspace)
@@ -82,7 +88,7 @@ async def upload(ctx: Context, blobs: Mapping[str, bytes]) -> None:
         async with asyncio.timeout(limit):
             await ctx.blobs.put_many(blobs, concurrency=ctx.settings.upload_concurrency)
     except BlobStoreError as exc:
-        raise StorageUnavailable("blob store", str(exc)) from exc
+        raise blob_store_failed(exc) from exc
     except TimeoutError:
         raise StorageUnavailable(
             "blob store", f"{len(blobs)} uploads did not finish within {limit:.3g}s"

@@ -1,11 +1,14 @@
 """The write path's history hooks, run inside the publish transaction (lock held).
 
-- An automated (`learning`) write to a skill whose automatic improvements are off, or
-  whose learning is paused, records a proposal instead of a version (`diverted`, `propose`).
+- A write that becomes a proposal records it (`propose`); `learning.route` decides which
+  writes do (an automated write the owner's rules divert, a kept draft, a marketplace
+  update of an edited copy) and with which kind.
 - An owner's edit that asked to keep its draft records it as a (stale) proposal when its
   compare-and-swap fails (`propose`, with the draft's base).
 - A write that decides a proposal finds it open and made on the current head
-  (`pending_proposal`), and closes it as applied when the head moves (`head_moved`).
+  (`pending_proposal`), and closes it as applied when the head moves (`head_moved`) or,
+  for a `suppressed` proposal on a deleted skill, when its slug gets a new skill
+  (`skill_created`).
 - Every head move makes the skill's open proposal stale (`head_moved`).
 - A version may not list an excluded source (`check_sources`).
 
@@ -31,18 +34,6 @@ from registry.services.context import Context
 from registry.services.write.request import WriteRequest
 
 
-def diverted(request: WriteRequest, skill: db_skills.SkillRow | None) -> bool:
-    """An automated write to a skill under human control becomes a proposal.
-
-    So does a write that asks for it (`propose`: a marketplace update of an edited copy).
-    """
-    if skill is None or request.decides is not None:
-        return False
-    if request.propose:
-        return True
-    return request.origin is Origin.LEARNING and (not skill.auto_improve or skill.learning_paused)
-
-
 def event_kind(request: WriteRequest) -> str:
     """The outbox event kind of a write that appends a version."""
     if request.decides is not None:
@@ -55,12 +46,24 @@ def event_kind(request: WriteRequest) -> str:
 async def pending_proposal(
     conn: AsyncConnection, request: WriteRequest, skill: db_skills.SkillRow | None
 ) -> db_proposals.ProposalRow | None:
-    """The proposal this write decides, checked to be open and made on the current head."""
+    """The proposal this write decides, checked to be open and made on the current head.
+
+    A `suppressed` proposal on a deleted skill is decided by a write that creates the
+    slug's new skill (`skill` is None then): it is checked against the deleted head.
+    """
     decides = request.decides
     if decides is None:
         return None
     proposal = await db_proposals.get(conn, request.scope, decides.proposal)
-    if proposal is None or skill is None or proposal.skill_id != skill.id:
+    if proposal is None:
+        raise ProposalNotFound(decides.proposal)
+    if skill is None:
+        owner = await db_skills.skill_by_id(conn, request.scope.workspace, proposal.skill_id)
+        if owner is None or owner.state != "deleted" or owner.slug != request.slug:
+            raise ProposalNotFound(decides.proposal)
+        check_decidable(proposal, decides.decision, owner.head)
+        return proposal
+    if proposal.skill_id != skill.id:
         raise ProposalNotFound(decides.proposal)
     check_decidable(proposal, decides.decision, skill.head)
     return proposal
@@ -116,6 +119,27 @@ async def head_moved(
     return await db_proposals.stale_open(conn, skill, now)
 
 
+async def skill_created(
+    conn: AsyncConnection,
+    request: WriteRequest,
+    *,
+    decided: db_proposals.ProposalRow | None,
+    number: int,
+    now: datetime,
+) -> None:
+    """Close the decided proposal of a deleted skill whose slug this write re-created."""
+    if decided is not None and request.decides is not None:
+        await db_proposals.close(
+            conn,
+            decided,
+            status="applied",
+            decision=request.decides.decision,
+            actor=request.decides.actor,
+            now=now,
+            applied_version=number,
+        )
+
+
 async def propose(
     ctx: Context,
     conn: AsyncConnection,
@@ -128,17 +152,24 @@ async def propose(
     base: int,
     write_id: str,
     now: datetime,
+    kind: str = "learning",
+    suppression: int | None = None,
 ) -> Publication:
-    """Record the package as the skill's pending proposal (superseding the previous one)."""
+    """Record the package as the skill's pending proposal (superseding the previous one).
+
+    `skill` may be a deleted skill: a learning write that would bring back its suppressed
+    behaviour is recorded on it (`kind` `suppressed`).
+    """
     status = "open" if base == skill.head else "stale"
     pending = await db_proposals.pending(conn, skill)
-    if pending is not None and (pending.manifest_hash, pending.base_version, pending.status) == (
-        manifest.hash,
-        base,
-        status,
-    ):
+    if pending is not None and (
+        pending.manifest_hash,
+        pending.base_version,
+        pending.status,
+        pending.kind,
+    ) == (manifest.hash, base, status, kind):
         # The same proposal again (a retried job): nothing new to decide on, no event.
-        return _proposed(skill, manifest, pending.id, None)
+        return _proposed(skill, manifest, pending.id, None, kind)
     proposal_id, superseded = await db_proposals.record(
         conn,
         skill,
@@ -154,6 +185,8 @@ async def propose(
         baseline=request.baseline,
         write_id=write_id,
         now=now,
+        kind=kind,
+        suppression_id=suppression,
     )
     await ctx.hit("publish.proposal_rows")
     await db_skills.insert_event(
@@ -168,6 +201,8 @@ async def propose(
             "proposal": proposal_id,
             "base": base,
             "status": status,
+            "kind": kind,
+            "suppression": suppression,
             "origin": request.origin.value,
             "actor": request.actor,
             "superseded": superseded,
@@ -176,18 +211,23 @@ async def propose(
         },
         now=now,
     )
-    return _proposed(skill, manifest, proposal_id, now)
+    return _proposed(skill, manifest, proposal_id, now, kind)
 
 
 def _proposed(
-    skill: db_skills.SkillRow, manifest: Manifest, proposal_id: int, now: datetime | None
+    skill: db_skills.SkillRow,
+    manifest: Manifest,
+    proposal_id: int,
+    now: datetime | None,
+    kind: str,
 ) -> Publication:
     return Publication(
-        version=skill.head,
+        version=0 if skill.state == "deleted" else skill.head,
         manifest_hash=manifest.hash,
         created=False,
         retired=None,
         unchanged=False,
         committed_at=now,
         proposal=proposal_id,
+        proposal_kind=kind,
     )

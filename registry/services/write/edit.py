@@ -16,12 +16,7 @@ from registry.domain.model import FileInput, Origin, Publication, Scope
 from registry.errors import DraftKept, VersionNotFound
 from registry.services.context import Context
 from registry.services.write.publish import write_package
-from registry.services.write.request import (
-    KEEP_CONTROLS,
-    OWNER_TAKES_CONTROL,
-    ProposalDecision,
-    WriteRequest,
-)
+from registry.services.write.request import ProposalDecision, WriteRequest
 
 
 async def edit(
@@ -50,7 +45,7 @@ async def edit(
         actor=actor,
         message=message,
         sources=tuple(sources),
-        changes=KEEP_CONTROLS if keep_auto_improve else OWNER_TAKES_CONTROL,
+        keep_auto_improve=keep_auto_improve,
         approve=tuple(approve),
         keep_draft=keep_draft,
         decides=decides,

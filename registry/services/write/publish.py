@@ -14,17 +14,16 @@ Failure handling (docs/write-path.md):
 - No blob I/O, hashing or scanning happens while the workspace lock is held.
 
 History (docs/history.md) adds three things to the locked transaction, so that each stays
-one change with one event: an automated (`learning`) write to a skill under human control
-records a proposal instead of a version; an owner's edit that loses its compare-and-swap
-can keep its draft as a proposal; and a write that applies a proposal closes it. Every
-head move makes the skill's open proposal stale, and a write that lists an excluded
-source is refused.
+one change with one event: an automated (`learning`) write the owner's rules divert
+records a proposal or a pending write instead of a version (`learning.route`, `record`);
+an owner's edit that loses its compare-and-swap can keep its draft as a proposal; and a
+write that applies a proposal closes it. Every head move makes the skill's open proposal
+stale, and a write that lists an excluded source is refused.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import uuid
 from collections.abc import Mapping, Sequence
@@ -40,7 +39,6 @@ from registry.db import errors as db_errors
 from registry.db import proposals as db_proposals
 from registry.db import publication as db_publication
 from registry.db import skills as db_skills
-from registry.db.budget import outside_write
 from registry.db.unit import CommitOutcomeUnknown, Outcome
 from registry.domain.approvals import Approval
 from registry.domain.manifest import Manifest, build_manifest
@@ -53,13 +51,12 @@ from registry.domain.model import (
 from registry.domain.package import ValidatedPackage, validate_package
 from registry.errors import (
     Inconsistency,
-    RegistryError,
     StorageUnavailable,
     VersionNotFound,
     WorkspaceBusy,
 )
 from registry.services.context import Context, offloaded
-from registry.services.write import blobstage, content, diversion, rootchecks
+from registry.services.write import blobstage, content, diversion, learning, rootchecks, settle
 from registry.services.write.request import NOT_SCREENED, Screening, WriteRequest
 
 # A publish that finds one of its blobs claimed away by GC (its claim expired while it
@@ -77,14 +74,6 @@ class _Staged:
     write_id: str
     claimed: bool
     uploaded: frozenset[str]
-
-
-class _CommitFailed(Exception):
-    """Settlement found that the write whose commit reply was lost did not commit."""
-
-    def __init__(self, write_id: str) -> None:
-        self.write_id = write_id
-        super().__init__(f"write {write_id} did not commit")
 
 
 class _BlobsRaced(Exception):
@@ -107,7 +96,9 @@ async def _write_package(
     ctx: Context, request: WriteRequest, files: Mapping[str, FileInput]
 ) -> Publication:
     check_slug(request.slug)
+    content.check_metadata(ctx.scanner, content.version_metadata(request.message, request.sources))
     package = validate_package(files, request.slug, ctx.limits)
+    learning.check_package(request, package)
     manifest = await _hash(package)
     # One read for what the content check and the early checks need: the digests already
     # scanned clean, and the head (its skill row and package).
@@ -141,9 +132,8 @@ async def _write_package(
     if verdict.blocked is not None:
         raise verdict.blocked
     await ctx.hit("write.validated")
-    return await _publish_manifest(
-        ctx, request, manifest, package.files, Screening.of(verdict), head=head
-    )
+    screening = await learning.screening(request, package, manifest, verdict)
+    return await _publish_manifest(ctx, request, manifest, package.files, screening, head=head)
 
 
 async def publish_manifest(
@@ -158,8 +148,10 @@ async def publish_manifest(
 
     `files` holds the bytes of every entry whose blob may need storing; a restore or an
     install passes an empty mapping (every blob is already referenced and live).
-    `screening` is what the content check decided for this package.
+    `screening` is what the content check decided for this package; the request's metadata
+    is checked here, for every write.
     """
+    content.check_metadata(ctx.scanner, content.version_metadata(request.message, request.sources))
     with ctx.deadline():
         head = await ctx.read(
             lambda conn: db_publication.head_for_write(conn, request.scope, request.slug)
@@ -203,19 +195,19 @@ async def _publish_manifest(
     except CommitOutcomeUnknown as unknown:
         # The reply was lost, not necessarily the write: look for the version.
         try:
-            return await ctx.shielded(_settle(ctx, request, write_id))
-        except _CommitFailed:
+            return await ctx.shielded(settle.settle(ctx, request, write_id))
+        except settle.CommitFailed:
             cause = unknown.__cause__ or unknown
             raise db_errors.translate(cause, database=ctx.uow.database) from cause
     except WorkspaceBusy:
         # The write has waited its whole lock budget: it is told at once, and its claims
         # are released in the background (tracked: `Registry.close()` waits for it).
-        ctx.cleanups.start(_release(ctx, request.scope.workspace, write_id))
+        ctx.cleanups.start(settle.release(ctx, request.scope.workspace, write_id))
         raise
     except BaseException:
         # Cancellation included: release the claims, then let the error (or the
         # cancellation) propagate. A cancelled caller gets no reply to report to.
-        await ctx.shielded(_release(ctx, request.scope.workspace, write_id))
+        await ctx.shielded(settle.release(ctx, request.scope.workspace, write_id))
         raise
 
 
@@ -241,7 +233,12 @@ async def _store_and_publish(
         if attempt:
             await asyncio.sleep(random.uniform(0, _BLOB_RACE_PAUSE * 2**attempt))  # noqa: S311
         uploaded = await blobstage.claim_and_upload(
-            ctx, request.scope, write_id, pending, scanned_clean=screening.scanned_clean
+            ctx,
+            request.scope,
+            write_id,
+            pending,
+            scanned_clean=screening.scanned_clean,
+            document=screening.document,
         )
         try:
             staged = _Staged(write_id, claimed=bool(pending), uploaded=uploaded)
@@ -319,9 +316,9 @@ async def _apply(
         raise VersionNotFound(request.slug, restored)
     if found.has_excluded_source:
         await diversion.check_sources(conn, request)
-    divert = draft_base is not None or diversion.diverted(request, skill)
-    if not divert:
-        await rootchecks.check_capacity_and_quota(ctx, conn, request, skill, manifest)
+    route = await learning.route(
+        ctx, conn, request, skill, manifest, screening, draft_base=draft_base
+    )
     await ctx.hit("publish.checked")
 
     # Dropping the claims here releases them (the commit makes it stick) and tells
@@ -333,21 +330,20 @@ async def _apply(
     if problem is not None:
         raise _BlobsRaced(problem.digests)
     manifest_id = await db_publication.ensure_manifest(conn, scope.workspace, manifest, now)
-    if divert:
-        assert skill is not None
-        proposed = await diversion.propose(
+    if route.action != learning.PUBLISH:
+        # A proposal or a pending write instead of a version (docs/history.md).
+        recorded = await learning.record(
             ctx,
             conn,
             request,
-            skill,
+            route,
             approvals=screening.approvals,
             manifest=manifest,
             manifest_id=manifest_id,
-            base=skill.head if draft_base is None else draft_base,
             write_id=write_id,
             now=now,
         )
-        return _with_uploads(proposed, manifest, uploaded)
+        return _with_uploads(recorded, manifest, uploaded)
     publication = await _append_version(
         ctx,
         conn,
@@ -414,7 +410,7 @@ async def _append_version(
             size=manifest.total_size,
             now=now,
             baseline=request.baseline,
-            auto_improve=request.changes.auto_improve is not False,
+            auto_improve=request.changes.new_skill_auto_improve,
         )
         number, parent = 1, None
     else:
@@ -467,6 +463,17 @@ async def _append_version(
             now=now,
             pending=found.has_pending_proposal,
         )
+    else:
+        await diversion.skill_created(conn, request, decided=decided, number=number, now=now)
+    await learning.version_added(
+        conn,
+        request,
+        skill,
+        skill_id=skill_id,
+        number=number,
+        decided_suppression=None if decided is None else decided.suppression_id,
+        now=now,
+    )
     await ctx.hit("publish.head_moved")
     await db_skills.insert_event(
         conn,
@@ -489,73 +496,6 @@ async def _append_version(
     )
 
 
-async def _settle(ctx: Context, request: WriteRequest, write_id: str) -> Publication:
-    """A commit whose reply was lost: find what it committed, under the workspace lock.
-
-    The lock is the proof that the answer is final: the transaction that sent the commit
-    holds it until it has committed or rolled back (on PostgreSQL, a commit still finishing
-    on the server, for example waiting for a synchronous standby, keeps it), so a lookup that
-    holds the lock cannot run before the outcome exists. If nothing was committed, the claims
-    are released in the same transaction. If the lock cannot be had, the outcome stays
-    unknown and the write is reported as such: retrying the same write is safe, because a
-    write that finds its own package at the head succeeds unchanged.
-    """
-    workspace = request.scope.workspace
-
-    async def find(conn: AsyncConnection) -> Publication | None:
-        await ctx.hit("cleanup.settling")
-        created = await db_skills.version_by_write(conn, workspace, write_id)
-        if created is not None:
-            return Publication(
-                version=created.number,
-                manifest_hash=created.manifest_hash,
-                created=True,
-                retired=created.parent,
-                unchanged=False,
-                committed_at=created.created_at,
-            )
-        proposed = await db_proposals.by_write(conn, workspace, write_id)
-        if proposed is None:
-            await db_blobs.release(conn, write_id)
-            return None
-        skill = await db_skills.skill_by_id(conn, workspace, proposed.skill_id)
-        assert skill is not None
-        return Publication(
-            version=skill.head,
-            manifest_hash=proposed.manifest_hash,
-            created=False,
-            retired=None,
-            unchanged=False,
-            committed_at=proposed.created_at,
-            proposal=proposed.id,
-        )
-
-    with outside_write():
-        try:
-            found = await ctx.locked(workspace, find)
-        except RegistryError as exc:
-            raise StorageUnavailable(
-                "database",
-                f"the outcome of the commit is unknown ({exc}); retrying the same write is "
-                "safe: if it committed, the retry finds its package at the head",
-            ) from exc
-    if found is None:
-        raise _CommitFailed(write_id)
-    return found
-
-
-async def _release(ctx: Context, workspace: str, write_id: str) -> None:
-    """After a failure before the commit: drop the write's claims (never deletes a blob).
-
-    Runs with a lock wait of its own, not what is left of the write's. If the database is
-    unreachable the claims expire after `claim_ttl`, and GC reclaims the blobs after its
-    grace period (invariant I4).
-    """
-    await ctx.hit("cleanup.releasing")
-    with outside_write(), contextlib.suppress(RegistryError):
-        await ctx.write(lambda conn: db_blobs.release(conn, write_id), workspace=workspace)
-
-
 def _event_payload(
     request: WriteRequest, manifest: Manifest, *, parent: int | None, staled: list[int]
 ) -> dict[str, object]:
@@ -569,6 +509,7 @@ def _event_payload(
         "bytes": manifest.total_size,
         "proposal": None if decides is None else decides.proposal,
         "decided_by": None if decides is None else decides.actor,
+        "pending": request.applies_pending,
         "repair": request.repair,
         "staled_proposals": staled,
     }
@@ -635,6 +576,15 @@ async def _append_in_one(
         fresh=True,
     )
     await ctx.hit("publish.version_rows")
+    await learning.version_added(
+        conn,
+        request,
+        skill,
+        skill_id=skill.id,
+        number=number,
+        decided_suppression=None if decided is None else decided.suppression_id,
+        now=now,
+    )
     await ctx.hit("publish.head_moved")
     return Publication(
         version=number,

@@ -15,8 +15,19 @@ from typing import Final
 
 from registry.domain.approvals import Approval, FindingRef, Verdict
 from registry.domain.model import ExpectedHead, Origin, Scope
+from registry.domain.similarity import ChangedFile, Sketch
 
 MARKETPLACE_ORIGINS: Final = frozenset({Origin.MARKETPLACE_INSTALL, Origin.MARKETPLACE_UPDATE})
+
+OWNER_ORIGINS: Final = frozenset(
+    {Origin.EDIT, Origin.RESTORE, Origin.OUT_OF_BAND, Origin.IMPORT, Origin.MARKETPLACE_INSTALL}
+)
+"""Writes a person makes or asks for: each turns automatic improvements off (docs/history.md,
+"Learning writes") unless the writer keeps them on (`WriteRequest.keep_auto_improve`)."""
+
+FOREIGN_ORIGINS: Final = frozenset({Origin.IMPORT, Origin.MARKETPLACE_INSTALL})
+"""Writes that bring in a skill from elsewhere: a skill they create starts with automatic
+improvements off, so an automated change needs the owner's decision."""
 
 Baseline = tuple[str, int, str]
 """The listing version an installed copy follows: (listing, listing version, manifest hash)."""
@@ -26,11 +37,13 @@ Baseline = tuple[str, int, str]
 class SkillChanges:
     """Changes to the skill's controls made in the same transaction as its new version.
 
-    `auto_improve=None` leaves automatic improvements as they are (a new skill starts with
-    them on); an owner's edit or restore turns them off (docs/history.md).
+    `auto_improve` is what an existing skill's automatic improvements become (None leaves
+    them as they are); `new_skill_auto_improve` is what a skill this write creates starts
+    with. `WriteRequest.changes` derives both from the write (docs/history.md).
     """
 
     auto_improve: bool | None = None
+    new_skill_auto_improve: bool = True
 
 
 KEEP_CONTROLS: Final = SkillChanges()
@@ -49,6 +62,18 @@ class ProposalDecision:
     actor: str
 
 
+@dataclass(frozen=True, slots=True)
+class Undone:
+    """What an owner's restore undoes: the head it replaces and the change it reverts.
+
+    Recorded as a suppression with the restore's version (docs/history.md, "Suppression").
+    """
+
+    version: int
+    manifest_hash: str
+    change: tuple[ChangedFile, ...]
+
+
 @dataclass(frozen=True)
 class WriteRequest:
     """Everything a package write needs to know besides the files, as its caller gives it.
@@ -57,6 +82,12 @@ class WriteRequest:
     as a proposal if the compare-and-swap fails; `decides` makes this write the owner's
     decision on a pending proposal; `repair` marks a rollback after a source exclusion. A
     decision or a repair always appends a version, even if the head has the same package.
+    `keep_auto_improve` keeps automatic improvements on through a write of an owner origin
+    (`OWNER_ORIGINS`), which otherwise turns them off.
+
+    Learning (docs/history.md, "Learning writes"): `applies_pending` makes this write the
+    application of a waiting pending write (closed in the same transaction); `undoes` is
+    the change an owner's restore reverts, recorded as a suppression with its version.
 
     Marketplace: `baseline` is the listing version an installed copy now follows; `propose`
     records the package as a proposal for the owner instead of publishing it (an update of
@@ -72,17 +103,41 @@ class WriteRequest:
     sources: Sequence[str] = ()
     restored_from: int | None = None
     baseline: Baseline | None = None
-    changes: SkillChanges = KEEP_CONTROLS
+    keep_auto_improve: bool = False
     approve: Sequence[FindingRef] = ()
     keep_draft: bool = False
     decides: ProposalDecision | None = None
     repair: bool = False
     propose: bool = False
+    applies_pending: int | None = None
+    undoes: Undone | None = None
+
+    @property
+    def changes(self) -> SkillChanges:
+        """The control changes this write makes with its version (one rule for every entry).
+
+        A write of an owner origin (an edit, a restore, an adopted out-of-band edit, an
+        import, an install) turns automatic improvements off unless the writer keeps them
+        on; an import or an install creates a skill with them off. Other writes (saves,
+        learning, marketplace updates, an applied learning proposal) leave them alone, and
+        the skills they create start with them on.
+        """
+        if self.origin not in OWNER_ORIGINS:
+            return KEEP_CONTROLS
+        foreign = self.origin in FOREIGN_ORIGINS
+        if self.keep_auto_improve:
+            return SkillChanges(auto_improve=None, new_skill_auto_improve=True)
+        return SkillChanges(auto_improve=False, new_skill_auto_improve=not foreign)
+
+    @property
+    def automated(self) -> bool:
+        """A learning write that no owner decided: the rules of docs/history.md apply."""
+        return self.origin is Origin.LEARNING and self.decides is None
 
     @property
     def may_be_unchanged(self) -> bool:
         """True if re-saving the head's package is a no-op for this write."""
-        return self.decides is None and not self.repair
+        return self.decides is None and not self.repair and self.applies_pending is None
 
     @property
     def kind(self) -> str:
@@ -95,11 +150,15 @@ class Screening:
 
     `approvals` are stored with the new version (or proposal); `scanned_clean` are the
     digests found clean, recorded in the claim transaction (one commit fewer than a
-    transaction of their own).
+    transaction of their own). `document` is the `SKILL.md` digest and its discovery
+    triggers, indexed in the same transaction. `sketches` are the text sketches of a
+    learning write's files (path, sketch), compared with suppressions under the lock.
     """
 
     approvals: tuple[Approval, ...] = ()
     scanned_clean: tuple[str, ...] = ()
+    document: tuple[str, tuple[str, ...]] | None = None
+    sketches: tuple[tuple[str, Sketch], ...] = ()
 
     @classmethod
     def of(cls, verdict: Verdict) -> Screening:

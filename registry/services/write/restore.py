@@ -9,11 +9,17 @@ it refuses a version that the content check blocks or that lists an excluded sou
 Restoring the package the head already has is a no-op that returns the head with
 `unchanged=True` (the same rule as re-saving the head's package): a retried restore whose
 reply was lost does not append a duplicate.
+
+An owner's restore also records a **suppression** of the change it undoes (the head's
+files against the restored version's, docs/history.md), in the same transaction as its
+version; a later learning write that would bring that change back becomes a proposal
+marked `suppressed`. A rollback after a source exclusion (`repair`) records none.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -22,11 +28,16 @@ from registry.db import skills as db_skills
 from registry.domain.approvals import Approval
 from registry.domain.manifest import Manifest
 from registry.domain.model import ExpectedHead, Origin, Publication, Scope, check_slug
+from registry.errors import HeadConflict
 from registry.services.context import Context
 from registry.services.read import locate
-from registry.services.write import content
+from registry.services.write import content, learning, suppression
 from registry.services.write.publish import publish_manifest
-from registry.services.write.request import OWNER_TAKES_CONTROL, Screening, WriteRequest
+from registry.services.write.request import Screening, Undone, WriteRequest
+
+# A restore whose head moved between reading it and the lock computes what it undoes
+# again, at most this often (only with `expected_head=ANY`: otherwise the CAS refuses).
+_UNDONE_ATTEMPTS: Final = 3
 
 
 @dataclass(frozen=True)
@@ -63,6 +74,7 @@ async def republish(
     actor: str,
     message: str = "",
     repair: bool = False,
+    undoes: Undone | None = None,
 ) -> Publication:
     """Append `stored`'s package as a new version (origin `restore`); uploads nothing."""
     kept = await content.check(ctx, stored.manifest, None, allowed=stored.approvals)
@@ -75,8 +87,8 @@ async def republish(
         message=message,
         sources=tuple(stored.sources),
         restored_from=stored.number,
-        changes=OWNER_TAKES_CONTROL,
         repair=repair,
+        undoes=undoes,
     )
     return await publish_manifest(
         ctx, request, stored.manifest, {}, screening=Screening(approvals=kept)
@@ -96,6 +108,23 @@ async def restore(
     """Make `version`'s package the head again as a new version (see the module docstring)."""
     check_slug(slug)
     stored = await stored_version(ctx, scope, slug, version)
-    return await republish(
-        ctx, scope, slug, stored, expected_head=expected_head, actor=actor, message=message
-    )
+    for _ in range(_UNDONE_ATTEMPTS):
+        head = await suppression.head_manifest(ctx, scope, slug)
+        undoes = None
+        if head is not None and head[1].hash != stored.manifest.hash:
+            change = await suppression.undone_change(ctx, head[1], stored.manifest)
+            undoes = Undone(head[0], head[1].hash, change)
+        try:
+            return await republish(
+                ctx,
+                scope,
+                slug,
+                stored,
+                expected_head=expected_head,
+                actor=actor,
+                message=message,
+                undoes=undoes,
+            )
+        except learning.UndoneMoved:
+            continue  # a write moved the head after it was read: undo the new head
+    raise HeadConflict(None, None)

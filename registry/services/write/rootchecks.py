@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import skills as db_skills
 from registry.domain.manifest import Manifest
-from registry.domain.model import AnyHead
+from registry.domain.model import AnyHead, Origin
 from registry.errors import (
     CapacityExceeded,
     HeadConflict,
@@ -63,6 +63,20 @@ def check_root_or_keep_draft(request: WriteRequest, skill: db_skills.SkillRow | 
     return None
 
 
+def slot_needed(request: WriteRequest, skill: db_skills.SkillRow | None) -> str | None:
+    """The capacity budget a write takes a new slot in, if it does.
+
+    A new skill takes one in its own budget. A learned version on an installed copy makes
+    it the agent's own: it moves into the saved budget (docs/history.md, "Capacity for
+    learning").
+    """
+    if skill is None:
+        return request.kind
+    if request.origin is Origin.LEARNING and skill.kind == "installed":
+        return "saved"
+    return None
+
+
 async def check_capacity_and_quota(
     ctx: Context,
     conn: AsyncConnection,
@@ -71,12 +85,11 @@ async def check_capacity_and_quota(
     manifest: Manifest,
 ) -> None:
     settings = ctx.settings
-    if skill is None:
-        limit = (
-            settings.capacity_installed if request.kind == "installed" else settings.capacity_saved
-        )
-        if await db_skills.count_live(conn, request.scope, request.kind) >= limit:
-            raise CapacityExceeded(limit, request.kind)
+    budget = slot_needed(request, skill)
+    if budget is not None:
+        limit = settings.capacity_installed if budget == "installed" else settings.capacity_saved
+        if await db_skills.count_live(conn, request.scope, budget) >= limit:
+            raise CapacityExceeded(limit, budget)
     replaced = 0 if skill is None else skill.head_size
     growth = manifest.total_size - replaced
     if growth > 0:

@@ -1,13 +1,23 @@
 """Two-phase upload: blobs first, by digest, then a manifest that names them.
 
-    PUT blob ──► verify digest ──► claim (upload session) ──► put ──► confirm live
+    PUT blob ──► verify digest ──► content check ──► claim (upload session) ──► put ──► confirm live
     PUT manifest ──► check sizes and visibility ──► fetch the named blobs ──► write_package
 
-A blob upload verifies that the bytes hash to the digest before anything is stored, then
-claims the digest for an upload session of its own (a claim with a fresh write id and the
-usual TTL, `claim_ttl`), stores it, and marks it `live` while the claim is still held. The
-claim keeps GC away from the blob until the manifest that names it is published or the
-claim expires (then GC reclaims the bytes after its grace period, invariant I4).
+A blob upload verifies that the bytes hash to the digest and runs the content check on them
+before anything is stored (digests found clean before are not scanned again, and a clean
+result is remembered, so the publish that names the blob does not scan it again). A blob
+with a finding is refused (`ContentBlocked`, at the digest) and nothing is stored, unless
+the upload asks to *hold* it: then it is stored under a held claim
+(`registry/db/uploads.py`), which lets a manifest of the workspace name it but no read
+return it, and the publish that names it must approve its findings (`approve`, as for any
+write) or be refused; it becomes readable only when that publish commits (its version
+then references it), and an unapproved one is reclaimed by GC like any unused upload.
+
+Then the upload claims the digest for an upload session of its own (a claim with a fresh
+write id and the usual TTL, `claim_ttl`), stores it, and marks it `live` while the claim is
+still held. The claim keeps GC away from the blob until the manifest that names it is
+published or the claim expires (then GC reclaims the bytes after its grace period,
+invariant I4).
 
 Publishing a manifest does not trust it: the package goes through the same write as any
 other (`publish.write_package`), with its bytes fetched back from the store. So paths,
@@ -19,7 +29,6 @@ its workspace sees (`registry/db/uploads.py`): a digest is no proof of having th
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,9 +40,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from blobstore import BlobCorrupted, BlobNotFound, BlobStoreError
 from blobstore.digest import is_digest
 from registry.db import blobs as db_blobs
+from registry.db import scans as db_scans
 from registry.db import uploads as db_uploads
 from registry.domain.manifest import file_digest
 from registry.domain.model import PackageFile, Publication, check_scope_name
+from registry.domain.scanner import Finding, blocking_error
 from registry.errors import (
     BlobDigestMismatch,
     BlobsMissing,
@@ -42,11 +53,10 @@ from registry.errors import (
     InvalidName,
     LimitExceeded,
     ManifestInvalid,
-    RegistryError,
     StorageUnavailable,
 )
-from registry.services.context import Context, offloaded
-from registry.services.write import publish
+from registry.services.context import Context, blob_store_failed, offloaded
+from registry.services.write import content, publish, settle
 from registry.services.write.request import WriteRequest
 
 _FETCH_CONCURRENCY: Final = 16
@@ -57,11 +67,20 @@ _ATTEMPTS: Final = 3
 
 @dataclass(frozen=True)
 class UploadedBlob:
-    """The result of a blob upload."""
+    """The result of a blob upload.
+
+    `findings` are the content check's findings in a held blob (none otherwise): the
+    publish that names it approves them by path and `ordinal`.
+    """
 
     digest: str
     size: int
     stored: bool  # False when the store already held the object
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def held(self) -> bool:
+        return bool(self.findings)
 
 
 @dataclass(frozen=True)
@@ -84,8 +103,14 @@ async def _hash(data: bytes) -> str:
     return await offloaded(len(data), file_digest, data)
 
 
-async def upload_blob(ctx: Context, workspace: str, digest: str, data: bytes) -> UploadedBlob:
-    """Store `data` under `digest` for `workspace`'s next manifest; verified before storing."""
+async def upload_blob(
+    ctx: Context, workspace: str, digest: str, data: bytes, *, hold: bool = False
+) -> UploadedBlob:
+    """Store `data` under `digest` for `workspace`'s next manifest; verified and checked first.
+
+    A blob with content-check findings is refused (`ContentBlocked`), or with `hold` stored
+    unreadable until a publish that approves its findings commits (module docstring).
+    """
     check_scope_name("workspace", workspace)
     _check_digest(digest)
     limit = ctx.limits.max_file_bytes
@@ -94,21 +119,28 @@ async def upload_blob(ctx: Context, workspace: str, digest: str, data: bytes) ->
     actual = await _hash(data)
     if actual != digest:
         raise BlobDigestMismatch(digest, actual)
+    findings = await content.blob_findings(ctx, digest, data)
+    if findings and not hold:
+        blocked = blocking_error(findings)
+        assert blocked is not None
+        raise blocked
     for _ in range(_ATTEMPTS):
-        result = await _claim_store_confirm(ctx, workspace, digest, data)
+        result = await _claim_store_confirm(ctx, workspace, digest, data, findings)
         if result is not None:
             return result
     raise StorageUnavailable("blob store", "the upload's claim kept lapsing before it was stored")
 
 
 async def _claim_store_confirm(
-    ctx: Context, workspace: str, digest: str, data: bytes
+    ctx: Context, workspace: str, digest: str, data: bytes, findings: Sequence[Finding]
 ) -> UploadedBlob | None:
-    write_id = str(uuid.uuid4())
+    write_id = db_uploads.held_write_id() if findings else str(uuid.uuid4())
     now = ctx.clock.now()
     expires = now + timedelta(seconds=ctx.settings.claim_ttl)
 
     async def claim(conn: AsyncConnection) -> dict[str, str]:
+        if not findings:  # remembered here: one commit fewer than a transaction of its own
+            await db_scans.remember_clean(conn, [digest], ctx.scanner.fingerprint, now)
         return await db_blobs.claim(
             conn,
             write_id=write_id,
@@ -130,26 +162,17 @@ async def _claim_store_confirm(
             try:
                 stored = await ctx.blobs.put(digest, data)
             except BlobStoreError as exc:
-                raise StorageUnavailable("blob store", str(exc)) from exc
+                raise blob_store_failed(exc) from exc
         confirmed = await ctx.write(confirm, workspace=workspace)
     except BaseException:
         # Cancellation included: nothing references the blob yet, so the claim goes and
         # GC reclaims the object after its grace period.
-        await ctx.shielded(_release(ctx, workspace, write_id))
+        await ctx.shielded(settle.release(ctx, workspace, write_id))
         raise
     if not confirmed:
-        await ctx.shielded(_release(ctx, workspace, write_id))
+        await ctx.shielded(settle.release(ctx, workspace, write_id))
         return None
-    return UploadedBlob(digest, len(data), stored)
-
-
-async def _release(ctx: Context, workspace: str, write_id: str) -> None:
-    async def work(conn: AsyncConnection) -> int:
-        return await db_blobs.release(conn, write_id)
-
-    # If the database is unreachable the claim expires after `claim_ttl` instead.
-    with contextlib.suppress(RegistryError):
-        await ctx.write(work, workspace=workspace)
+    return UploadedBlob(digest, len(data), stored, tuple(findings))
 
 
 async def blob_size(ctx: Context, workspace: str, digest: str) -> int:
@@ -185,7 +208,7 @@ async def _fetch(ctx: Context, digests: Sequence[str]) -> dict[str, bytes]:
     except (BlobNotFound, BlobCorrupted) as exc:
         raise Inconsistency(f"a referenced blob is unreadable: {exc}") from exc
     except BlobStoreError as exc:
-        raise StorageUnavailable("blob store", str(exc)) from exc
+        raise blob_store_failed(exc) from exc
 
 
 def _check_declared(files: Sequence[ManifestFile], ctx: Context) -> None:
@@ -221,7 +244,8 @@ async def uploaded_files(
     now = ctx.clock.now()
 
     async def work(conn: AsyncConnection) -> dict[str, int]:
-        return await db_uploads.visible(conn, workspace, [f.digest for f in files], now)
+        digests = [f.digest for f in files]
+        return await db_uploads.visible(conn, workspace, digests, now, held=True)
 
     sizes = await ctx.read(work)
     missing = sorted({f.digest for f in files} - sizes.keys())

@@ -1,0 +1,35 @@
+# skill-registry as a service: `skillreg serve` on port 8080 (docs/deployment.md).
+# tests/packaging/test_wheel.py builds the wheel from exactly what the build stage copies
+# and installs it with deploy/install.sh, as the runtime stage does; test_deployment.py
+# checks the rest of this file (no container runtime runs on the test machines).
+
+FROM python:3.11-slim AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY registry registry
+COPY blobstore blobstore
+COPY migrations migrations
+RUN pip wheel --no-deps --wheel-dir /dist .
+
+FROM python:3.11-slim
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONUNBUFFERED=1
+COPY deploy/install.sh /tmp/install.sh
+COPY --from=build /dist /tmp/dist
+RUN sh /tmp/install.sh /opt/skillreg /tmp/dist/*.whl \
+    && rm -r /tmp/install.sh /tmp/dist \
+    && useradd --system --user-group --uid 10001 --home-dir /var/lib/skillreg --create-home skillreg
+# Without settings the container keeps SQLite and blobs in its volume; compose.yaml sets
+# PostgreSQL and S3 for several replicas.
+ENV PATH=/opt/skillreg/bin:$PATH \
+    SKILLREG_DATABASE_URL=sqlite+aiosqlite:////var/lib/skillreg/registry.db \
+    SKILLREG_BLOB_URL=file:///var/lib/skillreg/blobs
+USER skillreg
+WORKDIR /var/lib/skillreg
+VOLUME /var/lib/skillreg
+EXPOSE 8080
+HEALTHCHECK --interval=10s --timeout=5s --start-period=15s --retries=3 \
+    CMD ["/opt/skillreg/bin/python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/readyz', timeout=4)"]
+ENTRYPOINT ["skillreg", "serve"]
+CMD ["--host", "0.0.0.0", "--port", "8080"]

@@ -1,0 +1,197 @@
+"""`skillreg sync`: keep a target directory equal to a scope's desired state, over HTTP only.
+
+Needs no database and no blob store: a registry's URL and a token (`read` is enough).
+`--once` runs once and exits like `reconcile` (0 when every skill converged, else the code
+the failures share). Without it, sync runs until SIGINT or SIGTERM (exit 0): a report
+whenever a run changed or failed something, and a line for every run that failed, with
+the wait before the next (docs/sync.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+from registry import __version__
+from registry.cli.common import CliState, agent_option, json_option, make_scope, run_async
+from registry.cli.output import Output, to_jsonable
+from registry.cli.reconcile import failure_code, render_report, report_dict
+from registry.domain.model import Scope
+from registry.services.materialize.lockfile import LockFile
+from registry.services.materialize.reconcile import UNCHANGED, ReconcileReport
+from registry.services.materialize.sync import Backoff, Sync
+
+
+@click.command()
+@click.option(
+    "--from", "url", required=True, metavar="URL", help="The registry's base URL (skillreg serve)."
+)
+@click.option("--token", help="A token of the workspace (`read` is enough).")
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="Read the token from this file instead (keeps it out of the process list).",
+)
+@click.option("--workspace", "-w", required=True, help="The workspace whose skills to load.")
+@agent_option
+@click.option(
+    "--target",
+    "-t",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The directory agents load skills from (created if missing).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["link", "copy"]),
+    help="link (default for a new target) or copy; fixed once the target is used.",
+)
+@click.option("--verify", is_flag=True, help="Rehash every file instead of trusting stat.")
+@click.option(
+    "--lock",
+    "lock_path",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="Materialise exactly the versions this lock file pins.",
+)
+@click.option("--wait", is_flag=True, help="Wait for another reconciler instead of failing.")
+@click.option("--once", is_flag=True, help="Run once and exit (default: keep watching).")
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.1),
+    default=30.0,
+    show_default=True,
+    help="Seconds between runs while watching (jittered).",
+)
+@click.option(
+    "--max-backoff",
+    type=click.FloatRange(min=0.1),
+    default=300.0,
+    show_default=True,
+    help="The longest wait after failures in a row (jittered).",
+)
+@json_option
+@run_async
+async def sync(
+    state: CliState,
+    out: Output,
+    *,
+    url: str,
+    token: str | None,
+    token_file: Path | None,
+    workspace: str,
+    agent: str,
+    target: Path,
+    mode: str | None,
+    verify: bool,
+    lock_path: Path | None,
+    wait: bool,
+    once: bool,
+    interval: float,
+    max_backoff: float,
+) -> None:
+    """Keep TARGET equal to the skills of WORKSPACE in use, from the registry at URL."""
+    del state  # sync uses no database: only the registry's HTTP API
+    scope = make_scope(workspace, agent)
+    secret = await _token(token, token_file)
+    lock = None
+    if lock_path is not None:
+        lock = LockFile.loads(await asyncio.to_thread(lock_path.read_bytes))
+    syncer = Sync(
+        url,
+        secret,
+        scope,
+        target,
+        mode=mode,
+        verify=verify,
+        lock=lock,
+        wait=wait,
+        user_agent=f"skillreg/{__version__}",
+    )
+    async with syncer:
+        if once:
+            report = await syncer.once()
+            out.emit(report_dict(report), lambda c: render_report(report, c))
+            if not report.ok:
+                raise click.exceptions.Exit(failure_code(report))
+            return
+        await _watch(syncer, out, scope, Backoff(interval=interval, cap=max_backoff))
+
+
+async def _token(token: str | None, token_file: Path | None) -> str:
+    if (token is None) == (token_file is None):
+        msg = "give the token with exactly one of --token and --token-file"
+        raise click.UsageError(msg)
+    if token_file is not None:
+        token = (await asyncio.to_thread(token_file.read_text, encoding="utf-8")).strip()
+    assert token is not None
+    return token
+
+
+async def _watch(syncer: Sync, out: Output, scope: Scope, backoff: Backoff) -> None:
+    """Watch until SIGINT or SIGTERM; a permanent error ends it with its exit code."""
+
+    def on_report(report: ReconcileReport) -> None:
+        if all(o.action == UNCHANGED for o in report.outcomes) and report.ok:
+            return
+        if out.as_json:
+            _line(report_dict(report))
+        else:
+            render_report(report, out.console)
+
+    def on_error(exc: BaseException, delay: float) -> None:
+        if out.as_json:
+            error = {"error": getattr(exc, "code", type(exc).__name__), "message": str(exc)}
+            _line({**error, "retry_in": round(delay, 3)})
+        else:
+            out.errors.print(
+                f"[yellow]sync of {scope} failed:[/] {_escape(str(exc))}; retrying in {delay:.1f}s",
+                soft_wrap=True,
+            )
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    watcher = asyncio.ensure_future(
+        syncer.watch(backoff=backoff, on_report=on_report, on_error=on_error)
+    )
+    stopper = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({watcher, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopper.cancel()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+    if watcher.done():
+        watcher.result()  # a permanent error: run_async reports it with its exit code
+    # A filesystem step in flight finishes (old or new package, never a mix) before the
+    # target is let go; the next sync completes whatever this run left undone.
+    watcher.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await watcher
+    _stopped(out)
+
+
+def _stopped(out: Output) -> None:
+    if out.as_json:
+        _line({"stopped": True})
+    else:
+        out.errors.print("sync stopped")
+
+
+def _line(data: object) -> None:
+    sys.stdout.write(json.dumps(to_jsonable(data), sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+def _escape(text: str) -> str:
+    return text.replace("[", "\\[")
+
+
+COMMANDS = (sync,)

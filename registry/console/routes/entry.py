@@ -1,0 +1,68 @@
+"""Signing in and out; the console's front door."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from registry.console.render import url
+from registry.console.routing import (
+    ConsoleRoute,
+    console_of,
+    field,
+    form_of,
+    page,
+    registry_of,
+    see_other,
+    set_session,
+)
+from registry.errors import Unauthenticated
+
+router = APIRouter(prefix="/console", route_class=ConsoleRoute, include_in_schema=False)
+
+
+def _next_or(target: str, default: str) -> str:
+    # Only a console path: a link cannot send a signed-in owner to another site.
+    if target.startswith(url("")) and not target.startswith("//"):
+        return target
+    return default
+
+
+@router.get("/", name="console_home")
+async def home(request: Request) -> Response:
+    viewer = request.state.viewer
+    if viewer is None:
+        return see_other(url("signin"))
+    return see_other(url(viewer.workspace, ""))
+
+
+@router.get("/signin", name="console_signin_form")
+async def signin_form(request: Request, next: str = "") -> Response:  # noqa: A002 - the query's name
+    return page(request, "signin.html", title="Sign in", next=next)
+
+
+@router.post("/signin", name="console_signin")
+async def signin(request: Request) -> Response:
+    form = await form_of(request)
+    target = field(form, "next")
+    try:
+        token = await registry_of(request).tokens.authenticate(field(form, "token").strip())
+    except Unauthenticated:
+        return page(
+            request,
+            "signin.html",
+            status=401,
+            title="Sign in",
+            next=target,
+            error="That token was not accepted: it is unknown, revoked or mistyped.",
+        )
+    sessions = console_of(request).sessions
+    # A new session id at sign-in: an id planted in this browser beforehand is worthless.
+    set_session(request, sessions.new(token_id=token.id, workspace=token.workspace))
+    return see_other(_next_or(target, url(token.workspace, "")))
+
+
+@router.post("/signout", name="console_signout")
+async def signout(request: Request) -> Response:
+    set_session(request, console_of(request).sessions.new())
+    return see_other(url("signin"))

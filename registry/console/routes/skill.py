@@ -1,0 +1,164 @@
+"""A skill's pages: summary and controls, a file, the history, a diff."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from registry.console.render import has_hidden
+from registry.console.routing import ConsoleRoute, message_page, page, registry_of
+from registry.console.tree import file_tree
+from registry.domain.frontmatter import parse_skill_md
+from registry.domain.model import Scope
+from registry.domain.textdiff import is_text
+from registry.errors import NotInstalled, RegistryError, VersionUnavailable
+from registry.services.history.diff import DiffTarget, ProposalRef
+from registry.services.read import Package
+
+router = APIRouter(prefix="/console", route_class=ConsoleRoute, include_in_schema=False)
+
+SKILL = "/{workspace}/agents/{agent}/skills/{slug}"
+HISTORY_PAGE = 50
+
+
+async def skill_context(
+    request: Request, workspace: str, agent: str, slug: str, version: int | None = None
+) -> dict[str, Any]:
+    """What the skill page shows: status, the package (head or `version`), the summary."""
+    reg = registry_of(request)
+    scope = Scope(workspace, agent)
+    status = await reg.skill_status(scope, slug)
+    package: Package | None
+    unavailable: str | None = None
+    try:
+        package = await reg.read_package(scope, slug, version)
+    except VersionUnavailable as exc:
+        if version is not None:
+            raise
+        package, unavailable = None, str(exc)
+    summary: Any = None
+    summary_error = None
+    if package is not None and "SKILL.md" in package.files:
+        try:
+            summary = parse_skill_md(package.files["SKILL.md"].data, slug)
+        except RegistryError as exc:
+            summary_error = str(exc)
+    try:
+        copy = await reg.marketplace.copy_status(scope, slug)
+    except NotInstalled:
+        copy = None
+    return {
+        "agent": agent,
+        "slug": slug,
+        "skill_status": status,
+        "package": package,
+        "unavailable": unavailable,
+        "summary": summary,
+        "summary_error": summary_error,
+        "tree": [] if package is None else file_tree(package.manifest),
+        "total_size": 0 if package is None else package.manifest.total_size,
+        "copy": copy,
+        "recent": (await reg.history(scope, slug, limit=5)).items,
+    }
+
+
+@router.get(SKILL, name="console_skill")
+async def skill(
+    request: Request, workspace: str, agent: str, slug: str, version: int | None = None
+) -> Response:
+    context = await skill_context(request, workspace, agent, slug, version)
+    return page(request, "skill.html", title=f"Skill {slug}", **context)
+
+
+@router.get(SKILL + "/file", name="console_file")
+async def file(
+    request: Request,
+    workspace: str,
+    agent: str,
+    slug: str,
+    *,
+    path: str,
+    version: int | None = None,
+) -> Response:
+    scope = Scope(workspace, agent)
+    package = await registry_of(request).read_package(scope, slug, version)
+    found = package.files.get(path)
+    if found is None:
+        return message_page(request, 404, "Not found", f"v{package.version} has no file {path}.")
+    entry = next(e for e in package.manifest.entries if e.path == path)
+    text = found.data.decode("utf-8") if is_text(found.data) else None
+    return page(
+        request,
+        "file.html",
+        title=f"{path} of {slug}",
+        agent=agent,
+        slug=slug,
+        package=package,
+        path=path,
+        entry=entry,
+        lines=None if text is None else text.splitlines(),
+        hidden=text is not None and has_hidden(text),
+    )
+
+
+@router.get(SKILL + "/history", name="console_history")
+async def history(
+    request: Request,
+    workspace: str,
+    agent: str,
+    slug: str,
+    before: str | None = None,
+) -> Response:
+    found = await registry_of(request).history(
+        Scope(workspace, agent), slug, limit=HISTORY_PAGE, before=before, include_archived=True
+    )
+    return page(
+        request, "history.html", title=f"History of {slug}", agent=agent, slug=slug, history=found
+    )
+
+
+def parse_target(text: str | None, default: int) -> DiffTarget:
+    """`pN` is proposal N, a number is a version; anything else is `default`."""
+    if text and text.startswith("p") and text[1:].isdigit():
+        return ProposalRef(int(text[1:]))
+    if text and text.isdigit():
+        return int(text)
+    return default
+
+
+def target_text(target: DiffTarget) -> str:
+    return f"p{target.id}" if isinstance(target, ProposalRef) else str(target)
+
+
+@router.get(SKILL + "/diff", name="console_diff")
+async def diff(
+    request: Request,
+    workspace: str,
+    agent: str,
+    slug: str,
+    *,
+    full: bool = False,
+) -> Response:
+    reg = registry_of(request)
+    scope = Scope(workspace, agent)
+    status = await reg.skill_status(scope, slug)
+    query = request.query_params
+    a = parse_target(query.get("from"), max(1, status.head - 1))
+    b = parse_target(query.get("to"), status.head)
+    changes = await reg.diff(scope, slug, a, b, full=full)
+    versions = (await reg.history(scope, slug, limit=100)).items
+    return page(
+        request,
+        "diff.html",
+        title=f"Diff of {slug}",
+        agent=agent,
+        slug=slug,
+        skill_status=status,
+        changes=changes,
+        a=target_text(a),
+        b=target_text(b),
+        versions=versions,
+        full=full,
+    )

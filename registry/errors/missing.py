@@ -1,0 +1,182 @@
+"""Not found, access and infrastructure errors (exit 5, HTTP 401/403, exit 1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from registry.errors.base import ATTRIBUTE_ONLY, RegistryError
+
+# ---------------------------------------------------------------- not found (exit 5)
+
+
+class NotFound(RegistryError, code="not_found"):
+    """The thing does not exist (or belongs to another workspace, which looks the same)."""
+
+
+@dataclass(eq=False, repr=False)
+class SkillNotFound(NotFound, code="skill_not_found"):
+    template = "skill {workspace}/{slug} (agent {agent!r}) not found"
+    workspace: str
+    agent: str
+    slug: str
+
+
+@dataclass(eq=False, repr=False)
+class ScopeNotFound(NotFound, code="scope_not_found"):
+    """A scope has no skills, no history and no target: probably a misspelt name."""
+
+    template = (
+        "workspace {workspace!r} (agent {agent!r}) has no skills, no history and no target; "
+        "to bind a target to it anyway, ask to create it (`--create`)"
+    )
+    workspace: str
+    agent: str
+
+
+@dataclass(eq=False, repr=False)
+class VersionNotFound(NotFound, code="version_not_found"):
+    template = "version {version} of skill {slug!r} not found"
+    slug: str
+    version: int
+
+
+@dataclass(eq=False, repr=False)
+class ListingNotFound(NotFound, code="listing_not_found"):
+    """The catalog has no listing with this id (or not this version of it)."""
+
+    listing: str
+    version: int | None = None
+
+    def __str__(self) -> str:
+        which = f"version {self.version} of " if self.version is not None else "listing "
+        return f"{which}{self.listing!r} not found in the catalog"
+
+
+@dataclass(eq=False, repr=False)
+class JobNotFound(NotFound, code="job_not_found"):
+    template = "job {job_id} not found"
+    job_id: int
+
+
+@dataclass(eq=False, repr=False)
+class VersionUnavailable(NotFound, code="version_unavailable"):
+    """The version exists but may not be read or restored (it lists an excluded source)."""
+
+    template = "version {version} of skill {slug!r} is unavailable: source {source!r} is excluded"
+    slug: str
+    version: int
+    source: str
+
+
+@dataclass(eq=False, repr=False)
+class ProposalNotFound(NotFound, code="proposal_not_found"):
+    template = "proposal {proposal} not found"
+    proposal: int
+
+
+@dataclass(eq=False, repr=False)
+class PendingWriteNotFound(NotFound, code="pending_write_not_found"):
+    template = "pending write {pending} not found"
+    pending: int
+
+
+@dataclass(eq=False, repr=False)
+class SuppressionNotFound(NotFound, code="suppression_not_found"):
+    template = "suppression {suppression} not found"
+    suppression: int
+
+
+@dataclass(eq=False, repr=False)
+class BlobUnknown(NotFound, code="blob_not_found"):
+    """No blob with this digest is visible to the workspace (stored or not, it looks the same)."""
+
+    template = "blob {digest} not found in this workspace"
+    digest: str
+
+
+@dataclass(eq=False, repr=False)
+class TokenNotFound(NotFound, code="token_not_found"):
+    template = "access token {token_id!r} not found"
+    token_id: str
+
+
+@dataclass(eq=False, repr=False)
+class TargetNotFound(NotFound, code="target_not_found"):
+    """No materialisation target with this id is registered in the workspace."""
+
+    template = "target {target_id} is not registered in this workspace"
+    target_id: str
+
+
+# ---------------------------------------------------------------- access (HTTP 401/403; exit 1)
+
+
+class AccessDenied(RegistryError, code="access_denied"):
+    """The caller may not make this request. Only entry points that authenticate raise it."""
+
+
+@dataclass(eq=False, repr=False)
+class Unauthenticated(AccessDenied, code="unauthenticated"):
+    """No access token, or one that is malformed, unknown or revoked (never says which)."""
+
+    template = "a valid access token is required"
+
+
+@dataclass(eq=False, repr=False)
+class Forbidden(AccessDenied, code="forbidden"):
+    """The token belongs to the workspace but its role is below the one the request needs."""
+
+    template = "this request needs the {needed!r} role; the token has {held!r}"
+    needed: str
+    held: str
+
+
+# ---------------------------------------------------------------- infrastructure (exit 1)
+
+
+@dataclass(eq=False, repr=False)
+class StorageUnavailable(RegistryError, code="storage_unavailable"):
+    """The database or the blob store failed in a way retrying did not fix."""
+
+    template = "{what} unavailable: {detail}"
+    what: str
+    detail: str
+
+
+@dataclass(eq=False, repr=False)
+class WorkspaceBusy(StorageUnavailable, code="workspace_busy"):
+    """The workspace lock (or the database's write lock) was not granted in time."""
+
+    template = "workspace {workspace!r} is busy: its lock was not granted within {timeout}s"
+    workspace: str
+    timeout: float
+    # A `StorageUnavailable` has `what` and `detail`; this one reports the two above instead.
+    what: str = field(default="workspace lock", init=False, metadata=ATTRIBUTE_ONLY)
+    detail: str = field(init=False, metadata=ATTRIBUTE_ONLY)
+
+    def __post_init__(self) -> None:
+        self.detail = f"not granted within {self.timeout}s"
+        super().__post_init__()
+
+
+@dataclass(eq=False, repr=False)
+class NotInitialized(StorageUnavailable, code="not_initialized"):
+    """The database has no schema, or an older one: run `skillreg init`."""
+
+    current: str | None = field(metadata=ATTRIBUTE_ONLY)
+    head: str = field(metadata=ATTRIBUTE_ONLY)
+    what: str = field(default="database", init=False)
+    detail: str = field(default="not initialised", init=False)
+
+    def __str__(self) -> str:
+        return (
+            f"the database is at revision {self.current or 'none'}, the registry needs "
+            f"{self.head}: run `skillreg init`"
+        )
+
+
+class Inconsistency(RegistryError, code="integrity_error"):
+    """Stored data does not match what the registry recorded (a corrupted blob, say).
+
+    Not `IntegrityError`: that is SQLAlchemy's name for a violated constraint.
+    """

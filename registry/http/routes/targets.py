@@ -1,0 +1,153 @@
+"""Sync over HTTP: a scope's desired state, and the targets that remote reconcilers keep.
+
+`skillreg sync` keeps a directory equal to a scope's desired state with nothing but these
+endpoints and the blobs by digest (`routes/blobs.py`):
+
+- `GET .../desired?agent=&target=`: each live skill's head, the manifest of each one in
+  use, and (with `target`) that target's registration and records, under one strong
+  `ETag`. `If-None-Match` with it answers 304 without reading a manifest, so a reconciler
+  whose registry has not changed spends one small request.
+- `PUT .../targets/{id}`: bind a target to the scope, or record where it is now.
+- `PUT .../targets/{id}/skills/{slug}`: record what the target holds for a skill, a
+  compare-and-swap on the record the reconciler read (`expected`): 409 `state_conflict` if
+  it moved. Recording what is recorded already changes nothing (a retry is safe).
+
+All three need the `read` role: recording what a target holds changes no skill, version or
+decision, and a host that only loads skills should not hold a token that may publish them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi.responses import JSONResponse
+
+from registry.http.auth import Caller, authorize, registry_of
+from registry.http.preconditions import parse_condition
+from registry.http.routes.common import DEFAULT, Agent, Slug, Workspace, make_scope, problems
+from registry.services.materialize.source import Place
+from registry.services.materialize.wire import (
+    TARGET_ID_PATTERN,
+    AppliedRecord,
+    DesiredSkill,
+    DesiredState,
+    RecordRequest,
+    RecordResult,
+    TargetPlace,
+    TargetRegistered,
+    TargetRegistration,
+)
+
+router = APIRouter(prefix="/v1/workspaces/{workspace}", tags=["sync"])
+
+Authorized = Annotated[Caller, Depends(authorize)]
+TargetId = Annotated[
+    str, Path(pattern=TARGET_ID_PATTERN, description="the target's id (`.skillreg/target.json`)")
+]
+
+
+@router.get(
+    "/desired",
+    name="get_desired",
+    summary="A scope's desired state (and a target's records), with an ETag",
+    response_model=DesiredState,
+    responses={304: {"description": "If-None-Match matched"}, **problems(400, 403, 404, 422)},
+)
+async def get_desired(
+    request: Request,
+    workspace: Workspace,
+    caller: Authorized,
+    *,
+    agent: Agent = DEFAULT,
+    target: Annotated[
+        str | None,
+        Query(pattern=TARGET_ID_PATTERN, description="a target whose records to include"),
+    ] = None,
+) -> Response:
+    """Every live skill with its head; the files of those in use (state active, not paused).
+
+    The `ETag` covers the heads, the target's registration and its records; send it back
+    as `If-None-Match` to get 304 while nothing changed.
+    """
+    del caller
+    header = request.headers.get("if-none-match")
+    condition = None if header is None else parse_condition(header)
+
+    def matches(tag: str) -> bool:
+        return condition is not None and condition.matches(tag)
+
+    served = await registry_of(request).targets.desired(
+        make_scope(workspace, agent), target_id=target, matches=matches
+    )
+    headers = {"ETag": served.tag, "Cache-Control": "no-cache"}
+    if served.unchanged:
+        return Response(status_code=304, headers=headers)
+    body = DesiredState(
+        workspace=served.scope.workspace,
+        agent=served.scope.agent,
+        etag=served.tag,
+        skills=[DesiredSkill.of(h) for h in served.heads],
+        target=None if served.place is None else TargetPlace.of(served.place),
+        applied=[AppliedRecord.of(a) for a in served.applied],
+    )
+    return JSONResponse(body.model_dump(mode="json"), headers=headers)
+
+
+@router.put(
+    "/targets/{target_id}",
+    name="register_target",
+    summary="Bind a target to the scope, or record where it is now",
+    response_model=TargetRegistered,
+    responses=problems(400, 403, 404, 409, 422),
+)
+async def register_target(
+    request: Request,
+    workspace: Workspace,
+    target_id: TargetId,
+    body: TargetRegistration,
+    caller: Authorized,
+) -> TargetRegistered:
+    """Idempotent: the same registration again changes nothing (`changed: false`).
+
+    409 `target_mismatch` if the target is bound to another agent of the workspace, 409
+    `state_conflict` if its id is taken elsewhere.
+    """
+    del caller
+    scope = make_scope(workspace, body.agent)
+    place = Place(target_id, body.path, body.host, body.mode)
+    changed = await registry_of(request).targets.register(scope, place)
+    return TargetRegistered(agent=scope.agent, target=TargetPlace.of(place), changed=changed)
+
+
+@router.put(
+    "/targets/{target_id}/skills/{slug}",
+    name="record_applied",
+    summary="Record what a target holds for one skill (compare-and-swap)",
+    response_model=RecordResult,
+    responses=problems(400, 403, 404, 409, 422),
+)
+async def record_applied(
+    request: Request,
+    workspace: Workspace,
+    target_id: TargetId,
+    slug: Slug,
+    *,
+    body: RecordRequest,
+    caller: Authorized,
+) -> RecordResult:
+    """Set the record to `record` if it still is `expected`, with one outbox event.
+
+    404 `target_not_found` if the target never registered; 409 `state_conflict` if the
+    record is neither `expected` nor already `record`.
+    """
+    del caller
+    new = body.record.applied(slug)
+    changed = await registry_of(request).targets.record(
+        workspace,
+        target_id,
+        expected=None if body.expected is None else body.expected.applied(slug),
+        new=new,
+        change=body.change(),
+    )
+    return RecordResult(record=AppliedRecord.of(new), changed=changed)

@@ -1,0 +1,158 @@
+"""The discovery index of a scope: its published skills in use, each with its artifact.
+
+The index lists the head of every published skill that a reconcile would materialise
+(state active, use not paused, the head readable: no excluded source), and that a client
+would accept (registry/domain/discovery.py, `unlistable`). Each entry names its version
+and carries the SHA-256 and size of its artifact and the description in its `SKILL.md`.
+
+Those three are functions of the package state, cached per manifest hash and artifact
+format (`discovery_artifacts`): an index whose entries are all cached is served from two
+read queries without reading a blob. A state seen for the first time is read from the
+blob store (digests verified), its artifact built and hashed, and the result cached;
+this happens at most once per state, whichever process gets there first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from registry.db import discovery as db_discovery
+from registry.db import exclusions as db_exclusions
+from registry.db import skills as db_skills
+from registry.domain import discovery
+from registry.domain.discovery import ArtifactType
+from registry.domain.model import PackageFile, Scope
+from registry.errors import NotFound
+from registry.services import read
+from registry.services.context import Context
+from registry.services.discovery.settings import DiscoverySettings, read_settings
+
+# Packages read at once to fill the cache (each read fetches its own blobs in parallel).
+_BUILD_CONCURRENCY: Final = 4
+
+_log = logging.getLogger("registry.discovery")
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """One skill of the index: the version it names and that version's artifact."""
+
+    slug: str
+    skill_id: int
+    version: int
+    manifest_hash: str
+    type: ArtifactType
+    description: str
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class DiscoveryIndex:
+    """A scope's index: its settings and its entries, by slug."""
+
+    settings: DiscoverySettings
+    entries: tuple[IndexEntry, ...]
+
+
+def not_enabled(scope: Scope) -> NotFound:
+    """The error for a scope that publishes nothing (it looks like one that does not exist)."""
+    return NotFound(f"{scope.workspace}/{scope.agent} publishes no discovery index")
+
+
+async def enabled_settings(conn: AsyncConnection, scope: Scope) -> DiscoverySettings:
+    """The settings of a scope that serves an index, or `NotFound`."""
+    settings = await read_settings(conn, scope)
+    if not settings.enabled:
+        raise not_enabled(scope)
+    return settings
+
+
+def artifact_row(
+    head: db_discovery.HeadRow, kind: ArtifactType, files: Mapping[str, PackageFile]
+) -> tuple[db_discovery.ArtifactRow, bytes]:
+    """The artifact of `kind` built from a version's files, and what the cache keeps of it."""
+    data = discovery.artifact_bytes(kind, files)
+    row = db_discovery.ArtifactRow(
+        manifest_hash=head.manifest_hash,
+        format=discovery.FORMATS[kind],
+        sha256=discovery.sha256_hex(data),
+        size=len(data),
+        description=discovery.description_of(head.slug, files[discovery.SKILL_MD].data),
+    )
+    return row, data
+
+
+async def remember(ctx: Context, row: db_discovery.ArtifactRow) -> None:
+    """Cache an artifact's digest, size and description (idempotent)."""
+    now = ctx.clock.now()
+    await ctx.write(lambda conn: db_discovery.remember_artifacts(conn, [row], now))
+
+
+async def artifact_of(
+    ctx: Context, scope: Scope, head: db_discovery.HeadRow, kind: ArtifactType
+) -> db_discovery.ArtifactRow:
+    """Read a version's files, build its artifact of `kind`, and cache what the index needs."""
+    manifest = await ctx.read(
+        lambda conn: db_skills.manifest_entries(conn, scope.workspace, head.manifest_id)
+    )
+    row, _ = artifact_row(head, kind, await read.read_files(ctx, manifest))
+    await remember(ctx, row)
+    return row
+
+
+async def build_index(ctx: Context, scope: Scope) -> DiscoveryIndex:
+    """The index of `scope` (`NotFound` if the scope publishes nothing)."""
+
+    async def work(
+        conn: AsyncConnection,
+    ) -> tuple[
+        DiscoverySettings,
+        list[db_discovery.HeadRow],
+        dict[tuple[str, str], db_discovery.ArtifactRow],
+    ]:
+        settings = await enabled_settings(conn, scope)
+        heads = await db_discovery.published_heads(conn, scope, everything=settings.everything)
+        unavailable = await db_exclusions.unavailable(
+            conn, scope.workspace, [h.version_id for h in heads]
+        )
+        heads = [h for h in heads if h.version_id not in unavailable]
+        keys = [(h.manifest_hash, _format(h)) for h in heads]
+        return settings, heads, await db_discovery.artifacts(conn, keys)
+
+    settings, heads, cached = await ctx.read(work)
+    gate = asyncio.Semaphore(_BUILD_CONCURRENCY)
+
+    async def entry(head: db_discovery.HeadRow) -> IndexEntry | None:
+        kind = discovery.artifact_type(head.file_count)
+        found = cached.get((head.manifest_hash, _format(head)))
+        if found is None:
+            async with gate:
+                found = await artifact_of(ctx, scope, head, kind)
+        why = discovery.unlistable(head.slug, head.file_count, head.total_size, found.description)
+        if why is not None:
+            _log.info("%s/%s: %s is not listed: %s", scope.workspace, scope.agent, head.slug, why)
+            return None
+        return IndexEntry(
+            slug=head.slug,
+            skill_id=head.skill_id,
+            version=head.version,
+            manifest_hash=head.manifest_hash,
+            type=kind,
+            description=found.description,
+            sha256=found.sha256,
+            size=found.size,
+        )
+
+    entries = await asyncio.gather(*(entry(h) for h in heads))
+    return DiscoveryIndex(settings, tuple(e for e in entries if e is not None))
+
+
+def _format(head: db_discovery.HeadRow) -> str:
+    return discovery.FORMATS[discovery.artifact_type(head.file_count)]

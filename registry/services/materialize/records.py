@@ -1,0 +1,72 @@
+"""The reconciler's view of a target's records during one run, kept current as it records.
+
+The records are read once, when the run begins (`Source.begin`); each change is then a
+compare-and-swap on the record as last read or written (`Source.record`), skipped when the
+record already says so, so a second run that finds everything in place records nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from registry.errors import RegistryError
+from registry.services.materialize.drift import DriftItem
+from registry.services.materialize.source import (
+    APPLIED,
+    FAILED,
+    MAX_ERROR,
+    REMOVED,
+    Applied,
+    Change,
+    Source,
+)
+
+
+class Records:
+    """The records of one target, as read at the start of a run and kept current."""
+
+    def __init__(self, source: Source, rows: dict[str, Applied]) -> None:
+        self.source = source
+        self.rows = dict(rows)
+
+    async def applied(
+        self,
+        slug: str,
+        *,
+        manifest_hash: str,
+        version: int,
+        action: str,
+        found: Sequence[DriftItem],
+    ) -> None:
+        """Record that the target holds `manifest_hash` (version `version`) for `slug`."""
+        new = Applied(slug, manifest_hash, version, APPLIED, None)
+        await self._save(new, Change(action, tuple(found)))
+
+    async def removed(self, slug: str) -> None:
+        """Record that `slug` is no longer on the target."""
+        await self._save(Applied(slug, None, None, REMOVED, None), Change(REMOVED))
+
+    async def failed(self, slug: str, error: RegistryError) -> None:
+        """Record a failure (best effort: it is reported either way; the record feeds status).
+
+        The recorded hash stays what is on disk: a failed write changed nothing there.
+        """
+        row = self.rows.get(slug)
+        new = Applied(
+            slug,
+            None if row is None else row.manifest_hash,
+            None if row is None else row.version,
+            FAILED,
+            f"{error.code}: {error}"[:MAX_ERROR],
+        )
+        try:
+            await self._save(new, Change(FAILED, error_code=error.code))
+        except RegistryError:
+            return
+
+    async def _save(self, new: Applied, change: Change) -> None:
+        expected = self.rows.get(new.slug)
+        if expected is not None and expected.key == new.key:
+            return
+        await self.source.record(expected=expected, new=new, change=change)
+        self.rows[new.slug] = new

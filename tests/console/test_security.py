@@ -1,0 +1,151 @@
+"""CSRF, the session cookie, security headers, and escaping of hostile content."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+
+from registry.domain.model import Scope
+from registry.http.app import create_app
+from tests.console.site import WS, make_site, publish, skill_md, skill_path
+
+HOSTILE = '<script>window.__pwned=1</script>"><img src=x onerror="window.__pwned=2">'
+BIDI = "access\u202e) txt.exe\u2066 \u200b"
+HOSTILE_PATH = 'references/"><svg onload=alert(1)>.md'
+
+
+async def test_a_post_without_or_with_a_wrong_csrf_token_changes_nothing(site):
+    await publish(site.registry, "hello", {"SKILL.md": skill_md("hello")})
+    await site.signin("owner")
+    path = skill_path("hello", "control")
+    for data in ({"action": "stop_using"}, {"action": "stop_using", "csrf": "forged"}):
+        answer = await site.client.post(path, data=data)
+        assert answer.status_code == 403
+        assert "Form expired" in answer.text
+    status = await site.registry.skill_status(Scope(WS), "hello")
+    assert not status.use_paused
+    assert (await site.post(path, {"action": "stop_using"})).status_code == 303
+    assert (await site.registry.skill_status(Scope(WS), "hello")).use_paused
+
+
+async def test_the_csrf_token_of_one_session_is_refused_in_another(site, make_registry):
+    await publish(site.registry, "hello", {"SKILL.md": skill_md("hello")})
+    await site.signin("owner")
+    stolen = await site.csrf()
+    app = create_app(site.registry)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://c.test"
+    ) as other:
+        victim = await make_site(site.registry, other)
+        await victim.signin("owner")
+        answer = await other.post(
+            skill_path("hello", "control"), data={"csrf": stolen, "action": "pause"}
+        )
+        assert answer.status_code == 403
+
+
+async def test_the_sign_in_form_needs_its_csrf_token_too(site):
+    answer = await site.client.post("/console/signin", data={"token": site.tokens["owner"]})
+    assert answer.status_code == 403
+    assert (await site.client.get(f"/console/{WS}/")).status_code == 303
+
+
+def _cookie(response: httpx.Response) -> str:
+    return response.headers["set-cookie"]
+
+
+async def test_the_session_cookie_is_httponly_strict_and_scoped(site):
+    cookie = _cookie(await site.signin("owner"))
+    assert "HttpOnly" in cookie
+    assert "samesite=strict" in cookie.lower()
+    assert "Path=/console" in cookie
+    assert "Secure" not in cookie  # plain HTTP here: a Secure cookie would never come back
+    assert site.tokens["owner"].split("_")[2] not in cookie
+
+
+async def test_the_session_cookie_is_secure_over_https(registry):
+    app = create_app(registry)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="https://c.test"
+    ) as client:
+        site = await make_site(registry, client)
+        assert "Secure" in _cookie(await site.signin("owner"))
+
+
+async def test_signing_in_draws_a_new_session_and_signing_out_ends_it(site):
+    await site.client.get("/console/signin")
+    before = site.client.cookies.get("skillreg_console")
+    await site.signin("owner")
+    after = site.client.cookies.get("skillreg_console")
+    assert before.split(".")[1] != after.split(".")[1]
+    planted = httpx.Cookies({"skillreg_console": after})
+    await site.post("/console/signout")
+    assert (await site.client.get(f"/console/{WS}/")).status_code == 303
+    # The old cookie itself still verifies (it is signed), so signing out cannot revoke
+    # it server-side; it expires with its session. What signing out guarantees is that
+    # this browser no longer holds it.
+    assert site.client.cookies.get("skillreg_console") != planted.get("skillreg_console")
+
+
+async def test_pages_carry_a_strict_content_security_policy(site):
+    await site.signin("read")
+    answer = await site.client.get(f"/console/{WS}/")
+    policy = answer.headers["content-security-policy"]
+    assert "script-src 'self'" in policy
+    assert "default-src 'none'" in policy
+    assert "frame-ancestors 'none'" in policy
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    assert answer.headers["cache-control"] == "no-store"
+
+
+def _no_markup_escaped(html: str) -> None:
+    assert "<script>window" not in html
+    assert "<img src=x" not in html
+    assert "<svg onload" not in html
+    assert not re.search(r"<[^>]+\son\w+=", html), "an event handler attribute slipped through"
+
+
+async def test_hostile_names_descriptions_files_and_contents_are_shown_not_run(site):
+    # Paths with bidi controls are refused by the path rules; names, messages, sources,
+    # descriptions and contents may hold anything.
+    reg = site.registry
+    description = f"{HOSTILE} {BIDI}"
+    files = {
+        "SKILL.md": skill_md("hello", "Harmless.", body=HOSTILE + "\n" + BIDI + "\n"),
+        HOSTILE_PATH: (HOSTILE + "\n").encode(),
+    }
+    await publish(reg, "hello", files, message=HOSTILE, sources=[HOSTILE])
+    await publish(
+        reg,
+        "hello",
+        {**files, "SKILL.md": skill_md("hello", description.replace('"', "'").replace(":", " "))},
+        head=1,
+        message=BIDI,
+    )
+    await site.signin("owner")
+    pages = [
+        f"/console/{WS}/",
+        skill_path("hello"),
+        skill_path("hello") + "?version=1",
+        skill_path("hello", "history"),
+        skill_path("hello", "diff") + "?from=1&to=2&full=true",
+        skill_path("hello", "file") + "?path=SKILL.md",
+        skill_path("hello", "file") + "?" + httpx.QueryParams({"path": HOSTILE_PATH}).__str__(),
+        skill_path("hello", "edit") + "?path=SKILL.md",
+    ]
+    for path in pages:
+        answer = await site.client.get(path)
+        assert answer.status_code == 200, path
+        _no_markup_escaped(answer.text)
+    skill = (await site.client.get(skill_path("hello"))).text
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in skill
+    assert "U+202E" in skill
+    assert "\u202e" not in skill
+    viewer = (await site.client.get(skill_path("hello", "file") + "?path=SKILL.md")).text
+    assert "hidden or reordering characters" in viewer
+    assert "<span class=ctl>U+2066</span>" in viewer
+    editor = (await site.client.get(skill_path("hello", "edit") + "?path=SKILL.md")).text
+    # The editor keeps every character (escaped), so saving does not change the file.
+    assert "\u202e" in editor
+    assert "&lt;script&gt;" in editor
