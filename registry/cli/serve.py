@@ -2,41 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
-import signal
-import threading
-from collections.abc import Iterator
-
 import click
-import uvicorn
 
 from registry.cli.common import CliState, json_option, redact, run_async
 from registry.cli.output import Output
-from registry.http import accesslog
-from registry.http.app import create_app
-
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-class _Server(uvicorn.Server):
-    """uvicorn, minus re-raising the stop signal once it has shut down.
-
-    uvicorn re-raises SIGINT or SIGTERM after a graceful shutdown, which would interrupt
-    the registry's own close (its connections) with a KeyboardInterrupt, or kill the
-    process before it. The signal already did its job: stop serving.
-    """
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        originals = {sig: signal.signal(sig, self.handle_exit) for sig in _STOP_SIGNALS}
-        try:
-            yield
-        finally:
-            for sig, handler in originals.items():
-                signal.signal(sig, handler)
 
 
 @click.command()
@@ -65,19 +34,12 @@ async def serve(
     `skillreg token create`. Queued jobs run in this process unless `--no-jobs`; more
     workers run with `skillreg jobs run`.
     """
+    # Imported here: the web stack (FastAPI, uvicorn, the console's templates) costs a
+    # third of the CLI's start, and only this command needs it.
+    from registry.http.server import server_for  # noqa: PLC0415
+
     async with state.open() as reg:
-        config = uvicorn.Config(
-            create_app(reg, jobs=jobs),
-            host=host,
-            port=port,
-            log_level=log_level,
-            lifespan="on",
-            server_header=False,
-        )
-        # After the Config, which configures uvicorn's loggers: tokens sent in a query
-        # string never reach the access log.
-        accesslog.install()
-        server = _Server(config)
+        server = server_for(reg, jobs=jobs, host=host, port=port, log_level=log_level)
         # uvicorn announces the address it bound (the real port, when given 0).
         out.errors.print(
             f"serving {redact(state.settings.database_url)} and {state.settings.blob_url}"
