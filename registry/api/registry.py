@@ -222,7 +222,7 @@ class Registry(OwnerControls, Searching):
         origin: Origin = Origin.EDIT,
         message: str = "",
         sources: Sequence[str] = (),
-        attempts: int = 12,
+        attempts: int = 20,
     ) -> Publication:
         """Apply `change(current package or None)` as a compare-and-swap, retried on conflict.
 

@@ -43,9 +43,9 @@ async def write_with_retry(
     origin: Origin = Origin.EDIT,
     message: str = "",
     sources: Sequence[str] = (),
-    attempts: int = 12,
+    attempts: int = 20,
     wait: float = 0.02,
-    wait_max: float = 2.0,
+    wait_max: float = 0.5,
 ) -> Publication:
     """Apply `change` to the current head as a compare-and-swap, retrying on conflicts.
 
