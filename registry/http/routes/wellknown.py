@@ -158,6 +158,13 @@ def _root_base(scope: Scope) -> str:
     return f"../../discovery/{scope.workspace}/{scope.agent}{WELL_KNOWN}/"
 
 
+@router.head(
+    f"{WELL_KNOWN}/index.json",
+    name="head_discovery_root_index",
+    summary="The root discovery index's headers",
+    responses=_INDEX_RESPONSES,
+    description="`GET`'s headers, without the body.",
+)
 @router.get(
     f"{WELL_KNOWN}/index.json",
     name="get_discovery_root_index",
@@ -171,17 +178,12 @@ async def get_discovery_root_index(request: Request, credentials: Credentials) -
 
 
 @router.head(
-    f"{WELL_KNOWN}/index.json",
-    name="head_discovery_root_index",
-    summary="The root discovery index's headers",
+    f"{PREFIX}/index.json",
+    name="head_discovery_index",
+    summary="A discovery index's headers",
     responses=_INDEX_RESPONSES,
+    description="`GET`'s headers, without the body.",
 )
-async def head_discovery_root_index(request: Request, credentials: Credentials) -> Response:
-    """`GET`'s headers, without the body."""
-    scope = _root_scope(request)
-    return await _index(request, credentials, scope, _root_base(scope))
-
-
 @router.get(
     f"{PREFIX}/index.json",
     name="get_discovery_index",
@@ -192,19 +194,6 @@ async def get_discovery_index(
     request: Request, workspace: Workspace, agent: AgentSegment, credentials: Credentials
 ) -> Response:
     """The Agent Skills index (schema 0.2.0): the scope's published skills in use."""
-    return await _index(request, credentials, make_scope(workspace, agent), "")
-
-
-@router.head(
-    f"{PREFIX}/index.json",
-    name="head_discovery_index",
-    summary="A discovery index's headers",
-    responses=_INDEX_RESPONSES,
-)
-async def head_discovery_index(
-    request: Request, workspace: Workspace, agent: AgentSegment, credentials: Credentials
-) -> Response:
-    """`GET`'s headers, without the body."""
     return await _index(request, credentials, make_scope(workspace, agent), "")
 
 
@@ -251,6 +240,13 @@ async def _archive(
     return Response(artifact.data, headers=headers, media_type=artifact.media_type)
 
 
+@router.head(
+    PREFIX + "/{slug}/{tag}.zip",
+    name="head_discovery_archive",
+    summary="A published version's zip: headers only",
+    responses=_ARCHIVE_RESPONSES,
+    description="`GET`'s headers (the digest and size), without reading a blob once cached.",
+)
 @router.get(
     PREFIX + "/{slug}/{tag}.zip",
     name="get_discovery_archive",
@@ -267,25 +263,6 @@ async def get_discovery_archive(
     credentials: Credentials,
 ) -> Response:
     """The archive an `archive` entry names: immutable, its SHA-256 the entry's digest."""
-    return await _archive(request, credentials, make_scope(workspace, agent), slug, tag)
-
-
-@router.head(
-    PREFIX + "/{slug}/{tag}.zip",
-    name="head_discovery_archive",
-    summary="A published version's zip: headers only",
-    responses=_ARCHIVE_RESPONSES,
-)
-async def head_discovery_archive(
-    request: Request,
-    *,
-    workspace: Workspace,
-    agent: AgentSegment,
-    slug: Slug,
-    tag: Tag,
-    credentials: Credentials,
-) -> Response:
-    """`GET`'s headers (the digest and size), without reading a blob once cached."""
     return await _archive(request, credentials, make_scope(workspace, agent), slug, tag)
 
 
@@ -312,6 +289,13 @@ async def _file(
     return Response(artifact.data, headers=headers, media_type=artifact.media_type)
 
 
+@router.head(
+    PREFIX + "/{slug}/{tag}/{path:path}",
+    name="head_discovery_file",
+    summary="One file of a published version: headers only",
+    responses=_FILE_RESPONSES,
+    description="`GET`'s headers, without reading the file.",
+)
 @router.get(
     PREFIX + "/{slug}/{tag}/{path:path}",
     name="get_discovery_file",
@@ -329,28 +313,6 @@ async def get_discovery_file(
     credentials: Credentials,
 ) -> Response:
     """A file's bytes, verified; Markdown as `text/markdown`, anything else as bytes."""
-    return await _file(
-        request, credentials, make_scope(workspace, agent), slug=slug, tag=tag, path=path
-    )
-
-
-@router.head(
-    PREFIX + "/{slug}/{tag}/{path:path}",
-    name="head_discovery_file",
-    summary="One file of a published version: headers only",
-    responses=_FILE_RESPONSES,
-)
-async def head_discovery_file(
-    request: Request,
-    *,
-    workspace: Workspace,
-    agent: AgentSegment,
-    slug: Slug,
-    tag: Tag,
-    path: FilePath,
-    credentials: Credentials,
-) -> Response:
-    """`GET`'s headers, without reading the file."""
     return await _file(
         request, credentials, make_scope(workspace, agent), slug=slug, tag=tag, path=path
     )
