@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,30 +34,44 @@ _STYLE = {
 }
 
 
+def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The options `reconcile` and `sync` share: the scope, the target and how to fill it."""
+    options = (
+        click.option(
+            "--workspace", "-w", required=True, help="The workspace whose skills to load."
+        ),
+        agent_option,
+        click.option(
+            "--target",
+            "-t",
+            required=True,
+            type=click.Path(file_okay=False, path_type=Path),
+            help="The directory agents load skills from (created if missing).",
+        ),
+        click.option(
+            "--mode",
+            type=click.Choice(["link", "copy"]),
+            help="link (default for a new target) or copy; fixed once the target is used.",
+        ),
+        click.option("--verify", is_flag=True, help="Rehash every file instead of trusting stat."),
+        click.option(
+            "--lock",
+            "lock_path",
+            type=click.Path(dir_okay=False, exists=True, path_type=Path),
+            help="Materialise exactly the versions this lock file pins.",
+        ),
+        click.option(
+            "--wait", is_flag=True, help="Wait for another reconciler instead of failing."
+        ),
+    )
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @click.command()
-@click.option("--workspace", "-w", required=True, help="The workspace whose skills to load.")
-@agent_option
-@click.option(
-    "--target",
-    "-t",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="The directory agents load skills from (created if missing).",
-)
-@click.option(
-    "--mode",
-    type=click.Choice(["link", "copy"]),
-    help="link (default for a new target) or copy; fixed once the target is used.",
-)
+@target_options
 @click.option("--adopt", is_flag=True, help="Publish on-disk edits as new versions.")
-@click.option("--verify", is_flag=True, help="Rehash every file instead of trusting stat.")
-@click.option(
-    "--lock",
-    "lock_path",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help="Materialise exactly the versions this lock file pins.",
-)
-@click.option("--wait", is_flag=True, help="Wait for another reconciler instead of failing.")
 @click.option("--actor", default="reconciler", show_default=True, help="Who adopts edits.")
 @click.option(
     "--create",

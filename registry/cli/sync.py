@@ -19,9 +19,9 @@ from pathlib import Path
 import click
 
 from registry import __version__
-from registry.cli.common import CliState, agent_option, json_option, make_scope, run_async
+from registry.cli.common import CliState, json_option, make_scope, run_async
 from registry.cli.output import Output, to_jsonable
-from registry.cli.reconcile import failure_code, render_report, report_dict
+from registry.cli.reconcile import failure_code, render_report, report_dict, target_options
 from registry.domain.model import Scope
 from registry.services.materialize.lockfile import LockFile
 from registry.services.materialize.reconcile import UNCHANGED, ReconcileReport
@@ -38,28 +38,7 @@ from registry.services.materialize.sync import Backoff, Sync
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="Read the token from this file instead (keeps it out of the process list).",
 )
-@click.option("--workspace", "-w", required=True, help="The workspace whose skills to load.")
-@agent_option
-@click.option(
-    "--target",
-    "-t",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="The directory agents load skills from (created if missing).",
-)
-@click.option(
-    "--mode",
-    type=click.Choice(["link", "copy"]),
-    help="link (default for a new target) or copy; fixed once the target is used.",
-)
-@click.option("--verify", is_flag=True, help="Rehash every file instead of trusting stat.")
-@click.option(
-    "--lock",
-    "lock_path",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help="Materialise exactly the versions this lock file pins.",
-)
-@click.option("--wait", is_flag=True, help="Wait for another reconciler instead of failing.")
+@target_options
 @click.option("--once", is_flag=True, help="Run once and exit (default: keep watching).")
 @click.option(
     "--interval",
