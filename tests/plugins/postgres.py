@@ -1,7 +1,7 @@
 """Database fixtures: every registry-level test runs on SQLite and on PostgreSQL.
 
 `database_url` is parametrized over both. PostgreSQL databases are cloned per test from a
-template migrated once per session (pytest-postgresql's janitor does the create/drop);
+template migrated once per session, one step ahead of the tests (`ClonePool`);
 SQLite databases are copies of a migrated template file.
 """
 
@@ -18,7 +18,7 @@ import pytest
 
 from registry.db.engine import create_engine
 from registry.db.migrate import upgrade
-from tests.harness.postgres import PostgresUnavailable, Server, ensure_server
+from tests.harness.postgres import ClonePool, PostgresUnavailable, Server, ensure_server
 
 
 def _migrate(url: str) -> None:
@@ -54,15 +54,22 @@ def pg_template(pg_server: Server) -> Iterator[str]:
         janitor.drop()
 
 
+@pytest.fixture(scope="session")
+def pg_clones(pg_server: Server, pg_template: str) -> Iterator[ClonePool]:
+    pool = ClonePool(pg_server, pg_template)
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
 @pytest.fixture
-def postgresql_url(pg_server: Server, pg_template: str) -> Iterator[str]:
-    name = f"skillreg_t_{uuid.uuid4().hex[:12]}"
-    janitor = pg_server.janitor(name, template=pg_template)
-    janitor.init()
+def postgresql_url(pg_server: Server, pg_clones: ClonePool) -> Iterator[str]:
+    name = pg_clones.take()
     try:
         yield pg_server.url(name)
     finally:
-        janitor.drop()
+        pg_clones.give_back(name)
 
 
 @pytest.fixture(scope="session")
