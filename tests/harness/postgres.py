@@ -186,6 +186,7 @@ class ClonePool:
         self._template = template
         self._jobs: queue.Queue[tuple[str, str] | None] = queue.Queue()
         self._ready: queue.Queue[str | BaseException] = queue.Queue()
+        self._made: set[str] = set()
         self._thread = threading.Thread(target=self._work, name="pg-clones", daemon=True)
         self._thread.start()
         for _ in range(ahead):
@@ -207,39 +208,44 @@ class ClonePool:
         self._jobs.put(("drop", name))
 
     def close(self) -> None:
-        """Finish the queued work, then drop the clones no test took."""
+        """Finish the queued work, then drop every clone still there (taken or not)."""
         self._jobs.put(None)
         self._thread.join(timeout=300)
         with self._server.connect() as conn:
-            conn.autocommit = True
-            while not self._ready.empty():
-                left = self._ready.get()
-                if isinstance(left, str):
-                    conn.execute(
-                        sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                            sql.Identifier(left)
-                        )
-                    )
+            for name in sorted(self._made):
+                _drop(conn, name)
 
     def _work(self) -> None:
         with self._server.connect() as conn:
-            conn.autocommit = True
             while (job := self._jobs.get()) is not None:
                 kind, name = job
+                if kind == "drop":
+                    if _drop(conn, name):
+                        self._made.discard(name)
+                    continue
                 try:
-                    if kind == "create":
-                        conn.execute(
-                            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                                sql.Identifier(name), sql.Identifier(self._template)
-                            )
+                    conn.execute(
+                        sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                            sql.Identifier(name), sql.Identifier(self._template)
                         )
-                        self._ready.put(name)
-                    else:
-                        conn.execute(
-                            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                                sql.Identifier(name)
-                            )
-                        )
+                    )
                 except psycopg.Error as exc:
-                    if kind == "create":
-                        self._ready.put(exc)
+                    self._ready.put(exc)
+                else:
+                    self._made.add(name)
+                    self._ready.put(name)
+
+
+def _drop(conn: psycopg.Connection, name: str, attempts: int = 5) -> bool:
+    """Drop `name`, ending its connections; a client reconnecting at that moment (a test's
+    subprocess on its way out) makes it try again. False if it is still there."""
+    for attempt in range(attempts):
+        try:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+        except psycopg.Error:
+            time.sleep(0.1 * (attempt + 1))
+        else:
+            return True
+    return False
