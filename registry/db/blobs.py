@@ -171,9 +171,9 @@ async def confirm(
     if conn.dialect.name == "postgresql":
         query = _STATUSES_FOR_CONFIRM if mine else _STATUSES_FOR_SHARE
     found = {row.digest: row.status for row in await conn.execute(query, {"digests": wanted})}
-    bad = tuple(d for d in wanted if not _usable(d, found.get(d), mine=mine, held=held))
-    if bad:
-        return Unavailable(bad)
+    problem = unusable(found, referenced=wanted, uploaded=mine, held=held)
+    if problem is not None:
+        return problem
     to_confirm = sorted(d for d in mine if found.get(d) == "pending")
     if to_confirm:
         await conn.execute(_MAKE_LIVE, {"digests": to_confirm})
@@ -192,6 +192,25 @@ _MAKE_LIVE: Final = (
     .where(Blob.digest.in_(sa.bindparam("digests", expanding=True)))
     .values(status="live")
 )
+
+
+def unusable(
+    found: Mapping[str, str],
+    *,
+    referenced: Collection[str],
+    uploaded: Collection[str],
+    held: Collection[str],
+) -> Unavailable | None:
+    """The digests of `referenced` that fail `confirm`'s check, given their `found` statuses.
+
+    `uploaded` are the digests this write uploaded, `held` those whose claim of this
+    write's had not expired when the transaction dropped it.
+    """
+    mine = set(uploaded)
+    bad = tuple(
+        d for d in sorted(set(referenced)) if not _usable(d, found.get(d), mine=mine, held=held)
+    )
+    return Unavailable(bad) if bad else None
 
 
 def _usable(digest: str, status: str | None, *, mine: set[str], held: Collection[str]) -> bool:

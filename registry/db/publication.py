@@ -33,14 +33,12 @@ from registry.db.skills import SkillRow
 from registry.db.tables import (
     PENDING_PROPOSAL_STATUSES,
     BlobClaim,
-    Event,
     Manifest,
     ManifestEntry,
     Proposal,
     ScanResult,
     Skill,
     SourceExclusion,
-    UtcDateTime,
     Version,
     VersionSource,
 )
@@ -61,6 +59,14 @@ class WriteContext:
     head_hash: str | None
     has_excluded_source: bool
     has_pending_proposal: bool
+    # The capacity and quota figures, read only when the write may need them: skills of
+    # the new skill's kind in the scope (no live skill yet), and the workspace's bytes in
+    # use (the package grows). None: not read.
+    live_of_kind: int | None = None
+    usage: int | None = None
+
+
+_Others = sa.orm.aliased(Skill, name="others")
 
 
 # One row whatever exists: the live skill (if any) outer-joined to a constant row.
@@ -81,6 +87,27 @@ _WRITE_CONTEXT: Final = sa.select(
         Proposal.status.in_(PENDING_PROPOSAL_STATUSES),
     )
     .label("pending"),
+    sa.case(
+        (
+            Skill.id.is_(None),
+            sa.select(sa.func.count())
+            .where(
+                _Others.workspace == sa.bindparam("workspace"),
+                _Others.agent == sa.bindparam("agent"),
+                _Others.kind == sa.bindparam("kind"),
+                _Others.state != "deleted",
+            )
+            .scalar_subquery(),
+        )
+    ).label("live_of_kind"),
+    sa.case(
+        (
+            sa.bindparam("total_size", type_=sa.BigInteger) > sa.func.coalesce(Skill.head_size, 0),
+            sa.select(sa.func.coalesce(sa.func.sum(_Others.head_size), 0))
+            .where(_Others.workspace == sa.bindparam("workspace"), _Others.state != "deleted")
+            .scalar_subquery(),
+        )
+    ).label("usage"),
 ).select_from(
     _ONE.outerjoin(
         Skill,
@@ -95,9 +122,19 @@ _WRITE_CONTEXT: Final = sa.select(
 
 
 async def write_context(
-    conn: AsyncConnection, scope: Scope, slug: str, sources: Sequence[str]
+    conn: AsyncConnection,
+    scope: Scope,
+    slug: str,
+    sources: Sequence[str],
+    *,
+    kind: str,
+    total_size: int,
 ) -> WriteContext:
-    """The skill a write replaces and what its checks need, in one statement."""
+    """The skill a write replaces and what its checks need, in one statement.
+
+    `kind` and `total_size` are the new package's: the capacity count is read for a new
+    skill of `kind`, the workspace's usage if `total_size` exceeds the head's size.
+    """
     row = (
         await conn.execute(
             _WRITE_CONTEXT,
@@ -106,6 +143,8 @@ async def write_context(
                 "agent": scope.agent,
                 "slug": slug,
                 "sources": list(dict.fromkeys(sources)),
+                "kind": kind,
+                "total_size": total_size,
             },
         )
     ).one()
@@ -115,8 +154,16 @@ async def write_context(
         values.pop("excluded"),
         values.pop("pending"),
     )
+    live_of_kind, usage = values.pop("live_of_kind"), values.pop("usage")
     skill = None if values["id"] is None else SkillRow(**values)
-    return WriteContext(skill, head_hash, bool(excluded), bool(pending))
+    return WriteContext(
+        skill,
+        head_hash,
+        bool(excluded),
+        bool(pending),
+        live_of_kind=None if live_of_kind is None else int(live_of_kind),
+        usage=None if usage is None else int(usage),
+    )
 
 
 _HEAD: Final = (
@@ -365,194 +412,10 @@ async def move_head(
     result = await conn.execute(_MOVE_HEAD, values)
     if result.rowcount != 1:
         # Only a writer that skipped the workspace lock can get here: the swap still refuses.
-        current = await conn.scalar(
-            _CURRENT_HEAD, {"skill_id": skill.id, "workspace": skill.workspace}
-        )
-        raise HeadConflict(skill.head, current)
+        raise HeadConflict(skill.head, await current_head(conn, skill))
 
 
-def _append_statement() -> sa.Select[Any]:
-    """PostgreSQL: the version, its sources, the head's move and the event, in one statement.
-
-    Its parameters are named `p_*`: a parameter named like a column of a table that a nested
-    INSERT or UPDATE writes would become one more value of that statement.
-
-    Data-modifying CTEs run once each, whether or not the final SELECT reads them, and see
-    one snapshot; the head's compare-and-swap reports through the `moved` count. SQLite has
-    no data-modifying CTEs and runs the four statements one by one (`insert_version`,
-    `move_head`, `skills.insert_event`).
-    """
-    # The version is inserted only if the head is still the expected one, so a lost
-    # compare-and-swap inserts nothing (and meets no unique-number violation).
-    expected = sa.exists().where(
-        Skill.id == sa.bindparam("p_skill_id"),
-        Skill.workspace == sa.bindparam("p_workspace"),
-        Skill.head == sa.bindparam("p_expected_head"),
-    )
-    version_values: dict[str, sa.BindParameter[Any]] = {
-        "workspace": sa.bindparam("p_workspace", type_=sa.String),
-        "skill_id": sa.bindparam("p_skill_id", type_=sa.BigInteger),
-        "number": sa.bindparam("p_number", type_=sa.Integer),
-        "parent": sa.bindparam("p_parent", type_=sa.Integer),
-        "origin": sa.bindparam("p_origin", type_=sa.String),
-        "actor": sa.bindparam("p_actor", type_=sa.String),
-        "message": sa.bindparam("p_message", type_=sa.Text),
-        "restored_from": sa.bindparam("p_restored_from", type_=sa.Integer),
-        "manifest_id": sa.bindparam("p_manifest_id", type_=sa.BigInteger),
-        "manifest_hash": sa.bindparam("p_manifest_hash", type_=sa.String),
-        "file_count": sa.bindparam("p_file_count", type_=sa.Integer),
-        "total_size": sa.bindparam("p_total_size", type_=sa.BigInteger),
-        "write_id": sa.bindparam("p_write_id", type_=sa.String),
-        "created_at": sa.bindparam("p_now", type_=UtcDateTime()),
-    }
-    version = (
-        postgresql.insert(Version)
-        .from_select(list(version_values), sa.select(*version_values.values()).where(expected))
-        .returning(Version.id)
-        .cte("new_version")
-    )
-    listed = (
-        sa.func.unnest(sa.bindparam("p_sources", type_=postgresql.ARRAY(sa.Text)))
-        .table_valued("source", with_ordinality="position")
-        .render_derived(name="listed")
-    )
-    sources = (
-        postgresql.insert(VersionSource)
-        .from_select(
-            ["version_id", "source", "workspace", "position"],
-            sa.select(
-                version.c.id,
-                listed.c.source,
-                sa.bindparam("p_workspace", type_=sa.String),
-                listed.c.position - 1,
-            ).select_from(version.join(listed, sa.true())),
-        )
-        .cte("new_sources")
-    )
-    head = (
-        sa.update(Skill)
-        .where(
-            Skill.id == sa.bindparam("p_skill_id"),
-            Skill.workspace == sa.bindparam("p_workspace"),
-            Skill.head == sa.bindparam("p_expected_head"),
-        )
-        .values(
-            head=sa.bindparam("p_number"),
-            head_size=sa.bindparam("p_total_size"),
-            updated_at=sa.bindparam("p_now"),
-            auto_improve=sa.func.coalesce(
-                sa.bindparam("p_auto_improve", type_=sa.Boolean), Skill.auto_improve
-            ),
-            baseline_listing=sa.case(
-                (
-                    sa.bindparam("p_set_baseline", type_=sa.Boolean),
-                    sa.bindparam("p_baseline_listing"),
-                ),
-                else_=Skill.baseline_listing,
-            ),
-            baseline_version=sa.case(
-                (
-                    sa.bindparam("p_set_baseline", type_=sa.Boolean),
-                    sa.bindparam("p_baseline_version"),
-                ),
-                else_=Skill.baseline_version,
-            ),
-            baseline_manifest_hash=sa.case(
-                (sa.bindparam("p_set_baseline", type_=sa.Boolean), sa.bindparam("p_baseline_hash")),
-                else_=Skill.baseline_manifest_hash,
-            ),
-        )
-        .returning(Skill.id)
-        .cte("moved_head")
-    )
-    event_values: dict[str, sa.BindParameter[Any]] = {
-        "workspace": sa.bindparam("p_workspace", type_=sa.String),
-        "agent": sa.bindparam("p_agent", type_=sa.String),
-        "slug": sa.bindparam("p_slug", type_=sa.String),
-        "skill_id": sa.bindparam("p_skill_id", type_=sa.BigInteger),
-        "kind": sa.bindparam("p_kind", type_=sa.String),
-        "version": sa.bindparam("p_number", type_=sa.Integer),
-        "manifest_hash": sa.bindparam("p_manifest_hash", type_=sa.String),
-        "payload": sa.bindparam("p_payload", type_=sa.JSON),
-        "created_at": sa.bindparam("p_now", type_=UtcDateTime()),
-    }
-    # One event per new version: none if the compare-and-swap was lost.
-    event = (
-        postgresql.insert(Event)
-        .from_select(list(event_values), sa.select(*event_values.values()).select_from(version))
-        .cte("new_event")
-    )
-    moved = sa.select(sa.func.count()).select_from(head).scalar_subquery()
-    return (
-        sa.select(sa.select(version.c.id).scalar_subquery().label("id"), moved.label("moved"))
-        .add_cte(sources, nest_here=False)
-        .add_cte(event, nest_here=False)
-    )
-
-
-_APPEND: Final = _append_statement()
-
-
-async def append_version(
-    conn: AsyncConnection,
-    scope: Scope,
-    slug: str,
-    skill: SkillRow,
-    *,
-    origin: str,
-    actor: str,
-    message: str,
-    restored_from: int | None,
-    manifest_id: int,
-    manifest: DomainManifest,
-    sources: Sequence[str],
-    write_id: str,
-    now: datetime,
-    auto_improve: bool | None,
-    baseline: tuple[str, int, str] | None,
-    event_kind: str,
-    payload: dict[str, Any],
-) -> int:
-    """PostgreSQL, an existing skill: append version `head + 1` in one round trip.
-
-    Returns the new version's id; a head that moved under the lock is a `HeadConflict`.
-    """
-    listing, listing_version, listing_hash = baseline or (None, None, None)
-    row = (
-        await conn.execute(
-            _APPEND,
-            {
-                "p_workspace": scope.workspace,
-                "p_agent": scope.agent,
-                "p_slug": slug,
-                "p_skill_id": skill.id,
-                "p_expected_head": skill.head,
-                "p_number": skill.head + 1,
-                "p_parent": skill.head,
-                "p_origin": origin,
-                "p_actor": actor,
-                "p_message": message,
-                "p_restored_from": restored_from,
-                "p_manifest_id": manifest_id,
-                "p_manifest_hash": manifest.hash,
-                "p_file_count": manifest.file_count,
-                "p_total_size": manifest.total_size,
-                "p_write_id": write_id,
-                "p_now": now,
-                "p_sources": list(dict.fromkeys(sources)),
-                "p_auto_improve": auto_improve,
-                "p_set_baseline": baseline is not None,
-                "p_baseline_listing": listing,
-                "p_baseline_version": listing_version,
-                "p_baseline_hash": listing_hash,
-                "p_kind": event_kind,
-                "p_payload": payload,
-            },
-        )
-    ).one()
-    if row.moved != 1:
-        current = await conn.scalar(
-            _CURRENT_HEAD, {"skill_id": skill.id, "workspace": skill.workspace}
-        )
-        raise HeadConflict(skill.head, current)
-    return int(row.id)
+async def current_head(conn: AsyncConnection, skill: SkillRow) -> int | None:
+    """The head `skill`'s row has now (after a lost compare-and-swap), or None if gone."""
+    head = await conn.scalar(_CURRENT_HEAD, {"skill_id": skill.id, "workspace": skill.workspace})
+    return None if head is None else int(head)

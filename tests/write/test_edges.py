@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from registry import Origin, Registry, Scope
 from registry.db import publication as db_publication
 from registry.db import skills as db_skills
+from registry.db import staging as db_staging
 from registry.db import unit
 from registry.db.cancel import guarded
 from registry.db.engine import write_connection
@@ -409,9 +410,9 @@ async def test_an_online_fsck_racing_a_prune_reports_no_false_problem(make_regis
 @pytest.mark.postgres
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 async def test_a_head_lost_under_the_lock_is_refused_by_the_one_statement_append(registry):
-    # PostgreSQL appends the version, moves the head and writes the event in one statement
-    # (registry/db/publication.py); its compare-and-swap refuses a stale head, and the
-    # transaction, version row included, rolls back.
+    # PostgreSQL stages the blobs and the manifest, appends the version, moves the head and
+    # writes the event in one statement (registry/db/staging.py); its compare-and-swap
+    # refuses a stale head, and the transaction, version row included, rolls back.
     await registry.write_package(
         ACME, "pdf-report", package("pdf-report"), expected_head=None, actor="u"
     )
@@ -423,24 +424,25 @@ async def test_a_head_lost_under_the_lock_is_refused_by_the_one_statement_append
     async def stale_append(conn):
         skill = await db_skills.live_skill(conn, ACME, "pdf-report")
         info = await registry.package_info(ACME, "pdf-report")
-        await db_publication.append_version(
+        await db_staging.stage(
             conn,
-            ACME,
-            "pdf-report",
-            dataclasses.replace(skill, head=1),
-            origin="edit",
-            actor="u",
-            message="",
-            restored_from=None,
-            manifest_id=(await db_skills.version(conn, skill, 2)).manifest_id,
-            manifest=info.manifest,
-            sources=["chat:1"],
             write_id="00000000-0000-4000-8000-00000000beef",
+            workspace=ACME.workspace,
+            manifest=info.manifest,
+            uploaded=frozenset(),
             now=registry.ctx.clock.now(),
-            auto_improve=None,
-            baseline=None,
-            event_kind="published",
-            payload={},
+            append=db_staging.Append(
+                scope=ACME,
+                slug="pdf-report",
+                skill=dataclasses.replace(skill, head=1),
+                origin="edit",
+                actor="u",
+                message="",
+                restored_from=None,
+                sources=["chat:1"],
+                event_kind="published",
+                payload={},
+            ),
         )
 
     with pytest.raises(HeadConflict) as caught:

@@ -249,3 +249,53 @@ async def test_a_write_makes_two_write_transactions(make_registry):
     writes.clear()
     await publish(registry, files=package("pdf-report", files=5, tag="b"), expected=1)
     assert len(writes) == 2
+
+
+class _LockedStatements:
+    """Failpoints that record the statements sent while the workspace lock is held."""
+
+    def __init__(self) -> None:
+        self.holding = False
+        self.statements: list[str] = []
+
+    async def hit(self, name: str) -> None:
+        if name == "publish.locked":
+            self.holding, self.statements = True, []
+        elif name == "publish.before_commit":
+            self.holding = False
+
+    def record(self, _conn, _cursor, statement, *_args) -> None:
+        if self.holding:
+            self.statements.append(statement.split(None, 1)[0].upper())
+
+
+async def test_the_locked_transaction_is_three_round_trips_on_postgresql(make_registry):
+    """After the lock: the context, then one statement (PostgreSQL) or the steps (SQLite).
+
+    A 10-file package with sources, new and then updated, no capacity or quota pressure:
+    on PostgreSQL the claims, the blob check, the manifest and every row of the version
+    are one statement of CTEs (registry/db/staging.py), and the capacity count and quota
+    sum come with the context; SQLite sends its steps one by one.
+    """
+    clock = _LockedStatements()
+    registry = await make_registry(failpoints=clock)
+    sa.event.listen(registry.engine.sync_engine, "before_cursor_execute", clock.record)
+    postgres = registry.engine.dialect.name == "postgresql"
+
+    await publish(registry, files=package("pdf-report", files=10), sources=["chat:1"])
+    new_skill = clock.statements
+    await publish(
+        registry, files=package("pdf-report", files=10, tag="b"), expected=1, sources=["chat:2"]
+    )
+    update = clock.statements
+    if postgres:
+        assert new_skill == ["SELECT", "WITH"]
+        assert update == ["SELECT", "WITH"]
+    else:
+        # context, claims, statuses, live, manifest, entries, then the version's rows
+        steps = ["SELECT", "DELETE", "SELECT", "UPDATE", "INSERT", "INSERT"]
+        assert new_skill == [*steps, "INSERT", "INSERT", "INSERT", "INSERT"]
+        assert update == [*steps, "INSERT", "INSERT", "UPDATE", "INSERT"]
+    # The same rows as ever: one version each, its sources, its event.
+    info = await registry.package_info(ACME, "pdf-report")
+    assert info.head == 2

@@ -37,6 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import learning as db_learning
 from registry.db import pending as db_pending
+from registry.db import publication as db_publication
 from registry.db import skills as db_skills
 from registry.db import suppressions as db_suppressions
 from registry.domain.approvals import Approval, Verdict
@@ -126,8 +127,11 @@ async def route(  # noqa: PLR0917 - the publish transaction's state, passed on a
     screening: Screening,
     *,
     draft_base: int | None,
+    known: db_publication.WriteContext | None = None,
 ) -> Route:
     """What the write becomes; checks capacity and quota for a write that publishes.
+
+    `known` is the write context, whose capacity and quota figures spare their reads.
 
     Raises `StillWaiting` for a pending write applied without room, `UndoneMoved` for a
     restore whose head moved since it read it.
@@ -144,7 +148,7 @@ async def route(  # noqa: PLR0917 - the publish transaction's state, passed on a
         guarded = await _guest_route(conn, request, skill, manifest, screening)
         if guarded is not None:
             return guarded
-    if not await _admitted(ctx, conn, request, skill, manifest):
+    if not await _admitted(ctx, conn, request, skill, manifest, known=known):
         return Route(PEND, skill)
     return _PUBLISH
 
@@ -190,18 +194,22 @@ async def _admitted(
     request: WriteRequest,
     skill: db_skills.SkillRow | None,
     manifest: Manifest,
+    *,
+    known: db_publication.WriteContext | None,
 ) -> bool:
     """Capacity and quota; False: an automated write must wait for a saved slot."""
     waits = request.automated and rootchecks.slot_needed(request, skill) == "saved"
     if not waits:
-        await rootchecks.check_capacity_and_quota(ctx, conn, request, skill, manifest)
+        await rootchecks.check_capacity_and_quota(ctx, conn, request, skill, manifest, known=known)
         return True
     # In order: a learning write does not overtake one that waits for a slot.
     if await db_pending.waiting_before(conn, request.scope, request.applies_pending):
         admitted = False
     else:
         try:
-            await rootchecks.check_capacity_and_quota(ctx, conn, request, skill, manifest)
+            await rootchecks.check_capacity_and_quota(
+                ctx, conn, request, skill, manifest, known=known
+            )
         except CapacityExceeded:
             admitted = False
         else:

@@ -26,19 +26,16 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
 from typing import Final
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from registry.db import approvals as db_approvals
-from registry.db import blobs as db_blobs
 from registry.db import errors as db_errors
-from registry.db import proposals as db_proposals
 from registry.db import publication as db_publication
 from registry.db import skills as db_skills
+from registry.db import staging as db_staging
 from registry.db.unit import CommitOutcomeUnknown, Outcome
 from registry.domain.approvals import Approval
 from registry.domain.manifest import Manifest, build_manifest
@@ -56,7 +53,16 @@ from registry.errors import (
     WorkspaceBusy,
 )
 from registry.services.context import Context, offloaded
-from registry.services.write import blobstage, content, diversion, learning, rootchecks, settle
+from registry.services.write import (
+    append,
+    blobstage,
+    content,
+    diversion,
+    learning,
+    rootchecks,
+    settle,
+)
+from registry.services.write.append import BlobsRaced
 from registry.services.write.request import NOT_SCREENED, Screening, WriteRequest
 
 # A publish that finds one of its blobs claimed away by GC (its claim expired while it
@@ -74,14 +80,6 @@ class _Staged:
     write_id: str
     claimed: bool
     uploaded: frozenset[str]
-
-
-class _BlobsRaced(Exception):
-    """A referenced blob was found missing or being deleted inside the publish transaction."""
-
-    def __init__(self, digests: tuple[str, ...]) -> None:
-        self.digests = digests
-        super().__init__(f"{len(digests)} referenced blobs are not live")
 
 
 async def write_package(
@@ -243,7 +241,7 @@ async def _store_and_publish(
         try:
             staged = _Staged(write_id, claimed=bool(pending), uploaded=uploaded)
             return await _publish(ctx, request, screening, manifest, staged)
-        except _BlobsRaced as raced:
+        except BlobsRaced as raced:
             missing = [d for d in raced.digests if d not in available]
             if missing:
                 raise Inconsistency(
@@ -299,7 +297,14 @@ async def _apply(
     """Root checks, compare-and-swap and every row of the new version (lock held)."""
     scope, now = request.scope, ctx.clock.now()
     write_id, uploaded = staged.write_id, staged.uploaded
-    found = await db_publication.write_context(conn, scope, request.slug, request.sources)
+    found = await db_publication.write_context(
+        conn,
+        scope,
+        request.slug,
+        request.sources,
+        kind=request.kind,
+        total_size=manifest.total_size,
+    )
     skill = found.skill
     if skill is not None and request.may_be_unchanged and found.head_hash == manifest.hash:
         # Another writer published this package first: the head references every blob
@@ -317,19 +322,38 @@ async def _apply(
     if found.has_excluded_source:
         await diversion.check_sources(conn, request)
     route = await learning.route(
-        ctx, conn, request, skill, manifest, screening, draft_base=draft_base
+        ctx, conn, request, skill, manifest, screening, draft_base=draft_base, known=found
     )
     await ctx.hit("publish.checked")
 
-    # Dropping the claims here releases them (the commit makes it stick) and tells
-    # `confirm` which of this write's uploads its claims still covered.
-    held = await db_publication.take_claims(conn, write_id, now) if staged.claimed else frozenset()
-    problem = await db_blobs.confirm(
-        conn, held=held, uploaded=uploaded, referenced=[e.digest for e in manifest.entries]
+    if route.action == learning.PUBLISH and conn.dialect.name == "postgresql":
+        publication = await append.in_one(
+            ctx,
+            conn,
+            request,
+            found,
+            approvals=screening.approvals,
+            manifest=manifest,
+            decided=decided,
+            write_id=write_id,
+            uploaded=uploaded,
+            now=now,
+        )
+        return _with_uploads(publication, manifest, uploaded)
+    # Dropping the claims here releases them (the commit makes it stick) and tells the
+    # blob check which of this write's uploads its claims still covered.
+    stored = await db_staging.stage(
+        conn,
+        write_id=write_id,
+        workspace=scope.workspace,
+        manifest=manifest,
+        uploaded=uploaded,
+        now=now,
+        claimed=staged.claimed,
     )
-    if problem is not None:
-        raise _BlobsRaced(problem.digests)
-    manifest_id = await db_publication.ensure_manifest(conn, scope.workspace, manifest, now)
+    if stored.problem is not None:
+        raise BlobsRaced(stored.problem.digests)
+    manifest_id = stored.manifest_id
     if route.action != learning.PUBLISH:
         # A proposal or a pending write instead of a version (docs/history.md).
         recorded = await learning.record(
@@ -344,7 +368,7 @@ async def _apply(
             now=now,
         )
         return _with_uploads(recorded, manifest, uploaded)
-    publication = await _append_version(
+    publication = await append.in_steps(
         ctx,
         conn,
         request,
@@ -370,227 +394,4 @@ def _with_uploads(
         publication,
         uploaded=len(uploaded),
         uploaded_bytes=sum(e.size for e in manifest.entries if e.digest in uploaded),
-    )
-
-
-async def _append_version(
-    ctx: Context,
-    conn: AsyncConnection,
-    request: WriteRequest,
-    found: db_publication.WriteContext,
-    *,
-    approvals: Sequence[Approval],
-    manifest: Manifest,
-    manifest_id: int,
-    decided: db_proposals.ProposalRow | None,
-    write_id: str,
-    now: datetime,
-) -> Publication:
-    """Insert the version, move the head (compare-and-swap) and write the event."""
-    scope, skill = request.scope, found.skill
-    if skill is not None and conn.dialect.name == "postgresql":
-        return await _append_in_one(
-            ctx,
-            conn,
-            request,
-            found,
-            approvals=approvals,
-            manifest=manifest,
-            manifest_id=manifest_id,
-            decided=decided,
-            write_id=write_id,
-            now=now,
-        )
-    if skill is None:
-        skill_id = await db_publication.insert_skill(
-            conn,
-            scope,
-            request.slug,
-            kind=request.kind,
-            size=manifest.total_size,
-            now=now,
-            baseline=request.baseline,
-            auto_improve=request.changes.new_skill_auto_improve,
-        )
-        number, parent = 1, None
-    else:
-        skill_id, number, parent = skill.id, skill.head + 1, skill.head
-    version_id = await db_publication.insert_version(
-        conn,
-        skill_id,
-        scope.workspace,
-        number=number,
-        parent=parent,
-        origin=request.origin.value,
-        actor=request.actor,
-        message=request.message,
-        restored_from=request.restored_from,
-        manifest_id=manifest_id,
-        manifest=manifest,
-        sources=request.sources,
-        write_id=write_id,
-        now=now,
-    )
-    await db_approvals.replace(
-        conn,
-        scope.workspace,
-        version_id,
-        approvals,
-        actor=request.actor,
-        now=now,
-        fresh=True,
-    )
-    await ctx.hit("publish.version_rows")
-    staled: list[int] = []
-    if skill is not None:
-        # A decided marketplace proposal moves the copy's baseline as its update would have.
-        baseline = request.baseline or (None if decided is None else decided.baseline_tuple)
-        await db_publication.move_head(
-            conn,
-            skill,
-            new_head=number,
-            size=manifest.total_size,
-            now=now,
-            auto_improve=request.changes.auto_improve,
-            baseline=baseline,
-        )
-        staled = await diversion.head_moved(
-            conn,
-            request,
-            skill,
-            decided=decided,
-            number=number,
-            now=now,
-            pending=found.has_pending_proposal,
-        )
-    else:
-        await diversion.skill_created(conn, request, decided=decided, number=number, now=now)
-    await learning.version_added(
-        conn,
-        request,
-        skill,
-        skill_id=skill_id,
-        number=number,
-        decided_suppression=None if decided is None else decided.suppression_id,
-        now=now,
-    )
-    await ctx.hit("publish.head_moved")
-    await db_skills.insert_event(
-        conn,
-        scope,
-        request.slug,
-        skill_id=skill_id,
-        kind=diversion.event_kind(request),
-        version=number,
-        manifest_hash=manifest.hash,
-        payload=_event_payload(request, manifest, parent=parent, staled=staled),
-        now=now,
-    )
-    return Publication(
-        version=number,
-        manifest_hash=manifest.hash,
-        created=True,
-        retired=parent,
-        unchanged=False,
-        committed_at=now,
-    )
-
-
-def _event_payload(
-    request: WriteRequest, manifest: Manifest, *, parent: int | None, staled: list[int]
-) -> dict[str, object]:
-    decides = request.decides
-    return {
-        "origin": request.origin.value,
-        "actor": request.actor,
-        "parent": parent,
-        "restored_from": request.restored_from,
-        "files": manifest.file_count,
-        "bytes": manifest.total_size,
-        "proposal": None if decides is None else decides.proposal,
-        "decided_by": None if decides is None else decides.actor,
-        "pending": request.applies_pending,
-        "repair": request.repair,
-        "staled_proposals": staled,
-    }
-
-
-async def _append_in_one(
-    ctx: Context,
-    conn: AsyncConnection,
-    request: WriteRequest,
-    found: db_publication.WriteContext,
-    *,
-    approvals: Sequence[Approval],
-    manifest: Manifest,
-    manifest_id: int,
-    decided: db_proposals.ProposalRow | None,
-    write_id: str,
-    now: datetime,
-) -> Publication:
-    """PostgreSQL, an existing skill: the version, head move and event in one round trip.
-
-    The proposal bookkeeping a head move causes (closing the decided proposal, making the
-    open one stale) runs first; inside one transaction the order does not matter.
-    """
-    skill = found.skill
-    assert skill is not None
-    number = skill.head + 1
-    staled = await diversion.head_moved(
-        conn,
-        request,
-        skill,
-        decided=decided,
-        number=number,
-        now=now,
-        pending=found.has_pending_proposal,
-    )
-    # A decided marketplace proposal moves the copy's baseline as its update would have.
-    baseline = request.baseline or (None if decided is None else decided.baseline_tuple)
-    version_id = await db_publication.append_version(
-        conn,
-        request.scope,
-        request.slug,
-        skill,
-        origin=request.origin.value,
-        actor=request.actor,
-        message=request.message,
-        restored_from=request.restored_from,
-        manifest_id=manifest_id,
-        manifest=manifest,
-        sources=request.sources,
-        write_id=write_id,
-        now=now,
-        auto_improve=request.changes.auto_improve,
-        baseline=baseline,
-        event_kind=diversion.event_kind(request),
-        payload=_event_payload(request, manifest, parent=skill.head, staled=staled),
-    )
-    await db_approvals.replace(
-        conn,
-        request.scope.workspace,
-        version_id,
-        approvals,
-        actor=request.actor,
-        now=now,
-        fresh=True,
-    )
-    await ctx.hit("publish.version_rows")
-    await learning.version_added(
-        conn,
-        request,
-        skill,
-        skill_id=skill.id,
-        number=number,
-        decided_suppression=None if decided is None else decided.suppression_id,
-        now=now,
-    )
-    await ctx.hit("publish.head_moved")
-    return Publication(
-        version=number,
-        manifest_hash=manifest.hash,
-        created=True,
-        retired=skill.head,
-        unchanged=False,
-        committed_at=now,
     )

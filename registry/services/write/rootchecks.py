@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from registry.db import publication as db_publication
 from registry.db import skills as db_skills
 from registry.domain.manifest import Manifest
 from registry.domain.model import AnyHead, Origin
@@ -83,16 +84,30 @@ async def check_capacity_and_quota(
     request: WriteRequest,
     skill: db_skills.SkillRow | None,
     manifest: Manifest,
+    *,
+    known: db_publication.WriteContext | None = None,
 ) -> None:
+    """Refuse a write that needs a slot its budget lacks, or bytes beyond the quota.
+
+    `known` (the write context, read under the same lock) supplies the figures it read,
+    so that only a figure it did not read costs a statement here.
+    """
     settings = ctx.settings
     budget = slot_needed(request, skill)
     if budget is not None:
         limit = settings.capacity_installed if budget == "installed" else settings.capacity_saved
-        if await db_skills.count_live(conn, request.scope, budget) >= limit:
+        live = None
+        if known is not None and skill is None and budget == request.kind:
+            live = known.live_of_kind
+        if live is None:
+            live = await db_skills.count_live(conn, request.scope, budget)
+        if live >= limit:
             raise CapacityExceeded(limit, budget)
     replaced = 0 if skill is None else skill.head_size
     growth = manifest.total_size - replaced
     if growth > 0:
-        used = await db_skills.workspace_usage(conn, request.scope.workspace)
+        used = None if known is None else known.usage
+        if used is None:
+            used = await db_skills.workspace_usage(conn, request.scope.workspace)
         if used + growth > settings.workspace_quota_bytes:
             raise QuotaExceeded(settings.workspace_quota_bytes, used, growth)

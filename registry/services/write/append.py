@@ -1,0 +1,259 @@
+"""The version a publish appends: its rows, the head's move, the event, the bookkeeping.
+
+Two ways, one result (docs/write-path.md): on PostgreSQL `in_one` folds the claims, the blob
+check, the manifest and every row of the version into one statement (`db.staging`); on
+SQLite, where a statement costs no round trip, `in_steps` runs them one by one after
+`db.staging.stage` has checked the blobs and stored the manifest. Both run under the
+workspace lock, after the write's root checks and routing (`publish._apply`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from registry.db import approvals as db_approvals
+from registry.db import proposals as db_proposals
+from registry.db import publication as db_publication
+from registry.db import skills as db_skills
+from registry.db import staging as db_staging
+from registry.domain.approvals import Approval
+from registry.domain.manifest import Manifest
+from registry.domain.model import Publication
+from registry.services.context import Context
+from registry.services.write import diversion, learning
+from registry.services.write.request import WriteRequest
+
+
+class BlobsRaced(Exception):
+    """A referenced blob was found missing or being deleted inside the publish transaction."""
+
+    def __init__(self, digests: tuple[str, ...]) -> None:
+        self.digests = digests
+        super().__init__(f"{len(digests)} referenced blobs are not live")
+
+
+async def in_steps(
+    ctx: Context,
+    conn: AsyncConnection,
+    request: WriteRequest,
+    found: db_publication.WriteContext,
+    *,
+    approvals: Sequence[Approval],
+    manifest: Manifest,
+    manifest_id: int,
+    decided: db_proposals.ProposalRow | None,
+    write_id: str,
+    now: datetime,
+) -> Publication:
+    """SQLite: insert the version, move the head (compare-and-swap) and write the event."""
+    scope, skill = request.scope, found.skill
+    if skill is None:
+        skill_id = await db_publication.insert_skill(
+            conn,
+            scope,
+            request.slug,
+            kind=request.kind,
+            size=manifest.total_size,
+            now=now,
+            baseline=request.baseline,
+            auto_improve=request.changes.new_skill_auto_improve,
+        )
+        number, parent = 1, None
+    else:
+        skill_id, number, parent = skill.id, skill.head + 1, skill.head
+    version_id = await db_publication.insert_version(
+        conn,
+        skill_id,
+        scope.workspace,
+        number=number,
+        parent=parent,
+        origin=request.origin.value,
+        actor=request.actor,
+        message=request.message,
+        restored_from=request.restored_from,
+        manifest_id=manifest_id,
+        manifest=manifest,
+        sources=request.sources,
+        write_id=write_id,
+        now=now,
+    )
+    await db_approvals.replace(
+        conn,
+        scope.workspace,
+        version_id,
+        approvals,
+        actor=request.actor,
+        now=now,
+        fresh=True,
+    )
+    await ctx.hit("publish.version_rows")
+    staled: list[int] = []
+    if skill is not None:
+        # A decided marketplace proposal moves the copy's baseline as its update would have.
+        baseline = request.baseline or (None if decided is None else decided.baseline_tuple)
+        await db_publication.move_head(
+            conn,
+            skill,
+            new_head=number,
+            size=manifest.total_size,
+            now=now,
+            auto_improve=request.changes.auto_improve,
+            baseline=baseline,
+        )
+        staled = await diversion.head_moved(
+            conn,
+            request,
+            skill,
+            decided=decided,
+            number=number,
+            now=now,
+            pending=found.has_pending_proposal,
+        )
+    else:
+        await diversion.skill_created(conn, request, decided=decided, number=number, now=now)
+    await learning.version_added(
+        conn,
+        request,
+        skill,
+        skill_id=skill_id,
+        number=number,
+        decided_suppression=None if decided is None else decided.suppression_id,
+        now=now,
+    )
+    await ctx.hit("publish.head_moved")
+    await db_skills.insert_event(
+        conn,
+        scope,
+        request.slug,
+        skill_id=skill_id,
+        kind=diversion.event_kind(request),
+        version=number,
+        manifest_hash=manifest.hash,
+        payload=_event_payload(request, manifest, parent=parent, staled=staled),
+        now=now,
+    )
+    return Publication(
+        version=number,
+        manifest_hash=manifest.hash,
+        created=True,
+        retired=parent,
+        unchanged=False,
+        committed_at=now,
+    )
+
+
+def _event_payload(
+    request: WriteRequest, manifest: Manifest, *, parent: int | None, staled: list[int]
+) -> dict[str, object]:
+    decides = request.decides
+    return {
+        "origin": request.origin.value,
+        "actor": request.actor,
+        "parent": parent,
+        "restored_from": request.restored_from,
+        "files": manifest.file_count,
+        "bytes": manifest.total_size,
+        "proposal": None if decides is None else decides.proposal,
+        "decided_by": None if decides is None else decides.actor,
+        "pending": request.applies_pending,
+        "repair": request.repair,
+        "staled_proposals": staled,
+    }
+
+
+async def in_one(
+    ctx: Context,
+    conn: AsyncConnection,
+    request: WriteRequest,
+    found: db_publication.WriteContext,
+    *,
+    approvals: Sequence[Approval],
+    manifest: Manifest,
+    decided: db_proposals.ProposalRow | None,
+    write_id: str,
+    uploaded: frozenset[str],
+    now: datetime,
+) -> Publication:
+    """PostgreSQL: the claims, the blob check, the manifest and the version in one statement.
+
+    The proposal bookkeeping a head move causes (closing the decided proposal, making the
+    open one stale) runs first; inside one transaction the order does not matter.
+    """
+    skill = found.skill
+    number, parent = (1, None) if skill is None else (skill.head + 1, skill.head)
+    staled: list[int] = []
+    if skill is None:
+        await diversion.skill_created(conn, request, decided=decided, number=number, now=now)
+        baseline = request.baseline
+    else:
+        staled = await diversion.head_moved(
+            conn,
+            request,
+            skill,
+            decided=decided,
+            number=number,
+            now=now,
+            pending=found.has_pending_proposal,
+        )
+        # A decided marketplace proposal moves the copy's baseline as its update would have.
+        baseline = request.baseline or (None if decided is None else decided.baseline_tuple)
+    append = db_staging.Append(
+        scope=request.scope,
+        slug=request.slug,
+        skill=skill,
+        origin=request.origin.value,
+        actor=request.actor,
+        message=request.message,
+        restored_from=request.restored_from,
+        sources=request.sources,
+        event_kind=diversion.event_kind(request),
+        payload=_event_payload(request, manifest, parent=parent, staled=staled),
+        auto_improve=request.changes.auto_improve,
+        baseline=baseline,
+        kind=request.kind,
+    )
+    stored = await db_staging.stage(
+        conn,
+        write_id=write_id,
+        workspace=request.scope.workspace,
+        manifest=manifest,
+        uploaded=uploaded,
+        now=now,
+        append=append,
+        new_auto_improve=request.changes.new_skill_auto_improve,
+    )
+    if stored.problem is not None:
+        raise BlobsRaced(stored.problem.digests)
+    assert stored.version_id is not None
+    assert stored.skill_id is not None
+    await db_approvals.replace(
+        conn,
+        request.scope.workspace,
+        stored.version_id,
+        approvals,
+        actor=request.actor,
+        now=now,
+        fresh=True,
+    )
+    await ctx.hit("publish.version_rows")
+    await learning.version_added(
+        conn,
+        request,
+        skill,
+        skill_id=stored.skill_id,
+        number=number,
+        decided_suppression=None if decided is None else decided.suppression_id,
+        now=now,
+    )
+    await ctx.hit("publish.head_moved")
+    return Publication(
+        version=number,
+        manifest_hash=manifest.hash,
+        created=True,
+        retired=parent,
+        unchanged=False,
+        committed_at=now,
+    )
