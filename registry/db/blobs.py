@@ -88,7 +88,11 @@ async def claim(
 
 
 def _claim_blobs(insert: Any) -> Any:
-    statement = insert(Blob)
+    return on_claim(insert(Blob))
+
+
+def on_claim(statement: Any) -> Any:
+    """The blob rows' upsert of a claim: `statement` inserts `pending` rows (or touches)."""
     # In an upsert's SET, column references are the existing row's values; the new row's
     # `touched_at` is the claim's time, so a fence that ends before it has expired.
     unfenced = sa.or_(
@@ -107,7 +111,11 @@ def _claim_blobs(insert: Any) -> Any:
 
 
 def _claim(insert: Any) -> Any:
-    statement = insert(BlobClaim)
+    return on_reclaim(insert(BlobClaim))
+
+
+def on_reclaim(statement: Any) -> Any:
+    """A claim that exists already (the write claims again) only renews its expiry."""
     return statement.on_conflict_do_update(
         index_elements=["write_id", "digest"],
         set_={"expires_at": statement.excluded.expires_at},

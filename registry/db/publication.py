@@ -193,28 +193,99 @@ class Head:
     manifest: DomainManifest
 
 
-async def head_for_write(conn: AsyncConnection, scope: Scope, slug: str) -> Head | None:
-    """The live skill of `slug` and its head's manifest (two statements), or None."""
+async def head_for_write(
+    conn: AsyncConnection,
+    scope: Scope,
+    slug: str,
+    *,
+    digests: Sequence[str] = (),
+    scanner: str = "",
+) -> tuple[Head | None, set[str]]:
+    """The live skill of `slug` with its head's manifest (or None), and the clean digests.
+
+    The clean digests are those of `digests` that `scanner` already found clean. On
+    PostgreSQL this is one statement (the entries and the clean digests as aggregates), so
+    it needs no transaction of its own (`UnitOfWork.single`); SQLite runs two or three.
+    """
+    wanted = sorted(set(digests))
+    if conn.dialect.name == "postgresql":
+        return await _head_in_one(conn, scope, slug, wanted, scanner)
     row = (
         await conn.execute(
             _HEAD, {"workspace": scope.workspace, "agent": scope.agent, "slug": slug}
         )
     ).first()
-    if row is None:
-        return None
+    head = None
+    if row is not None:
+        values = row._asdict()
+        manifest_id = values.pop("head_manifest_id")
+        rows = await conn.execute(_ENTRIES, {"manifest_id": manifest_id})
+        entries = (DomainEntry(r.path, r.digest, r.size, r.executable) for r in rows)
+        head = Head(SkillRow(**values), DomainManifest(entries))
+    clean: set[str] = set()
+    if wanted:
+        found = await conn.execute(_CLEAN, {"scanner": scanner, "digests": wanted})
+        clean = {r.digest for r in found}
+    return head, clean
+
+
+def _head_statement() -> sa.Select[Any]:
+    entries = sa.select(
+        sa.func.json_agg(
+            sa.func.json_build_array(
+                ManifestEntry.path,
+                ManifestEntry.digest,
+                ManifestEntry.size,
+                ManifestEntry.executable,
+            )
+        )
+    ).where(ManifestEntry.manifest_id == Version.manifest_id)
+    clean = sa.select(sa.func.array_agg(ScanResult.digest)).where(
+        ScanResult.scanner == sa.bindparam("scanner"),
+        ScanResult.digest == sa.any_(sa.bindparam("digests", type_=postgresql.ARRAY(sa.Text))),
+    )
+    return sa.select(
+        *_SKILL_COLUMNS,
+        sa.type_coerce(entries.scalar_subquery(), sa.JSON).label("head_entries"),
+        clean.scalar_subquery().label("clean"),
+    ).select_from(
+        _ONE.outerjoin(
+            Skill,
+            sa.and_(
+                Skill.workspace == sa.bindparam("workspace"),
+                Skill.agent == sa.bindparam("agent"),
+                Skill.slug == sa.bindparam("slug"),
+                Skill.state != "deleted",
+            ),
+        ).outerjoin(Version, sa.and_(Version.skill_id == Skill.id, Version.number == Skill.head))
+    )
+
+
+_HEAD_IN_ONE: Final = _head_statement()
+
+
+async def _head_in_one(
+    conn: AsyncConnection, scope: Scope, slug: str, digests: list[str], scanner: str
+) -> tuple[Head | None, set[str]]:
+    row = (
+        await conn.execute(
+            _HEAD_IN_ONE,
+            {
+                "workspace": scope.workspace,
+                "agent": scope.agent,
+                "slug": slug,
+                "scanner": scanner,
+                "digests": digests,
+            },
+        )
+    ).one()
     values = row._asdict()
-    manifest_id = values.pop("head_manifest_id")
-    rows = await conn.execute(_ENTRIES, {"manifest_id": manifest_id})
-    manifest = DomainManifest(DomainEntry(r.path, r.digest, r.size, r.executable) for r in rows)
-    return Head(SkillRow(**values), manifest)
-
-
-async def clean_digests(conn: AsyncConnection, digests: Sequence[str], scanner: str) -> set[str]:
-    """Those of `digests` that `scanner` already found clean."""
-    if not digests:
-        return set()
-    rows = await conn.execute(_CLEAN, {"scanner": scanner, "digests": sorted(set(digests))})
-    return {r.digest for r in rows}
+    entries, clean = values.pop("head_entries"), values.pop("clean")
+    head = None
+    if values["id"] is not None:
+        manifest = DomainManifest(DomainEntry(*entry) for entry in entries or ())
+        head = Head(SkillRow(**values), manifest)
+    return head, set(clean or ())
 
 
 _TAKE_CLAIMS: Final = (

@@ -1,12 +1,14 @@
 """The unit of work: every transaction the registry opens, opened one way.
 
-Four kinds, one method each:
+Five kinds, one method each:
 - `read(work)`: a read transaction, in one snapshot (PostgreSQL: `REPEATABLE READ READ
   ONLY`; SQLite's read transactions are snapshots already), so a read that spans statements
   never sees half of a concurrent change (a version whose manifest rows were pruned between
   two of its statements).
 - `write(work)`: a write transaction (SQLite: `BEGIN IMMEDIATE`), for work that is
   idempotent as a whole (claims, releases, bookkeeping).
+- `single(work)`: one statement as its own transaction (PostgreSQL: autocommit, no `BEGIN`
+  or `COMMIT` round trips), for the read and the claim of a package write.
 - `locked(workspace, work)`: a write transaction that first takes the workspace's lock, for
   the owner's actions and every other change that must not interleave with a publish.
 - `publish(workspace, work)`: the locked transaction of a package write. Its commit is not
@@ -119,6 +121,23 @@ class UnitOfWork:
         """Run `work` in a write transaction; `work` must be idempotent as a whole."""
         return await self._transact(work, write=True, workspace=workspace)
 
+    async def single(self, work: Work[T], *, write: bool, workspace: str = "") -> T:
+        """Run `work`, which sends one statement, as that statement's own transaction.
+
+        On PostgreSQL a single statement is atomic and sees one snapshot by itself, so it
+        runs in autocommit: no `BEGIN` and no `COMMIT`, two round trips fewer. `work` must
+        be one statement (or, if `write`, idempotent statements each safe on its own).
+        SQLite runs it in a read or write transaction as usual.
+        """
+        if dialect_name(self.engine) != "postgresql":
+            return await self._transact(work, write=write, workspace=workspace)
+
+        async def once() -> T:
+            async with self._connection(write=write, workspace=workspace, single=True) as conn:
+                return await work(conn)
+
+        return await self._retried(once, workspace=workspace)
+
     async def locked(self, workspace: str, work: Work[T]) -> T:
         """Run `work` in a write transaction holding `workspace`'s lock."""
 
@@ -181,8 +200,13 @@ class UnitOfWork:
         return await self._retried(once, workspace=workspace)
 
     @asynccontextmanager
-    async def _connection(self, *, write: bool, workspace: str) -> AsyncIterator[AsyncConnection]:
-        """A connection through the gate, waiting at most the write's time left."""
+    async def _connection(
+        self, *, write: bool, workspace: str, single: bool = False
+    ) -> AsyncIterator[AsyncConnection]:
+        """A connection through the gate, waiting at most the write's time left.
+
+        `single`: a PostgreSQL connection in autocommit, for one statement (`single`).
+        """
         budget = write_budget.current()
         wait = self.connect_timeout if budget is None else min(self.connect_timeout, budget.left())
         if budget is not None and write and budget.lock_left <= 0:
@@ -202,7 +226,9 @@ class UnitOfWork:
         try:
             async with self.engine.connect() as raw:
                 conn = raw
-                if not write and dialect_name(raw) == "postgresql":
+                if single:
+                    conn = await raw.execution_options(isolation_level="AUTOCOMMIT")
+                elif not write and dialect_name(raw) == "postgresql":
                     conn = await raw.execution_options(
                         isolation_level="REPEATABLE READ", postgresql_readonly=True
                     )

@@ -104,6 +104,10 @@ class Context:
         """Run idempotent `work` in a write transaction (`UnitOfWork.write`)."""
         return await self.uow.write(work, workspace=workspace)
 
+    async def single(self, work: Work[T], *, write: bool, workspace: str = "") -> T:
+        """Run `work`, one statement, as its own transaction (`UnitOfWork.single`)."""
+        return await self.uow.single(work, write=write, workspace=workspace)
+
     async def locked(self, workspace: str, work: Work[T]) -> T:
         """Run `work` in a write transaction holding the workspace lock (`UnitOfWork.locked`)."""
         return await self.uow.locked(workspace, work)

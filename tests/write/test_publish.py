@@ -231,24 +231,39 @@ async def test_skill_md_frontmatter_name_must_equal_the_slug(registry):
 
 
 async def test_a_write_makes_two_write_transactions(make_registry):
-    """Claim (with the scan cache) and publish: no transaction of its own for the cache."""
+    """Claim (with the scan cache) and publish: no transaction of its own for the cache.
+
+    On PostgreSQL the claim is one statement in autocommit (its own transaction, with no
+    BEGIN or COMMIT round trip); on SQLite it is a `BEGIN IMMEDIATE` transaction.
+    """
     from sqlalchemy import event  # noqa: PLC0415
 
     from registry.db.engine import WRITE_TX  # noqa: PLC0415
 
     registry = await make_registry()
-    writes = []
+    writes: list[str] = []
 
     def on_begin(conn):
         if conn.get_execution_options().get(WRITE_TX):
-            writes.append(1)
+            writes.append("transaction")
+
+    def on_statement(conn, _cursor, statement, *_args):
+        autocommit = conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT"
+        if autocommit and "INSERT INTO blobs" in statement:
+            writes.append("claim statement")
 
     event.listen(registry.engine.sync_engine, "begin", on_begin)
+    event.listen(registry.engine.sync_engine, "before_cursor_execute", on_statement)
+    expected = (
+        ["claim statement", "transaction"]
+        if registry.engine.dialect.name == "postgresql"
+        else ["transaction", "transaction"]
+    )
     await publish(registry, files=package("pdf-report", files=5))
-    assert len(writes) == 2
+    assert writes == expected
     writes.clear()
     await publish(registry, files=package("pdf-report", files=5, tag="b"), expected=1)
-    assert len(writes) == 2
+    assert writes == expected
 
 
 class _LockedStatements:

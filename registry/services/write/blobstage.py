@@ -16,10 +16,8 @@ from datetime import timedelta
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from blobstore import BlobStoreError
-from registry.db import blobs as db_blobs
 from registry.db import budget as write_budget
-from registry.db import documents as db_documents
-from registry.db import scans as db_scans
+from registry.db import claims as db_claims
 from registry.domain.model import Scope
 from registry.errors import StorageUnavailable
 from registry.services.context import Context, blob_store_failed
@@ -50,20 +48,20 @@ async def claim_and_upload(
 
     async def claim(conn: AsyncConnection) -> dict[str, str]:
         await ctx.hit("write.claiming")
-        statuses = await db_blobs.claim(
+        return await db_claims.claim(
             conn,
             write_id=write_id,
             workspace=scope.workspace,
             sizes=sizes,
             now=now,
             expires_at=expires,
+            clean=scanned_clean,
+            scanner=ctx.scanner.fingerprint,
+            document=document,
         )
-        await db_scans.remember_clean(conn, scanned_clean, ctx.scanner.fingerprint, now)
-        if document is not None and document[0] in sizes:
-            await db_documents.remember(conn, document[0], document[1], now)
-        return statuses
 
-    statuses = await ctx.write(claim, workspace=scope.workspace)
+    # One idempotent statement on PostgreSQL: no BEGIN or COMMIT of its own.
+    statuses = await ctx.single(claim, write=True, workspace=scope.workspace)
     await ctx.hit("write.claimed")
     needed = sorted(d for d in to_store if statuses.get(d) != "live")
     await upload(ctx, {d: to_store[d] for d in needed})

@@ -104,10 +104,12 @@ async def _write_package(
     fingerprint = ctx.scanner.fingerprint
 
     async def look(conn: AsyncConnection) -> tuple[db_publication.Head | None, set[str]]:
-        clean = await db_publication.clean_digests(conn, digests, fingerprint)
-        return await db_publication.head_for_write(conn, request.scope, request.slug), clean
+        return await db_publication.head_for_write(
+            conn, request.scope, request.slug, digests=digests, scanner=fingerprint
+        )
 
-    head, clean = await ctx.read(look)
+    # One statement on PostgreSQL: no transaction of its own.
+    head, clean = await ctx.single(look, write=False)
     # Approvals are inherited from the version the write builds on (docs/history.md);
     # they are looked up only if the content check finds something.
     expected = request.expected_head
@@ -151,8 +153,9 @@ async def publish_manifest(
     """
     content.check_metadata(ctx.scanner, content.version_metadata(request.message, request.sources))
     with ctx.deadline():
-        head = await ctx.read(
-            lambda conn: db_publication.head_for_write(conn, request.scope, request.slug)
+        head, _ = await ctx.single(
+            lambda conn: db_publication.head_for_write(conn, request.scope, request.slug),
+            write=False,
         )
         return await _publish_manifest(ctx, request, manifest, files, screening, head=head)
 
