@@ -10,6 +10,7 @@ writer cannot hold a workspace's advisory lock, or wait for one, without bound.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -17,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from registry.db import sqlite_driver
 from registry.db.cancel import check_cancelled
 
 # Execution option that makes the next transaction on a SQLite connection a write
@@ -113,7 +115,10 @@ def _sqlite_engine(
             "max_overflow": max_overflow,
             "pool_timeout": pool_timeout,
         }
-    engine = create_async_engine(url, connect_args={"timeout": busy_timeout}, **pooling)
+    # The driver connection runs each statement in one hop to its thread (sqlite_driver.py).
+    engine = create_async_engine(
+        url, async_creator=partial(sqlite_driver.connect, url, busy_timeout), **pooling
+    )
     busy_ms = int(busy_timeout * 1000)
 
     @sa.event.listens_for(engine.sync_engine, "connect")

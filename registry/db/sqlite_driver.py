@@ -1,0 +1,127 @@
+"""SQLite's driver connection: each statement in one hop to the connection's thread.
+
+aiosqlite runs every call on a sqlite3 connection in a thread of its own, and SQLAlchemy's
+adapter makes four such calls per statement: create a cursor, execute, fetch the rows,
+close. Each is a round trip between the event loop and that thread (a queue put, a thread
+wake-up, a future resolved through the loop's self-pipe), and together they were most of a
+write's client CPU on SQLite: a package write sends about twenty statements.
+
+`Connection` keeps aiosqlite's thread and API and changes only the cursor: a statement is
+executed and, if it returns rows, fetched in a single call on the thread; the rows are
+then served from memory, and closing costs nothing (the sqlite3 cursor has finished its
+statement when its rows are fetched, and it is released with its wrapper). The cursor
+offers what SQLAlchemy's adapter uses: `execute`, `executemany`, `fetchone`, `fetchmany`,
+`fetchall`, `close`, `description`, `rowcount`, `lastrowid` and `arraysize`.
+
+`connect(url, busy_timeout)` is the engine's `async_creator` (registry/db/engine.py); the
+connection's arguments are the dialect's own (`create_connect_args`), so a URL means what
+it meant with the stock driver.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
+from typing import Any, Self
+
+import aiosqlite
+from sqlalchemy.dialects.sqlite.aiosqlite import SQLiteDialect_aiosqlite
+from sqlalchemy.engine import URL
+
+_Rows = list[Any]
+
+
+class Cursor:
+    """A cursor whose statement and rows cost one call on the connection's thread."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._cursor: sqlite3.Cursor | None = None
+        self._rows: _Rows = []
+        self.arraysize = 1
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
+
+    def _run(self, sql: str, parameters: Any, *, many: bool) -> _Rows:
+        # On the connection's thread: the cursor, the statement and every row at once.
+        if self._cursor is None:
+            self._cursor = self._connection.sqlite.cursor()
+        if many:
+            self._cursor.executemany(sql, parameters)
+        else:
+            self._cursor.execute(sql, parameters)
+        if self._cursor.description is None:
+            return []
+        return self._cursor.fetchall()
+
+    async def execute(self, sql: str, parameters: Iterable[Any] | None = None) -> Self:
+        self._rows = await self._connection.on_thread(
+            partial(self._run, sql, () if parameters is None else parameters, many=False)
+        )
+        return self
+
+    async def executemany(self, sql: str, parameters: Iterable[Iterable[Any]]) -> Self:
+        self._rows = await self._connection.on_thread(
+            partial(self._run, sql, parameters, many=True)
+        )
+        return self
+
+    async def fetchone(self) -> Any:
+        return self._rows.pop(0) if self._rows else None
+
+    async def fetchmany(self, size: int | None = None) -> _Rows:
+        count = self.arraysize if size is None else size
+        rows, self._rows = self._rows[:count], self._rows[count:]
+        return rows
+
+    async def fetchall(self) -> _Rows:
+        rows, self._rows = self._rows, []
+        return rows
+
+    async def close(self) -> None:
+        self._rows = []
+
+    @property
+    def description(self) -> Sequence[Any] | None:
+        return None if self._cursor is None else self._cursor.description
+
+    @property
+    def rowcount(self) -> int:
+        return -1 if self._cursor is None else self._cursor.rowcount
+
+    @property
+    def lastrowid(self) -> int | None:
+        return None if self._cursor is None else self._cursor.lastrowid
+
+
+class Connection(aiosqlite.Connection):
+    """aiosqlite's connection with `Cursor` as its cursor."""
+
+    def cursor(self) -> Cursor:  # type: ignore[override]
+        return Cursor(self)
+
+    @property
+    def sqlite(self) -> sqlite3.Connection:
+        """The sqlite3 connection (to be used on the connection's thread only)."""
+        return self._conn
+
+    async def on_thread(self, function: Callable[[], _Rows]) -> _Rows:
+        """Run `function` on the connection's thread."""
+        rows: _Rows = await self._execute(function)  # type: ignore[no-untyped-call]
+        return rows
+
+
+async def connect(url: URL, busy_timeout: float) -> Connection:
+    """A `Connection` to the database `url` names, as the stock driver would open it."""
+    args, options = SQLiteDialect_aiosqlite().create_connect_args(url)
+    options = {**options, "timeout": busy_timeout}
+    connection = Connection(partial(sqlite3.connect, *args, **options), iter_chunk_size=64)
+    # Like SQLAlchemy's own connect: a connection left open must not keep the process alive.
+    connection._thread.daemon = True  # noqa: SLF001 - aiosqlite exposes no setting for it
+    await connection
+    return connection
