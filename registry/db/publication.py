@@ -68,8 +68,19 @@ class WriteContext:
 
 _Others = sa.orm.aliased(Skill, name="others")
 
+# One row whatever exists: the live skill of the bound slug (if any) and its head version,
+# outer-joined to a constant row.
+_LIVE_WITH_HEAD: Final = _ONE.outerjoin(
+    Skill,
+    sa.and_(
+        Skill.workspace == sa.bindparam("workspace"),
+        Skill.agent == sa.bindparam("agent"),
+        Skill.slug == sa.bindparam("slug"),
+        Skill.state != "deleted",
+    ),
+).outerjoin(Version, sa.and_(Version.skill_id == Skill.id, Version.number == Skill.head))
 
-# One row whatever exists: the live skill (if any) outer-joined to a constant row.
+
 _WRITE_CONTEXT: Final = sa.select(
     *_SKILL_COLUMNS,
     Version.manifest_hash.label("head_hash"),
@@ -108,17 +119,7 @@ _WRITE_CONTEXT: Final = sa.select(
             .scalar_subquery(),
         )
     ).label("usage"),
-).select_from(
-    _ONE.outerjoin(
-        Skill,
-        sa.and_(
-            Skill.workspace == sa.bindparam("workspace"),
-            Skill.agent == sa.bindparam("agent"),
-            Skill.slug == sa.bindparam("slug"),
-            Skill.state != "deleted",
-        ),
-    ).outerjoin(Version, sa.and_(Version.skill_id == Skill.id, Version.number == Skill.head))
-)
+).select_from(_LIVE_WITH_HEAD)
 
 
 async def write_context(
@@ -248,17 +249,7 @@ def _head_statement() -> sa.Select[Any]:
         *_SKILL_COLUMNS,
         sa.type_coerce(entries.scalar_subquery(), sa.JSON).label("head_entries"),
         clean.scalar_subquery().label("clean"),
-    ).select_from(
-        _ONE.outerjoin(
-            Skill,
-            sa.and_(
-                Skill.workspace == sa.bindparam("workspace"),
-                Skill.agent == sa.bindparam("agent"),
-                Skill.slug == sa.bindparam("slug"),
-                Skill.state != "deleted",
-            ),
-        ).outerjoin(Version, sa.and_(Version.skill_id == Skill.id, Version.number == Skill.head))
-    )
+    ).select_from(_LIVE_WITH_HEAD)
 
 
 _HEAD_IN_ONE: Final = _head_statement()
