@@ -22,9 +22,10 @@ What the statement does, in order of the rows it touches (docs/write-path.md):
 - `new_manifest`, `new_entries`: `INSERT ... ON CONFLICT DO NOTHING RETURNING id`, and the
   entries from arrays (`unnest`) only if the manifest is new, joined to `found` so that a
   blob row GC has removed fails the blob check (and rolls back), not the foreign key.
-- with an append: `new_version` (inserted only while the head is the expected one),
-  `new_sources`, `moved_head` (the compare-and-swap, counted), `new_event`; a new skill
-  has `new_skill` first and no compare-and-swap.
+- with an append: `moved_head` (the compare-and-swap: `UPDATE skills ... WHERE head =
+  :expected RETURNING id`), then `new_version` selected from its returned row, so a lost
+  compare-and-swap inserts no version, `new_sources` and `new_event` likewise from the
+  version; a new skill has `new_skill` in place of `moved_head`.
 
 Data-modifying CTEs run exactly once each, whether or not the final SELECT reads them, and
 see one snapshot; foreign keys are checked at the end of the statement, so a version may
@@ -76,8 +77,8 @@ def _p(name: str, type_: Any) -> sa.BindParameter[Any]:
 class Staged:
     """What the staging statement found and made: the blob check's verdict, the manifest.
 
-    `version_id` is the appended version's id (None without an append); `moved` is how many
-    skill rows the compare-and-swap moved (1, or 0 if the head was not the expected one).
+    `version_id` and `skill_id` are the appended version's and its skill's ids (None
+    without an append, or with a failed blob check).
     """
 
     problem: db_blobs.Unavailable | None
