@@ -9,7 +9,6 @@ other log line) are kept in files, for tests that check what reaches the logs.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import signal
@@ -19,6 +18,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
+
+from registry import Registry
 
 BIN = Path(sys.executable).parent
 SKILLREG = str(BIN / "skillreg")
@@ -67,12 +68,16 @@ async def running(
 ) -> AsyncIterator[Process]:
     """`skillreg serve` in `cwd` with `env`, and a token per (workspace, role) in `roles`."""
     await _run([SKILLREG, "init"], env, cwd)
+    # The tokens through the library, on the same database: the CLI's own `token create`
+    # has its tests (tests/cli), and a process start per token made this harness slow.
     tokens = {}
-    for workspace, role in roles:
-        out = await _run(
-            [SKILLREG, "token", "create", "-w", workspace, "-r", role, "--json"], env, cwd
-        )
-        tokens[workspace, role] = json.loads(out)["token"]
+    if roles:
+        async with Registry.open(
+            database_url=env["SKILLREG_DATABASE_URL"], blob_url=env["SKILLREG_BLOB_URL"]
+        ) as registry:
+            for workspace, role in roles:
+                issued = await registry.tokens.create(workspace, role, actor="cli")
+                tokens[workspace, role] = issued.token
     stdout, stderr = cwd / "serve.stdout", cwd / "serve.stderr"
     announced: asyncio.Future[str] = asyncio.get_running_loop().create_future()
     with stdout.open("wb") as out_file, stderr.open("wb") as err_file:
