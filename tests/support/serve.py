@@ -68,8 +68,8 @@ async def running(
 ) -> AsyncIterator[Process]:
     """`skillreg serve` in `cwd` with `env`, and a token per (workspace, role) in `roles`."""
     await _run([SKILLREG, "init"], env, cwd)
-    # The tokens through the library, on the same database: the CLI's own `token create`
-    # has its tests (tests/cli), and a process start per token made this harness slow.
+    # The tokens through the library, on the same database: the CLI's `token create` has
+    # its own tests (tests/http/test_tokens.py), and a process per token made this slow.
     tokens = {}
     if roles:
         async with Registry.open(
