@@ -90,10 +90,7 @@ async def in_steps(
         fresh=True,
     )
     await ctx.hit("publish.version_rows")
-    staled: list[int] = []
     if skill is not None:
-        # A decided marketplace proposal moves the copy's baseline as its update would have.
-        baseline = request.baseline or (None if decided is None else decided.baseline_tuple)
         await db_publication.move_head(
             conn,
             skill,
@@ -101,19 +98,9 @@ async def in_steps(
             size=manifest.total_size,
             now=now,
             auto_improve=request.changes.auto_improve,
-            baseline=baseline,
+            baseline=_baseline(request, decided, skill),
         )
-        staled = await diversion.head_moved(
-            conn,
-            request,
-            skill,
-            decided=decided,
-            number=number,
-            now=now,
-            pending=found.has_pending_proposal,
-        )
-    else:
-        await diversion.skill_created(conn, request, decided=decided, number=number, now=now)
+    staled = await _proposals_follow(conn, request, found, decided=decided, number=number, now=now)
     await learning.version_added(
         conn,
         request,
@@ -184,22 +171,7 @@ async def in_one(
     """
     skill = found.skill
     number, parent = (1, None) if skill is None else (skill.head + 1, skill.head)
-    staled: list[int] = []
-    if skill is None:
-        await diversion.skill_created(conn, request, decided=decided, number=number, now=now)
-        baseline = request.baseline
-    else:
-        staled = await diversion.head_moved(
-            conn,
-            request,
-            skill,
-            decided=decided,
-            number=number,
-            now=now,
-            pending=found.has_pending_proposal,
-        )
-        # A decided marketplace proposal moves the copy's baseline as its update would have.
-        baseline = request.baseline or (None if decided is None else decided.baseline_tuple)
+    staled = await _proposals_follow(conn, request, found, decided=decided, number=number, now=now)
     append = db_staging.Append(
         scope=request.scope,
         slug=request.slug,
@@ -212,7 +184,7 @@ async def in_one(
         event_kind=diversion.event_kind(request),
         payload=_event_payload(request, manifest, parent=parent, staled=staled),
         auto_improve=request.changes.auto_improve,
-        baseline=baseline,
+        baseline=_baseline(request, decided, skill),
         kind=request.kind,
     )
     stored = await db_staging.stage(
@@ -256,4 +228,47 @@ async def in_one(
         retired=parent,
         unchanged=False,
         committed_at=now,
+    )
+
+
+def _baseline(
+    request: WriteRequest,
+    decided: db_proposals.ProposalRow | None,
+    skill: db_skills.SkillRow | None,
+) -> tuple[str, int, str] | None:
+    """The marketplace baseline the new head records, if it changes.
+
+    A decided marketplace proposal moves an existing copy's baseline as its update would
+    have; a new skill takes only the request's.
+    """
+    if skill is None or decided is None:
+        return request.baseline
+    return request.baseline or decided.baseline_tuple
+
+
+async def _proposals_follow(
+    conn: AsyncConnection,
+    request: WriteRequest,
+    found: db_publication.WriteContext,
+    *,
+    decided: db_proposals.ProposalRow | None,
+    number: int,
+    now: datetime,
+) -> list[int]:
+    """The proposal bookkeeping of a new version; the ids of the proposals made stale.
+
+    A moved head closes the decided proposal and makes the open one stale; a created skill
+    closes the decided proposal of the deleted skill whose slug it took.
+    """
+    if found.skill is None:
+        await diversion.skill_created(conn, request, decided=decided, number=number, now=now)
+        return []
+    return await diversion.head_moved(
+        conn,
+        request,
+        found.skill,
+        decided=decided,
+        number=number,
+        now=now,
+        pending=found.has_pending_proposal,
     )
