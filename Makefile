@@ -39,7 +39,7 @@ run: $(RUN_STAMP) ## the main job: install what running needs, init the embedded
 	@echo "  $(BIN)/skillreg serve --port 8080             # the HTTP API (docs/http.md)"
 
 test: install browser-deps ## run the whole suite (the harness starts PostgreSQL and an S3 endpoint)
-	$(BIN)/pytest
+	$(BIN)/pytest --numprocesses=auto --maxprocesses=4
 
 test-fast: install ## unit tests only (no services, no browser)
 	$(BIN)/pytest -m "not postgres and not s3 and not slow and not browser"

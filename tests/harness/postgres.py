@@ -4,18 +4,23 @@ Order: `SKILLREG_TEST_POSTGRES_URL` if set (a role that may CREATE DATABASE); el
 test role on 127.0.0.1:5432 if it answers; else, as root on a Debian-style machine, start
 the installed cluster with `pg_ctlcluster` and create the test role with `runuser`.
 The cluster keeps its configured `fsync`, so durability tests mean something.
+The suite's workers (`pytest -n`) each call `ensure_server`; starting the cluster is
+serialized by a file lock, so only the first one starts it.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import queue
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 import psycopg
@@ -148,10 +153,15 @@ def ensure_server() -> Server:
             raise PostgresUnavailable(f"SKILLREG_TEST_POSTGRES_URL does not answer: {env_url}")
         return server
     server = Server(DEFAULT_HOST, DEFAULT_PORT, TEST_ROLE, TEST_PASSWORD)
-    if not _answers(server):
-        _start_debian_cluster()
+    if _answers(server):
+        return server
+    # Another worker may be starting the cluster: wait for it, then look again.
+    with (Path(tempfile.gettempdir()) / "skillreg-test-postgres.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
         if not _answers(server):
-            raise PostgresUnavailable("the server started but the test role cannot connect")
+            _start_debian_cluster()
+    if not _answers(server):
+        raise PostgresUnavailable("the server started but the test role cannot connect")
     return server
 
 

@@ -123,7 +123,9 @@ def test_a_conflicting_update_becomes_a_proposal_the_owner_applies(run, tmp_path
 
 
 @pytest.mark.parametrize(
-    "case", [c for c in CASES if c.id in ("zip-slip", "tar-symlink", "zip-bomb")], ids=str
+    "case",
+    [c for c in CASES if c.id in ("zip-slip", "tar-symlink", "zip-bomb")],
+    ids=lambda case: case.id,
 )
 def test_a_hostile_archive_exits_3_and_names_the_rule(run, tmp_path, case):
     archive = tmp_path / "hostile.bin"
