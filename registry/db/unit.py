@@ -16,6 +16,11 @@ Five kinds, one method each:
   is raised for the caller to settle (docs/write-path.md); `work` may also ask for a rollback
   (nothing to change) by returning `Outcome(value, commit=False)`.
 
+On SQLite the statements of `publish` and of a `single` write run on the event loop's
+thread once `BEGIN IMMEDIATE` has returned (`sqlite_driver.statements_inline`): under the
+database's write lock none waits, and a trip to the driver's thread costs more than the
+statement. `BEGIN` and `COMMIT` stay on that thread.
+
 Each runs in its own task (`cancel.guarded`), so cancelling the caller never cuts a
 statement in half, and is retried as a whole on transient errors (before its commit, for
 `publish`). A lock that is not granted in time is not retried: inside a write, every
@@ -44,6 +49,7 @@ from registry.db import errors as db_errors
 from registry.db.cancel import check_cancelled, guarded
 from registry.db.engine import dialect_name, write_connection
 from registry.db.locks import lock_workspace
+from registry.db.sqlite_driver import statements_inline
 from registry.errors import StorageUnavailable, WorkspaceBusy
 
 T = TypeVar("T")
@@ -130,7 +136,8 @@ class UnitOfWork:
         SQLite runs it in a read or write transaction as usual.
         """
         if dialect_name(self.engine) != "postgresql":
-            return await self._transact(work, write=write, workspace=workspace)
+            # A write's statements are small and run under the database's write lock.
+            return await self._transact(work, write=write, workspace=workspace, inline=write)
 
         async def once() -> T:
             async with self._connection(write=write, workspace=workspace, single=True) as conn:
@@ -164,11 +171,14 @@ class UnitOfWork:
             async with self._connection(write=True, workspace=workspace) as conn:
                 transaction = await self._begin(conn, write=True)
                 try:
-                    await hit("publish.begin")
-                    await self._lock(conn, workspace)
-                    await hit("publish.locked")
-                    outcome = await work(conn)
-                    await hit("publish.before_commit")
+                    # SQLite: the database's write lock is held from here on, so no
+                    # statement waits for another connection; `COMMIT` stays off the loop.
+                    async with statements_inline(conn):
+                        await hit("publish.begin")
+                        await self._lock(conn, workspace)
+                        await hit("publish.locked")
+                        outcome = await work(conn)
+                        await hit("publish.before_commit")
                     check_cancelled()
                 except BaseException:
                     await transaction.rollback()
@@ -185,12 +195,20 @@ class UnitOfWork:
 
         return await self._retried(once, workspace=workspace)
 
-    async def _transact(self, work: Work[T], *, write: bool, workspace: str) -> T:
+    async def _transact(
+        self, work: Work[T], *, write: bool, workspace: str, inline: bool = False
+    ) -> T:
+        """`work` in a transaction; `inline`: its statements on the loop's thread (SQLite)."""
+
         async def once() -> T:
             async with self._connection(write=write, workspace=workspace) as conn:
                 transaction = await self._begin(conn, write=write)
                 try:
-                    result = await work(conn)
+                    if inline:
+                        async with statements_inline(conn):
+                            result = await work(conn)
+                    else:
+                        result = await work(conn)
                 except BaseException:
                     await transaction.rollback()
                     raise

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import sqlite3
+import threading
+
+import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
+from registry.api import Registry
 from registry.db import sqlite_driver
 from registry.db.engine import create_engine
+from registry.domain.model import Scope
+from registry.errors import HeadConflict
+from registry.settings import Settings
+from tests.support.packages import package
+
+SCOPE = Scope("w")
 
 
 class _Counting(sqlite_driver.Connection):
@@ -57,3 +68,77 @@ async def test_a_statement_with_rows_is_one_call_on_the_connection_thread(tmp_pa
             await conn.commit()
     finally:
         await engine.dispose()
+
+
+class _Traced:
+    """Which thread ran each statement, from sqlite3's own trace callback."""
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[str, int]] = []
+
+    def __call__(self, statement: str) -> None:
+        self.runs.append((statement.split(maxsplit=1)[0].upper(), threading.get_ident()))
+
+    def threads(self, keyword: str) -> set[int]:
+        return {thread for statement, thread in self.runs if statement == keyword}
+
+
+async def test_inline_statements_run_on_the_calling_thread_with_the_same_results(tmp_path):
+    connection = await sqlite_driver.connect(make_url(f"sqlite:///{tmp_path / 'd.db'}"), 1.0)
+    traced = _Traced()
+    try:
+        await connection.on_thread(lambda: connection.sqlite.set_trace_callback(traced) or [])
+        cursor = connection.cursor()
+        await cursor.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT UNIQUE)")
+        connection.inline = True
+        await cursor.executemany("INSERT INTO t (name) VALUES (?)", [("a",), ("b",)])
+        assert cursor.rowcount == 2
+        await cursor.execute("SELECT id, name FROM t ORDER BY id")
+        assert [d[0] for d in cursor.description] == ["id", "name"]
+        assert await cursor.fetchall() == [(1, "a"), (2, "b")]
+        with pytest.raises(sqlite3.IntegrityError):
+            await cursor.execute("INSERT INTO t (name) VALUES ('a')")
+        connection.inline = False
+        await cursor.execute("DELETE FROM t")
+    finally:
+        await connection.close()
+    here = threading.get_ident()
+    assert traced.threads("CREATE") == traced.threads("DELETE") != {here}
+    assert traced.threads("INSERT") == traced.threads("SELECT") == {here}
+
+
+async def test_a_write_runs_its_statements_inline_between_begin_and_commit(sqlite_url, local_store):
+    # The claim and the publish transactions run their statements on the loop's thread;
+    # BEGIN IMMEDIATE (which may wait for the database's lock), COMMIT (the WAL's fsync)
+    # and every read stay on the connection's thread, and the connection leaves the write
+    # with inline off, whether the write succeeded or failed.
+    settings = Settings(database_url=sqlite_url, blob_url=f"file://{local_store.root}")
+    traced = _Traced()
+    engine = create_engine(sqlite_url, pool_size=1)
+
+    @sa.event.listens_for(engine.sync_engine, "connect")
+    def _trace(dbapi_connection, _record):
+        dbapi_connection.driver_connection.sqlite.set_trace_callback(traced)
+
+    registry = Registry(engine, local_store, settings)
+    try:
+        await registry.write_package(
+            SCOPE, "inline", package("inline"), expected_head=None, actor="t"
+        )
+        with pytest.raises(HeadConflict):
+            await registry.write_package(
+                SCOPE, "inline", package("inline", tag="2"), expected_head=5, actor="t"
+            )
+        assert (await registry.read_package(SCOPE, "inline")).version == 1
+        async with engine.connect() as conn:
+            driver = (await conn.get_raw_connection()).driver_connection
+            assert driver.inline is False
+    finally:
+        await registry.close()
+        await engine.dispose()
+    here = threading.get_ident()
+    assert here not in traced.threads("BEGIN")
+    assert here not in traced.threads("COMMIT")
+    assert traced.threads("INSERT") == traced.threads("DELETE") == {here}
+    # Reads outside a write transaction (the write's first read, read_package) stayed off.
+    assert traced.threads("SELECT") - {here}
