@@ -175,12 +175,7 @@ def _postgres_engine(
         f"-c statement_timeout={int(statement_timeout * 1000)} "
         # A writer that dies mid-transaction must not hold its locks until TCP notices.
         f"-c idle_in_transaction_session_timeout={int(max(statement_timeout, 1) * 2000)} "
-        "-c timezone=UTC "
-        # Plan every execution for the parameters it has. The driver prepares a statement
-        # after a few executions, and the server may then keep one generic plan for the
-        # connection's life; a generic plan made while the tables were small scans them
-        # whole, so a young database's writes slowed as it grew (docs/write-path.md).
-        "-c plan_cache_mode=force_custom_plan"
+        "-c timezone=UTC"
     )
     _cache_long_statements()
     return create_async_engine(

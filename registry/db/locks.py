@@ -9,6 +9,8 @@ so a crashed writer cannot keep it. SQLite: a write transaction starts with
 
 from __future__ import annotations
 
+from typing import Final
+
 import sqlalchemy as sa
 from blake3 import blake3
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -23,10 +25,24 @@ def lock_key(namespace: str, name: str) -> int:
 MIGRATIONS_LOCK_KEY = lock_key("migrations", "alembic")
 
 
-async def lock_workspace(conn: AsyncConnection, workspace: str) -> None:
-    """Take the workspace's transaction-scoped lock (waits up to `lock_timeout`)."""
+_LOCK: Final = sa.text("SELECT pg_advisory_xact_lock(:key)")
+# The same, and for the rest of the transaction no plan scans a table that an index serves.
+# The driver prepares a statement after five executions and the server then keeps a
+# generic plan for the connection's life, made from the tables' sizes of that moment: in a
+# young database it scanned `blobs` whole, and a publish's lock hold doubled over its
+# first 300 writes. Every statement of a publish is a lookup by key (docs/write-path.md).
+_LOCK_INDEXED: Final = sa.text(
+    "SELECT pg_advisory_xact_lock(:key), set_config('enable_seqscan', 'off', true)"
+)
+
+
+async def lock_workspace(conn: AsyncConnection, workspace: str, *, indexed: bool = False) -> None:
+    """Take the workspace's transaction-scoped lock (waits up to `lock_timeout`).
+
+    `indexed` (PostgreSQL): the transaction's later statements are planned with index scans
+    wherever an index serves them (`enable_seqscan = off`, local to the transaction).
+    """
     if conn.dialect.name == "postgresql":
         await conn.execute(
-            sa.text("SELECT pg_advisory_xact_lock(:key)"),
-            {"key": lock_key("workspace", workspace)},
+            _LOCK_INDEXED if indexed else _LOCK, {"key": lock_key("workspace", workspace)}
         )

@@ -175,7 +175,7 @@ class UnitOfWork:
                     # statement waits for another connection; `COMMIT` stays off the loop.
                     async with statements_inline(conn):
                         await hit("publish.begin")
-                        await self._lock(conn, workspace)
+                        await self._lock(conn, workspace, indexed=True)
                         await hit("publish.locked")
                         outcome = await work(conn)
                         await hit("publish.before_commit")
@@ -275,11 +275,14 @@ class UnitOfWork:
                 default_ms = int(self.sqlite_busy_timeout * 1000)
                 await conn.run_sync(_set_busy_timeout, default_ms)
 
-    async def _lock(self, conn: AsyncConnection, workspace: str) -> None:
-        """Take the workspace lock, waiting at most what the write has left to wait."""
+    async def _lock(self, conn: AsyncConnection, workspace: str, *, indexed: bool = False) -> None:
+        """Take the workspace lock, waiting at most what the write has left to wait.
+
+        `indexed`: plan the rest of the transaction with index scans (`lock_workspace`).
+        """
         budget = write_budget.current()
         if budget is None or dialect_name(conn) != "postgresql":
-            await lock_workspace(conn, workspace)
+            await lock_workspace(conn, workspace, indexed=indexed)
             return
         if budget.lock_left <= 0:
             raise WorkspaceBusy(workspace, budget.lock_timeout)
@@ -288,7 +291,7 @@ class UnitOfWork:
             await conn.exec_driver_sql(f"SET LOCAL lock_timeout = {ms}")
         started = time.monotonic()
         try:
-            await lock_workspace(conn, workspace)
+            await lock_workspace(conn, workspace, indexed=indexed)
         finally:
             budget.charge_lock(time.monotonic() - started)
 
