@@ -130,7 +130,7 @@ class Connection(aiosqlite.Connection):
 
     @property
     def sqlite(self) -> sqlite3.Connection:
-        """The sqlite3 connection (to be used on the connection's thread only)."""
+        """The sqlite3 connection: used on the connection's thread, or inline (`call`)."""
         return self._conn
 
     async def on_thread(self, function: Callable[[], _Rows]) -> _Rows:
