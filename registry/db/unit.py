@@ -36,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Final, Generic, TypeVar
 
@@ -204,10 +204,7 @@ class UnitOfWork:
             async with self._connection(write=write, workspace=workspace) as conn:
                 transaction = await self._begin(conn, write=write)
                 try:
-                    if inline:
-                        async with statements_inline(conn):
-                            result = await work(conn)
-                    else:
+                    async with statements_inline(conn) if inline else nullcontext():
                         result = await work(conn)
                 except BaseException:
                     await transaction.rollback()
