@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from registry.db import direct
 from registry.db.tables import Blob, BlobClaim
 
 
@@ -64,14 +65,15 @@ async def claim(
         for d, size in sorted(sizes.items())
     ]
     dialect = conn.dialect.name
-    result = await conn.execute(_CLAIM_BLOBS[dialect], rows)
+    result = await direct.run(conn, _CLAIM_BLOBS[dialect], rows)
     statuses = {row.digest: row.status for row in result}
     # Whatever is still `deleting` is fenced. The upsert holds the row lock until commit
     # (PostgreSQL), so GC cannot lift the fence and delete the row underneath this claim.
     claimable = sorted(d for d in sizes if statuses[d] != "deleting")
     if claimable:
         # A write that claims again (its publish found a claim lapsed) renews the expiry.
-        await conn.execute(
+        await direct.run(
+            conn,
             _CLAIM[dialect],
             [
                 {
@@ -178,13 +180,13 @@ async def confirm(
     query = _STATUSES
     if conn.dialect.name == "postgresql":
         query = _STATUSES_FOR_CONFIRM if mine else _STATUSES_FOR_SHARE
-    found = {row.digest: row.status for row in await conn.execute(query, {"digests": wanted})}
+    found = {row.digest: row.status for row in await direct.run(conn, query, {"digests": wanted})}
     problem = unusable(found, referenced=wanted, uploaded=mine, held=held)
     if problem is not None:
         return problem
     to_confirm = sorted(d for d in mine if found.get(d) == "pending")
     if to_confirm:
-        await conn.execute(_MAKE_LIVE, {"digests": to_confirm})
+        await direct.run(conn, _MAKE_LIVE, {"digests": to_confirm})
     return None
 
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import Final
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from registry.db.blobs import upsert
+from registry.db import direct
 from registry.db.tables import Manifest, ManifestEntry, SkillMdIndex
 from registry.domain.paths import SKILL_MD
 
@@ -25,10 +27,18 @@ async def remember(
 
     The caller has claimed `digest`, so its blob row exists.
     """
-    insert = upsert(conn, SkillMdIndex).values(
-        digest=digest, triggers=list(triggers), created_at=now
+    await direct.run(
+        conn,
+        _REMEMBER[conn.dialect.name],
+        {"digest": digest, "triggers": list(triggers), "created_at": now},
     )
-    await conn.execute(insert.on_conflict_do_nothing(index_elements=["digest"]))
+
+
+# Built once per dialect (module constants run on SQLite's driver directly, db/direct.py).
+_REMEMBER: Final = {
+    name: insert(SkillMdIndex).on_conflict_do_nothing(index_elements=["digest"])
+    for name, insert in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))
+}
 
 
 async def skill_md_of(

@@ -29,6 +29,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from registry.db import direct
 from registry.db.skills import SkillRow
 from registry.db.tables import (
     PENDING_PROPOSAL_STATUSES,
@@ -137,7 +138,8 @@ async def write_context(
     skill of `kind`, the workspace's usage if `total_size` exceeds the head's size.
     """
     row = (
-        await conn.execute(
+        await direct.run(
+            conn,
             _WRITE_CONTEXT,
             {
                 "workspace": scope.workspace,
@@ -212,20 +214,20 @@ async def head_for_write(
     if conn.dialect.name == "postgresql":
         return await _head_in_one(conn, scope, slug, wanted, scanner)
     row = (
-        await conn.execute(
-            _HEAD, {"workspace": scope.workspace, "agent": scope.agent, "slug": slug}
+        await direct.run(
+            conn, _HEAD, {"workspace": scope.workspace, "agent": scope.agent, "slug": slug}
         )
     ).first()
     head = None
     if row is not None:
         values = row._asdict()
         manifest_id = values.pop("head_manifest_id")
-        rows = await conn.execute(_ENTRIES, {"manifest_id": manifest_id})
+        rows = await direct.run(conn, _ENTRIES, {"manifest_id": manifest_id})
         entries = (DomainEntry(r.path, r.digest, r.size, r.executable) for r in rows)
         head = Head(SkillRow(**values), DomainManifest(entries))
     clean: set[str] = set()
     if wanted:
-        found = await conn.execute(_CLEAN, {"scanner": scanner, "digests": wanted})
+        found = await direct.run(conn, _CLEAN, {"scanner": scanner, "digests": wanted})
         clean = {r.digest for r in found}
     return head, clean
 
@@ -288,7 +290,7 @@ _TAKE_CLAIMS: Final = (
 
 async def take_claims(conn: AsyncConnection, write_id: str, now: datetime) -> frozenset[str]:
     """Drop the write's claims; return the digests whose claim had not expired."""
-    rows = await conn.execute(_TAKE_CLAIMS, {"write_id": write_id})
+    rows = await direct.run(conn, _TAKE_CLAIMS, {"write_id": write_id})
     return frozenset(r.digest for r in rows if r.expires_at > now)
 
 
@@ -308,23 +310,27 @@ async def ensure_manifest(
     conn: AsyncConnection, workspace: str, manifest: DomainManifest, now: datetime
 ) -> int:
     """The id of `manifest` in `workspace`, inserting it and its rows if new."""
-    inserted = await conn.scalar(
-        _INSERT_MANIFEST[conn.dialect.name],
-        {
-            "workspace": workspace,
-            "hash": manifest.hash,
-            "file_count": manifest.file_count,
-            "total_size": manifest.total_size,
-            "created_at": now,
-        },
-    )
+    inserted = (
+        await direct.run(
+            conn,
+            _INSERT_MANIFEST[conn.dialect.name],
+            {
+                "workspace": workspace,
+                "hash": manifest.hash,
+                "file_count": manifest.file_count,
+                "total_size": manifest.total_size,
+                "created_at": now,
+            },
+        )
+    ).scalar()
     if inserted is None:
         existing = await conn.scalar(
             _FIND_MANIFEST, {"workspace": workspace, "hash": manifest.hash}
         )
         assert existing is not None, "a conflicting manifest row exists"
         return int(existing)
-    await conn.execute(
+    await direct.run(
+        conn,
         _INSERT_ENTRIES,
         [
             {
@@ -368,26 +374,29 @@ async def insert_skill(
 ) -> int:
     """Create a skill row at head 1 (its first version is inserted next, same transaction)."""
     listing, listing_version, listing_hash = baseline or (None, None, None)
-    skill_id = await conn.scalar(
-        _INSERT_SKILL,
-        {
-            "workspace": scope.workspace,
-            "agent": scope.agent,
-            "slug": slug,
-            "kind": kind,
-            "head": 1,
-            "head_size": size,
-            "state": "active",
-            "auto_improve": auto_improve,
-            "learning_paused": False,
-            "use_paused": False,
-            "baseline_listing": listing,
-            "baseline_version": listing_version,
-            "baseline_manifest_hash": listing_hash,
-            "created_at": now,
-            "updated_at": now,
-        },
-    )
+    skill_id = (
+        await direct.run(
+            conn,
+            _INSERT_SKILL,
+            {
+                "workspace": scope.workspace,
+                "agent": scope.agent,
+                "slug": slug,
+                "kind": kind,
+                "head": 1,
+                "head_size": size,
+                "state": "active",
+                "auto_improve": auto_improve,
+                "learning_paused": False,
+                "use_paused": False,
+                "baseline_listing": listing,
+                "baseline_version": listing_version,
+                "baseline_manifest_hash": listing_hash,
+                "created_at": now,
+                "updated_at": now,
+            },
+        )
+    ).scalar()
     assert skill_id is not None
     return int(skill_id)
 
@@ -410,29 +419,33 @@ async def insert_version(
     now: datetime,
 ) -> int:
     """Append an immutable version and its sources (two statements, one without sources)."""
-    version_id = await conn.scalar(
-        _INSERT_VERSION,
-        {
-            "workspace": workspace,
-            "skill_id": skill_id,
-            "number": number,
-            "parent": parent,
-            "origin": origin,
-            "actor": actor,
-            "message": message,
-            "restored_from": restored_from,
-            "manifest_id": manifest_id,
-            "manifest_hash": manifest.hash,
-            "file_count": manifest.file_count,
-            "total_size": manifest.total_size,
-            "write_id": write_id,
-            "created_at": now,
-        },
-    )
+    version_id = (
+        await direct.run(
+            conn,
+            _INSERT_VERSION,
+            {
+                "workspace": workspace,
+                "skill_id": skill_id,
+                "number": number,
+                "parent": parent,
+                "origin": origin,
+                "actor": actor,
+                "message": message,
+                "restored_from": restored_from,
+                "manifest_id": manifest_id,
+                "manifest_hash": manifest.hash,
+                "file_count": manifest.file_count,
+                "total_size": manifest.total_size,
+                "write_id": write_id,
+                "created_at": now,
+            },
+        )
+    ).scalar()
     assert version_id is not None
     unique_sources = list(dict.fromkeys(sources))
     if unique_sources:
-        await conn.execute(
+        await direct.run(
+            conn,
             _INSERT_SOURCES,
             [
                 {"version_id": version_id, "source": s, "workspace": workspace, "position": i}
@@ -471,7 +484,7 @@ async def move_head(
     if baseline is not None:
         values["baseline_listing"], values["baseline_version"] = baseline[0], baseline[1]
         values["baseline_manifest_hash"] = baseline[2]
-    result = await conn.execute(_MOVE_HEAD, values)
+    result = await direct.run(conn, _MOVE_HEAD, values)
     if result.rowcount != 1:
         # Only a writer that skipped the workspace lock can get here: the swap still refuses.
         raise HeadConflict(skill.head, await current_head(conn, skill))

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from registry.db import direct
 from registry.db.tables import ScanResult
 
 
@@ -32,7 +33,7 @@ async def remember_clean(
     """Record `digests` as clean for `scanner` (idempotent)."""
     rows = [{"digest": d, "scanner": scanner, "scanned_at": now} for d in sorted(set(digests))]
     if rows:
-        await conn.execute(_REMEMBER[conn.dialect.name], rows)
+        await direct.run(conn, _REMEMBER[conn.dialect.name], rows)
 
 
 # Built once per dialect; executed with a list of rows (one multi-row INSERT).

@@ -14,6 +14,7 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from registry.db import direct
 from registry.db.tables import Event, Manifest, ManifestEntry, Skill, Version, VersionSource
 from registry.domain.manifest import Manifest as DomainManifest
 from registry.domain.manifest import ManifestEntry as DomainEntry
@@ -261,7 +262,8 @@ async def insert_event(
     now: datetime,
 ) -> None:
     """Write one outbox event in the caller's transaction."""
-    await conn.execute(
+    await direct.run(
+        conn,
         _INSERT_EVENT,
         {
             "workspace": scope.workspace,

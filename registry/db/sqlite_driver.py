@@ -36,7 +36,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import aiosqlite
 from sqlalchemy.dialects.sqlite.aiosqlite import SQLiteDialect_aiosqlite
@@ -44,6 +44,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 _Rows = list[Any]
+T = TypeVar("T")
 
 
 class Cursor:
@@ -122,8 +123,8 @@ class Connection(aiosqlite.Connection):
     def cursor(self) -> Cursor:  # type: ignore[override]
         return Cursor(self)
 
-    async def call(self, function: Callable[[], _Rows]) -> _Rows:
-        """Run a cursor's `function` here if `inline`, else on the connection's thread."""
+    async def call(self, function: Callable[[], T]) -> T:
+        """Run a statement's `function` here if `inline`, else on the connection's thread."""
         if self.inline:
             return function()
         return await self.on_thread(function)
@@ -133,10 +134,10 @@ class Connection(aiosqlite.Connection):
         """The sqlite3 connection: used on the connection's thread, or inline (`call`)."""
         return self._conn
 
-    async def on_thread(self, function: Callable[[], _Rows]) -> _Rows:
+    async def on_thread(self, function: Callable[[], T]) -> T:
         """Run `function` on the connection's thread."""
-        rows: _Rows = await self._execute(function)  # type: ignore[no-untyped-call]
-        return rows
+        result: T = await self._execute(function)  # type: ignore[no-untyped-call]
+        return result
 
 
 async def connect(url: URL, busy_timeout: float) -> Connection:

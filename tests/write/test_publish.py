@@ -283,6 +283,12 @@ class _LockedStatements:
         if self.holding:
             self.statements.append(statement.split(None, 1)[0].upper())
 
+    def through_sqlalchemy(self, *_args) -> None:
+        if self.holding:
+            self.executions += 1
+
+    executions = 0
+
 
 async def test_the_locked_transaction_is_three_round_trips_on_postgresql(make_registry):
     """After the lock: the context, then one statement (PostgreSQL) or the steps (SQLite).
@@ -314,3 +320,22 @@ async def test_the_locked_transaction_is_three_round_trips_on_postgresql(make_re
     # The same rows as ever: one version each, its sources, its event.
     info = await registry.package_info(ACME, "pdf-report")
     assert info.head == 2
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_sqlite_runs_the_locked_statements_on_its_driver(make_registry):
+    """On SQLite no statement under the lock goes through SQLAlchemy's execution.
+
+    Each is compiled once and run on the driver connection (registry/db/direct.py); the
+    cursor events still see every one of them.
+    """
+    clock = _LockedStatements()
+    registry = await make_registry(failpoints=clock)
+    sa.event.listen(registry.engine.sync_engine, "before_cursor_execute", clock.record)
+    sa.event.listen(registry.engine.sync_engine, "before_execute", clock.through_sqlalchemy)
+    await publish(registry, files=package("pdf-report", files=10), sources=["chat:1"])
+    await publish(
+        registry, files=package("pdf-report", files=10, tag="b"), expected=1, sources=["chat:2"]
+    )
+    assert len(clock.statements) == 10
+    assert clock.executions == 0

@@ -1,0 +1,252 @@
+"""Statements run on SQLite's driver directly (registry/db/direct.py).
+
+Each case runs one statement both ways, through `direct.run` and through SQLAlchemy's
+`Connection.execute`, on the same schema, and compares rows and stored values: the types'
+processors (aware timestamps, booleans, JSON), expanding parameters, bound literals,
+multi-row inserts, an update's columns taken from its parameters, and the fallbacks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from registry.db import direct
+from registry.db.cancel import TransactionCancelled, guarded
+from registry.db.engine import create_engine
+from registry.db.tables import Base, Blob, BlobClaim, Event, Skill
+from registry.db.tables.base import UtcDateTime
+
+NOW = datetime(2026, 12, 2, 3, 4, 5, 678901, tzinfo=UTC)
+
+_SKILL = sa.insert(Skill).returning(Skill.id, Skill.created_at, Skill.auto_improve)
+_CLAIMS = sa.insert(BlobClaim)
+_BLOBS = sa.insert(Blob)
+_TAKE = (
+    sa.delete(BlobClaim)
+    .where(BlobClaim.write_id == sa.bindparam("write_id"))
+    .returning(BlobClaim.digest, BlobClaim.expires_at)
+)
+_STATUSES = (
+    sa.select(Blob.digest, Blob.status)
+    .where(Blob.digest.in_(sa.bindparam("digests", expanding=True)), Blob.status != "deleting")
+    .order_by(Blob.digest)
+)
+_MOVE = sa.update(Skill).where(Skill.id == sa.bindparam("skill_id"))
+_EVENT = sa.insert(Event)
+_EVENTS = sa.select(Event.kind, Event.payload, Event.created_at).order_by(Event.id)
+
+
+def _skill(slug: str, *, auto_improve: bool = True) -> dict[str, object]:
+    return {
+        "workspace": "w",
+        "agent": "personal",
+        "slug": slug,
+        "kind": "saved",
+        "head": 1,
+        "head_size": 10,
+        "state": "active",
+        "auto_improve": auto_improve,
+        "learning_paused": False,
+        "use_paused": False,
+        "created_at": NOW,
+        "updated_at": NOW,
+    }
+
+
+@pytest.fixture
+async def engine(tmp_path):
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'd.db'}")
+    async with engine.begin() as conn:
+        await conn.run_sync(Base.metadata.create_all)
+    yield engine
+    await engine.dispose()
+
+
+class _Executions:
+    """Counts SQLAlchemy executions (`before_execute`) and cursor executions."""
+
+    def __init__(self, engine) -> None:
+        self.engine = engine.sync_engine
+        self.sqlalchemy = 0
+        self.cursor: list[str] = []
+
+    def _execute(self, *_args) -> None:
+        self.sqlalchemy += 1
+
+    def _cursor(self, _conn, _cursor, statement, *_args) -> None:
+        self.cursor.append(statement.split(maxsplit=1)[0])
+
+    def __enter__(self):
+        sa.event.listen(self.engine, "before_execute", self._execute)
+        sa.event.listen(self.engine, "before_cursor_execute", self._cursor)
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        sa.event.remove(self.engine, "before_execute", self._execute)
+        sa.event.remove(self.engine, "before_cursor_execute", self._cursor)
+
+
+async def test_rows_and_types_match_sqlalchemys_execution(engine):
+    async with engine.begin() as conn:
+        with _Executions(engine) as seen:
+            made = await direct.run(conn, _SKILL, _skill("a", auto_improve=False))
+        # Run directly: the cursor event fired, SQLAlchemy's execution did not.
+        assert (seen.sqlalchemy, seen.cursor) == (0, ["INSERT"])
+        reference = (await conn.execute(_SKILL, _skill("b"))).one()
+        row = made.one()
+        assert row.created_at == NOW == reference.created_at
+        assert row.created_at.tzinfo is not None
+        assert row.auto_improve is False
+        assert reference.auto_improve is True
+        assert row.id == reference.id - 1
+        assert made.scalar() == row.id
+        # What was stored reads back the same through SQLAlchemy.
+        stored = await conn.execute(
+            sa.select(Skill.created_at, Skill.auto_improve).order_by(Skill.id)
+        )
+        assert stored.all() == [(NOW, False), (NOW, True)]
+        # Stored as the same text, not only read back as the same value.
+        raw = await conn.execute(sa.text("SELECT created_at, auto_improve FROM skills ORDER BY id"))
+        first, second = raw.all()
+        assert first[0] == second[0] == "2026-12-02 03:04:05.678901"
+        assert (first[1], second[1]) == (0, 1)
+
+
+async def test_multi_row_inserts_expanding_lists_and_deletes_returning(engine):
+    digests = [f"{i:064x}" for i in range(5)]
+    async with engine.begin() as conn:
+        blobs = [
+            {"digest": d, "size": 1, "status": s, "created_at": NOW, "touched_at": NOW}
+            for d, s in zip(digests, ["live", "pending", "deleting", "live", "live"], strict=True)
+        ]
+        inserted = await direct.run(conn, _BLOBS, blobs)
+        assert inserted.rowcount == 5
+        assert inserted.rows == []
+        claims = [
+            {
+                "write_id": "w1",
+                "digest": d,
+                "workspace": "w",
+                "created_at": NOW,
+                "expires_at": NOW + timedelta(minutes=i),
+            }
+            for i, d in enumerate(digests[:3])
+        ]
+        await direct.run(conn, _CLAIMS, claims)
+        wanted = {"digests": [digests[4], digests[0], digests[2], digests[1]]}
+        statuses = await direct.run(conn, _STATUSES, wanted)
+        reference = await conn.execute(_STATUSES, wanted)
+        # The bound literal ('deleting') and the expanding list both applied.
+        assert [tuple(r) for r in statuses] == [tuple(r) for r in reference]
+        assert [r.digest for r in statuses] == [digests[0], digests[1], digests[4]]
+        taken = await direct.run(conn, _TAKE, {"write_id": "w1"})
+        assert sorted((r.digest, r.expires_at) for r in taken) == [
+            (d, NOW + timedelta(minutes=i)) for i, d in enumerate(digests[:3])
+        ]
+        assert taken.rowcount == 3
+        assert (await direct.run(conn, _TAKE, {"write_id": "w1"})).rows == []
+
+
+async def test_an_updates_columns_are_its_parameters_keys(engine):
+    async with engine.begin() as conn:
+        skill_id = (await direct.run(conn, _SKILL, _skill("a"))).scalar()
+        later = NOW + timedelta(seconds=1)
+        moved = await direct.run(
+            conn, _MOVE, {"skill_id": skill_id, "head": 2, "updated_at": later}
+        )
+        assert moved.rowcount == 1
+        flipped = await direct.run(conn, _MOVE, {"skill_id": skill_id, "auto_improve": False})
+        assert flipped.rowcount == 1
+        none = await direct.run(conn, _MOVE, {"skill_id": skill_id + 1, "head": 9})
+        assert none.rowcount == 0
+        row = (
+            await conn.execute(sa.select(Skill.head, Skill.updated_at, Skill.auto_improve))
+        ).one()
+        assert tuple(row) == (2, later, False)
+
+
+async def test_json_parameters_are_serialised_by_their_type(engine):
+    event = {
+        "workspace": "w",
+        "agent": "personal",
+        "slug": "a",
+        "skill_id": None,
+        "kind": "version.created",
+        "version": 1,
+        "manifest_hash": "h",
+        "payload": {"files": 3, "sources": ["chat:1"], "note": "é"},
+        "created_at": NOW,
+    }
+    async with engine.begin() as conn:
+        await direct.run(conn, _EVENT, event)
+        await conn.execute(_EVENT, event)
+        rows = (await conn.execute(_EVENTS)).all()
+        assert rows[0] == rows[1] == ("version.created", event["payload"], NOW)
+
+
+async def test_driver_errors_are_sqlalchemys(engine):
+    async with engine.begin() as conn:
+        await direct.run(conn, _SKILL, _skill("a"))
+        with pytest.raises(sa.exc.IntegrityError) as caught:
+            await direct.run(conn, _SKILL, _skill("a"))
+        assert isinstance(caught.value.orig, sqlite3.IntegrityError)
+        assert "INSERT INTO skills" in str(caught.value.statement)
+
+
+async def test_what_it_cannot_run_directly_goes_through_sqlalchemy(engine):
+    returning_many = sa.insert(Blob).returning(Blob.digest)
+    rows = [
+        {"digest": f"{i:064x}", "size": 1, "status": "live", "created_at": NOW, "touched_at": NOW}
+        for i in range(2)
+    ]
+    with _Executions(engine) as seen:
+        async with engine.begin() as conn:
+            # Several rows with RETURNING, an empty expanding list: SQLAlchemy's execution.
+            assert sorted(r.digest for r in await direct.run(conn, returning_many, rows)) == [
+                r["digest"] for r in rows
+            ]
+            assert (await direct.run(conn, _STATUSES, {"digests": []})).rows == []
+            assert seen.sqlalchemy == 2
+        # No transaction open: SQLAlchemy's execution begins one, as it would.
+        async with engine.connect() as conn:
+            assert (
+                len((await direct.run(conn, _STATUSES, {"digests": [rows[0]["digest"]]})).rows) == 1
+            )
+            await conn.rollback()
+        assert seen.sqlalchemy == 3
+
+
+async def test_a_cancelled_transaction_sends_nothing_more(engine):
+    # The engine's cancellation check is a cursor event listener; it runs here too.
+    async def work() -> None:
+        async with engine.begin() as conn:
+            await direct.run(conn, _SKILL, _skill("a"))
+            cancelled.set()
+            await proceed.wait()
+            await direct.run(conn, _SKILL, _skill("b"))
+
+    cancelled, proceed = asyncio.Event(), asyncio.Event()
+    caller = asyncio.create_task(guarded(work))
+    await cancelled.wait()
+    # The caller's cancellation is scheduled before the transaction's wake-up, so the
+    # request is recorded before the transaction's next statement.
+    caller.cancel()
+    proceed.set()
+    with pytest.raises((asyncio.CancelledError, TransactionCancelled)):
+        await caller
+    async with engine.connect() as conn:
+        assert (await conn.scalar(sa.select(sa.func.count()).select_from(Skill))) == 0
+
+
+def test_timestamps_take_the_same_path_as_sqlalchemys():
+    # The bind processor is the type's own for the dialect: a naive value is refused.
+    dialect = create_engine("sqlite+aiosqlite://").dialect
+    binder = UtcDateTime().dialect_impl(dialect).bind_processor(dialect)
+    assert binder is not None
+    with pytest.raises(ValueError, match="naive"):
+        binder(datetime(2026, 1, 1))  # noqa: DTZ001 - the case under test
