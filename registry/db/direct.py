@@ -22,8 +22,12 @@ What stays SQLAlchemy's:
   unit of work translates it as before;
 - the transaction, which the unit of work begins and ends.
 
+A connection with no transaction open runs the statement only if it is marked `SINGLE`
+(`UnitOfWork.single`): the driver then runs it as its own transaction, which for one
+statement is one snapshot, with no `BEGIN` or `COMMIT` (two trips to the driver's thread).
+
 Anything else runs through `conn.execute`, with the same result (`Rows`): another
-database, a connection with no transaction open, an expanding parameter bound to an empty
+database, an unmarked connection with no transaction open, an expanding parameter bound to an empty
 list, a statement that would need Python-side column defaults or literal rendering, and a
 multi-row execution that returns rows.
 """
@@ -46,6 +50,10 @@ from sqlalchemy.sql.dml import UpdateBase, ValuesBase
 from registry.db.sqlite_driver import Connection as DriverConnection
 
 Params = Mapping[str, Any]
+
+# The execution option of a connection that runs one statement as its own transaction
+# (`UnitOfWork.single`): with no transaction open, the driver runs it in autocommit.
+SINGLE: Final = "skillreg_single_statement"
 _Processor = Callable[[Any], Any] | None
 
 
@@ -238,11 +246,13 @@ def _execute(
 
 
 def _driver(conn: AsyncConnection) -> DriverConnection | None:
-    """The SQLite driver connection of `conn`'s open transaction, or None."""
-    if conn.dialect.name != "sqlite" or not conn.in_transaction():
-        return None
+    """The SQLite driver connection of `conn`'s open transaction (or `SINGLE`), or None."""
     sync = conn.sync_connection
-    driver = None if sync is None else sync.connection.driver_connection
+    if sync is None or conn.dialect.name != "sqlite":
+        return None
+    if not sync.in_transaction() and not sync.get_execution_options().get(SINGLE):
+        return None
+    driver = sync.connection.driver_connection
     return driver if isinstance(driver, DriverConnection) else None
 
 

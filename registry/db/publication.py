@@ -169,25 +169,6 @@ async def write_context(
     )
 
 
-_HEAD: Final = (
-    sa.select(*_SKILL_COLUMNS, Version.manifest_id.label("head_manifest_id"))
-    .join(Version, sa.and_(Version.skill_id == Skill.id, Version.number == Skill.head))
-    .where(
-        Skill.workspace == sa.bindparam("workspace"),
-        Skill.agent == sa.bindparam("agent"),
-        Skill.slug == sa.bindparam("slug"),
-        Skill.state != "deleted",
-    )
-)
-_ENTRIES: Final = sa.select(
-    ManifestEntry.path, ManifestEntry.digest, ManifestEntry.size, ManifestEntry.executable
-).where(ManifestEntry.manifest_id == sa.bindparam("manifest_id"))
-_CLEAN: Final = sa.select(ScanResult.digest).where(
-    ScanResult.scanner == sa.bindparam("scanner"),
-    ScanResult.digest.in_(sa.bindparam("digests", expanding=True)),
-)
-
-
 @dataclass(frozen=True, slots=True)
 class Head:
     """The live skill and its head's package, as a write reads them before any claim."""
@@ -206,69 +187,20 @@ async def head_for_write(
 ) -> tuple[Head | None, set[str]]:
     """The live skill of `slug` with its head's manifest (or None), and the clean digests.
 
-    The clean digests are those of `digests` that `scanner` already found clean. On
-    PostgreSQL this is one statement (the entries and the clean digests as aggregates), so
-    it needs no transaction of its own (`UnitOfWork.single`); SQLite runs two or three.
+    The clean digests are those of `digests` that `scanner` already found clean. One
+    statement on either database (the entries and the clean digests as JSON aggregates),
+    so it needs no transaction of its own (`UnitOfWork.single`).
     """
-    wanted = sorted(set(digests))
-    if conn.dialect.name == "postgresql":
-        return await _head_in_one(conn, scope, slug, wanted, scanner)
     row = (
         await direct.run(
-            conn, _HEAD, {"workspace": scope.workspace, "agent": scope.agent, "slug": slug}
-        )
-    ).first()
-    head = None
-    if row is not None:
-        values = row._asdict()
-        manifest_id = values.pop("head_manifest_id")
-        rows = await direct.run(conn, _ENTRIES, {"manifest_id": manifest_id})
-        entries = (DomainEntry(r.path, r.digest, r.size, r.executable) for r in rows)
-        head = Head(SkillRow(**values), DomainManifest(entries))
-    clean: set[str] = set()
-    if wanted:
-        found = await direct.run(conn, _CLEAN, {"scanner": scanner, "digests": wanted})
-        clean = {r.digest for r in found}
-    return head, clean
-
-
-def _head_statement() -> sa.Select[Any]:
-    entries = sa.select(
-        sa.func.json_agg(
-            sa.func.json_build_array(
-                ManifestEntry.path,
-                ManifestEntry.digest,
-                ManifestEntry.size,
-                ManifestEntry.executable,
-            )
-        )
-    ).where(ManifestEntry.manifest_id == Version.manifest_id)
-    clean = sa.select(sa.func.array_agg(ScanResult.digest)).where(
-        ScanResult.scanner == sa.bindparam("scanner"),
-        ScanResult.digest == sa.any_(sa.bindparam("digests", type_=postgresql.ARRAY(sa.Text))),
-    )
-    return sa.select(
-        *_SKILL_COLUMNS,
-        sa.type_coerce(entries.scalar_subquery(), sa.JSON).label("head_entries"),
-        clean.scalar_subquery().label("clean"),
-    ).select_from(_LIVE_WITH_HEAD)
-
-
-_HEAD_IN_ONE: Final = _head_statement()
-
-
-async def _head_in_one(
-    conn: AsyncConnection, scope: Scope, slug: str, digests: list[str], scanner: str
-) -> tuple[Head | None, set[str]]:
-    row = (
-        await conn.execute(
-            _HEAD_IN_ONE,
+            conn,
+            _HEAD_IN_ONE[conn.dialect.name],
             {
                 "workspace": scope.workspace,
                 "agent": scope.agent,
                 "slug": slug,
                 "scanner": scanner,
-                "digests": digests,
+                "digests": sorted(set(digests)),
             },
         )
     ).one()
@@ -276,9 +208,46 @@ async def _head_in_one(
     entries, clean = values.pop("head_entries"), values.pop("clean")
     head = None
     if values["id"] is not None:
-        manifest = DomainManifest(DomainEntry(*entry) for entry in entries or ())
+        manifest = DomainManifest(
+            DomainEntry(path, digest, int(size), bool(executable))
+            for path, digest, size, executable in entries or ()
+        )
         head = Head(SkillRow(**values), manifest)
     return head, set(clean or ())
+
+
+def _head_statement(dialect: str) -> sa.Select[Any]:
+    entry_columns = (
+        ManifestEntry.path,
+        ManifestEntry.digest,
+        ManifestEntry.size,
+        ManifestEntry.executable,
+    )
+    if dialect == "postgresql":
+        listed = sa.func.json_agg(sa.func.json_build_array(*entry_columns))
+        clean_agg = sa.func.json_agg(ScanResult.digest)
+        wanted = ScanResult.digest == sa.any_(
+            sa.bindparam("digests", type_=postgresql.ARRAY(sa.Text))
+        )
+    else:
+        listed = sa.func.json_group_array(sa.func.json_array(*entry_columns))
+        clean_agg = sa.func.json_group_array(ScanResult.digest)
+        # `json_each` rather than an expanding IN: one statement text for any count.
+        wanted = ScanResult.digest.in_(
+            sa.select(sa.column("value")).select_from(
+                sa.func.json_each(sa.bindparam("digests", type_=sa.JSON))
+            )
+        )
+    entries = sa.select(listed).where(ManifestEntry.manifest_id == Version.manifest_id)
+    clean = sa.select(clean_agg).where(ScanResult.scanner == sa.bindparam("scanner"), wanted)
+    return sa.select(
+        *_SKILL_COLUMNS,
+        sa.type_coerce(entries.scalar_subquery(), sa.JSON).label("head_entries"),
+        sa.type_coerce(clean.scalar_subquery(), sa.JSON).label("clean"),
+    ).select_from(_LIVE_WITH_HEAD)
+
+
+_HEAD_IN_ONE: Final = {name: _head_statement(name) for name in ("postgresql", "sqlite")}
 
 
 _TAKE_CLAIMS: Final = (

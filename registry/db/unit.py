@@ -45,6 +45,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncTransactio
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from registry.db import budget as write_budget
+from registry.db import direct
 from registry.db import errors as db_errors
 from registry.db.cancel import check_cancelled, guarded
 from registry.db.engine import dialect_name, write_connection
@@ -130,18 +131,24 @@ class UnitOfWork:
     async def single(self, work: Work[T], *, write: bool, workspace: str = "") -> T:
         """Run `work`, which sends one statement, as that statement's own transaction.
 
-        On PostgreSQL a single statement is atomic and sees one snapshot by itself, so it
-        runs in autocommit: no `BEGIN` and no `COMMIT`, two round trips fewer. `work` must
-        be one statement (or, if `write`, idempotent statements each safe on its own).
-        SQLite runs it in a read or write transaction as usual.
+        A single statement is atomic and sees one snapshot by itself, so it runs in
+        autocommit: no `BEGIN` and no `COMMIT`, two round trips fewer on PostgreSQL and two
+        trips to the driver's thread fewer on SQLite (through `direct`, marked `SINGLE`).
+        `work` must be one statement (or, if `write`, idempotent statements each safe on
+        its own). A SQLite write runs in a write transaction as usual (`BEGIN IMMEDIATE`
+        waits for the database's lock), its statements inline.
         """
-        if dialect_name(self.engine) != "postgresql":
+        if dialect_name(self.engine) != "postgresql" and write:
             # A write's statements are small and run under the database's write lock.
-            return await self._transact(work, write=write, workspace=workspace, inline=write)
+            return await self._transact(work, write=write, workspace=workspace, inline=True)
 
         async def once() -> T:
             async with self._connection(write=write, workspace=workspace, single=True) as conn:
-                return await work(conn)
+                result = await work(conn)
+                if conn.in_transaction():
+                    # SQLite: a statement `direct` could not run alone began a transaction.
+                    await conn.commit()
+                return result
 
         return await self._retried(once, workspace=workspace)
 
@@ -220,7 +227,7 @@ class UnitOfWork:
     ) -> AsyncIterator[AsyncConnection]:
         """A connection through the gate, waiting at most the write's time left.
 
-        `single`: a PostgreSQL connection in autocommit, for one statement (`single`).
+        `single`: a connection for one statement as its own transaction (`single`).
         """
         budget = write_budget.current()
         wait = self.connect_timeout if budget is None else min(self.connect_timeout, budget.left())
@@ -241,7 +248,9 @@ class UnitOfWork:
         try:
             async with self.engine.connect() as raw:
                 conn = raw
-                if single:
+                if single and dialect_name(raw) == "sqlite":
+                    conn = await raw.execution_options(**{direct.SINGLE: True})
+                elif single:
                     conn = await raw.execution_options(isolation_level="AUTOCOMMIT")
                 elif not write and dialect_name(raw) == "postgresql":
                     conn = await raw.execution_options(

@@ -250,3 +250,23 @@ def test_timestamps_take_the_same_path_as_sqlalchemys():
     assert binder is not None
     with pytest.raises(ValueError, match="naive"):
         binder(datetime(2026, 1, 1))  # noqa: DTZ001 - the case under test
+
+
+async def test_a_single_statement_runs_in_autocommit_only_when_marked(engine):
+    # Marked `SINGLE` (UnitOfWork.single): the driver runs it as its own transaction.
+    async with engine.connect() as conn:
+        marked = await conn.execution_options(**{direct.SINGLE: True})
+        with _Executions(engine) as seen:
+            await direct.run(marked, _SKILL, _skill("a"))
+        assert (seen.sqlalchemy, marked.in_transaction()) == (0, False)
+    async with engine.connect() as other:
+        # Committed by itself: another connection sees it.
+        assert await other.scalar(sa.select(sa.func.count()).select_from(Skill)) == 1
+    # Unmarked, with no transaction open: SQLAlchemy's execution begins one.
+    async with engine.connect() as conn:
+        with _Executions(engine) as seen:
+            await direct.run(conn, _SKILL, _skill("b"))
+        assert (seen.sqlalchemy, conn.in_transaction()) == (1, True)
+        await conn.rollback()
+    async with engine.connect() as other:
+        assert await other.scalar(sa.select(sa.func.count()).select_from(Skill)) == 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from typing import ClassVar
 
 import pytest
 import sqlalchemy as sa
@@ -83,6 +84,40 @@ class _Traced:
         return {thread for statement, thread in self.runs if statement == keyword}
 
 
+class _Trips(sqlite_driver.Connection):
+    """Counts every trip to the connection's thread, commits and rollbacks included."""
+
+    trips: ClassVar[list[str]] = []
+
+    async def _execute(self, fn, *args, **kwargs):
+        type(self).trips.append(getattr(fn, "__name__", "statement"))
+        return await super()._execute(fn, *args, **kwargs)
+
+
+async def test_a_rollback_without_a_transaction_costs_no_trip_to_the_thread(tmp_path, monkeypatch):
+    # The pool's reset on return rolls back after every transaction already ended.
+    monkeypatch.setattr(sqlite_driver, "Connection", _Trips)
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'e.db'}", pool_size=1)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(sa.text("CREATE TABLE t (id INTEGER PRIMARY KEY)"))
+        _Trips.trips.clear()
+        async with engine.begin() as conn:
+            await conn.execute(sa.text("INSERT INTO t (id) VALUES (1)"))
+        # BEGIN, the insert, COMMIT; no rollback once the connection is back in the pool.
+        assert _Trips.trips == ["statement", "statement", "commit"]
+        _Trips.trips.clear()
+        async with engine.connect() as conn:
+            await conn.execute(sa.text("INSERT INTO t (id) VALUES (2)"))
+            await conn.rollback()
+        # An open transaction is still rolled back, on the thread.
+        assert _Trips.trips == ["statement", "statement", "rollback"]
+        async with engine.connect() as conn:
+            assert (await conn.execute(sa.text("SELECT id FROM t"))).all() == [(1,)]
+    finally:
+        await engine.dispose()
+
+
 async def test_inline_statements_run_on_the_calling_thread_with_the_same_results(tmp_path):
     connection = await sqlite_driver.connect(make_url(f"sqlite:///{tmp_path / 'd.db'}"), 1.0)
     traced = _Traced()
@@ -142,3 +177,33 @@ async def test_a_write_runs_its_statements_inline_between_begin_and_commit(sqlit
     assert traced.threads("INSERT") == traced.threads("DELETE") == {here}
     # Reads outside a write transaction (the write's first read, read_package) stayed off.
     assert traced.threads("SELECT") - {here}
+
+
+async def test_a_write_reads_its_head_in_one_statement_with_no_transaction(sqlite_url, local_store):
+    # The write's first read is one statement in the driver's autocommit mode
+    # (`UnitOfWork.single`): no BEGIN and no COMMIT around it, one trip to the thread.
+    settings = Settings(database_url=sqlite_url, blob_url=f"file://{local_store.root}")
+    statements: list[str] = []
+    engine = create_engine(sqlite_url, pool_size=1)
+
+    @sa.event.listens_for(engine.sync_engine, "connect")
+    def _trace(dbapi_connection, _record):
+        dbapi_connection.driver_connection.sqlite.set_trace_callback(statements.append)
+
+    registry = Registry(engine, local_store, settings)
+    try:
+        await registry.write_package(SCOPE, "one", package("one"), expected_head=None, actor="t")
+        statements.clear()
+        await registry.write_package(
+            SCOPE, "one", package("one", tag="2"), expected_head=1, actor="t"
+        )
+    finally:
+        await registry.close()
+        await engine.dispose()
+    keywords = [" ".join(s.split()[:2]).upper() for s in statements]
+    # The read, then the claim and the publish, each BEGIN IMMEDIATE ... COMMIT.
+    assert keywords[0].startswith("SELECT")
+    assert keywords[1] == "BEGIN IMMEDIATE"
+    assert keywords.count("BEGIN IMMEDIATE") == 2
+    assert keywords.count("COMMIT") == 2
+    assert "BEGIN" not in keywords
