@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlencode
 
-from pytest_postgresql.janitor import DatabaseJanitor
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from blobstore import BlobStore, open_blobstore
@@ -90,14 +89,9 @@ class Services:
         """A fresh, migrated PostgreSQL database (dropped at the end of the run)."""
         server = self.pg_server()
         name = f"skillreg_bench_{uuid.uuid4().hex[:12]}"
-        janitor = DatabaseJanitor(
-            user=server.user,
-            password=server.password,
-            host=server.host,
-            port=server.port,
-            dbname=name,
-            maintenance_dbname=server.maintenance_db,
-        )
+        # The harness's janitor: the stock one also tries to terminate an autovacuum
+        # worker busy in the database, which only a superuser may do.
+        janitor = server.janitor(name)
         janitor.init()
         self._cleanups.append(janitor.drop)
         url = server.url(name)

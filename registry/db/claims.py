@@ -30,6 +30,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import blobs as db_blobs
+from registry.db import direct
 from registry.db import documents as db_documents
 from registry.db import scans as db_scans
 from registry.db.tables import Blob, BlobClaim, ScanResult, SkillMdIndex, UtcDateTime
@@ -137,7 +138,8 @@ async def claim(
             await db_documents.remember(conn, document[0], document[1], now)
         return statuses
     ordered = sorted(sizes.items())
-    rows = await conn.execute(
+    rows = await direct.run(
+        conn,
         _CLAIM,
         {
             "c_digests": [d for d, _ in ordered],

@@ -1,12 +1,17 @@
-"""A package write's statements on SQLite: compiled by SQLAlchemy once, run on the driver.
+"""A package write's statements: compiled by SQLAlchemy once, run on the driver directly.
 
-SQLAlchemy's execution of an already compiled statement costs 0.1-0.2 ms of client CPU on
+SQLAlchemy's execution of an already compiled statement costs 0.1-0.3 ms of client CPU on
 this kind of machine (an execution context, a hop into a greenlet and back, a result
 object, its rows), while SQLite runs a package write's statement in 0.01-0.1 ms; inside the
-locked transaction that overhead was most of the lock's hold (docs/write-path.md). `run`
-executes a statement on the sqlite3 connection itself, on the event loop's thread when
-the transaction's statements run inline (`sqlite_driver.statements_inline`) and in one
-hop to the driver's thread otherwise.
+locked transaction that overhead was most of the lock's hold on SQLite and a third of the
+client's share of it on PostgreSQL (docs/write-path.md). `run` executes a statement on the
+driver connection itself:
+- SQLite: on the sqlite3 connection, on the event loop's thread when the transaction's
+  statements run inline (`sqlite_driver.statements_inline`), else in one hop to the
+  driver's thread;
+- PostgreSQL: on the psycopg connection, awaited in the caller's task, as SQLAlchemy's own
+  adapter awaits it (psycopg prepares it on the server after its fifth execution either
+  way).
 
 What stays SQLAlchemy's:
 - the statement: built with Core, compiled by the connection's dialect once per set of
@@ -17,14 +22,19 @@ What stays SQLAlchemy's:
   so a timestamp is stored and read back exactly as through `Connection.execute`;
 - the events: `before_cursor_execute` and `after_cursor_execute` are dispatched on the
   connection, so the engine's cancellation check and every statement counter see these
-  statements too;
+  statements too. They run in the caller's task, not in SQLAlchemy's greenlet: a
+  listener must not send a statement of its own through the connection it is given (the
+  registry's own listener only checks for a cancellation);
 - the errors: a driver error is raised as SQLAlchemy's (`DBAPIError.instance`), so the
-  unit of work translates it as before;
+  unit of work translates it as before; a PostgreSQL error the dialect takes for a lost
+  connection invalidates the connection first (`connection_invalidated`), so the pool
+  drops it and the unit of work retries the transaction on another;
 - the transaction, which the unit of work begins and ends.
 
 A connection with no transaction open runs the statement only if it is marked `SINGLE`
-(`UnitOfWork.single`): the driver then runs it as its own transaction, which for one
-statement is one snapshot, with no `BEGIN` or `COMMIT` (two trips to the driver's thread).
+(`UnitOfWork.single`): the driver then runs it as its own transaction (PostgreSQL's
+connection is in autocommit; SQLite's driver runs a statement outside a transaction so),
+which for one statement is one snapshot, with no `BEGIN` or `COMMIT`.
 
 Anything else runs through `conn.execute`, with the same result (`Rows`): another
 database, an unmarked connection with no transaction open, an expanding parameter bound to an empty
@@ -41,6 +51,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
 
+import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -89,15 +100,18 @@ class _Compiled:
 
     compiled: SQLCompiler
     sql: str
+    positional: bool
     names: tuple[str, ...]
     binders: tuple[_Processor, ...]
     expanding: frozenset[str]
     readers: tuple[_Processor, ...]
     row: Callable[..., Any] | None
 
-    def bind(self, params: Params) -> tuple[str, tuple[Any, ...]] | None:
-        """The SQL and its positional values; None if an expanding list is empty."""
+    def bind(self, params: Params) -> tuple[str, Any] | None:
+        """The SQL and its values; None if an expanding list is empty."""
         values = self.compiled.construct_params(params)
+        if not self.positional:
+            return self._bind_named(values)
         if not self.expanding:
             return self.sql, tuple(
                 value if binder is None else binder(value)
@@ -115,6 +129,24 @@ class _Compiled:
             flat.extend(v if binder is None else binder(v) for v in value)
         return sql, tuple(flat)
 
+    def _bind_named(self, values: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        # `%(name)s` placeholders (psycopg): an expanding list becomes `name__1, ...`.
+        sql, named = self.sql, {}
+        for name, binder in zip(self.names, self.binders, strict=True):
+            value = values[name]
+            if name not in self.expanding:
+                named[name] = value if binder is None else binder(value)
+                continue
+            if not value:
+                return None
+            keys = [f"{name}__{i}" for i in range(1, len(value) + 1)]
+            placeholders = ", ".join(f"%({key})s" for key in keys)
+            sql = sql.replace(f"__[POSTCOMPILE_{name}]", placeholders, 1)
+            named.update(
+                zip(keys, (v if binder is None else binder(v) for v in value), strict=True)
+            )
+        return sql, named
+
     def read(self, raw: list[tuple[Any, ...]]) -> list[Any]:
         """`raw` rows with each column through its type's result processor."""
         if self.row is None:
@@ -128,14 +160,15 @@ class _Compiled:
         ]
 
 
-# Compiled statements by (statement, columns). The statements are module constants, so
+# Compiled statements by (statement, dialect, columns). The statements are module constants, so
 # this holds a few dozen entries; the bound keeps a statement built per call from growing it.
 _CACHE_SIZE: Final = 512
-_CACHE: Final[dict[tuple[int, frozenset[str] | None], tuple[Any, _Compiled | None]]] = {}
+_CacheKey = tuple[int, type[Dialect], frozenset[str] | None]
+_CACHE: Final[dict[_CacheKey, tuple[Any, _Compiled | None]]] = {}
 
 
 def _compile(statement: Any, dialect: Dialect, keys: frozenset[str] | None) -> _Compiled | None:
-    cache_key = (id(statement), keys)
+    cache_key = (id(statement), type(dialect), keys)
     hit = _CACHE.get(cache_key)
     if hit is not None and hit[0] is statement:
         return hit[1]
@@ -150,7 +183,10 @@ def _compiled(statement: Any, dialect: Dialect, keys: frozenset[str] | None) -> 
     options = {} if keys is None else {"column_keys": sorted(keys)}
     compiled = statement.compile(dialect=dialect, **options)
     assert isinstance(compiled, SQLCompiler)
-    names = tuple(compiled.positiontup or ())
+    if compiled.positional:
+        names = tuple(compiled.positiontup or ())
+    else:
+        names = tuple(dict.fromkeys(compiled.bind_names.values()))
     if compiled.insert_prefetch or compiled.update_prefetch or compiled.literal_execute_params:
         return None  # Python-side defaults or literal rendering: SQLAlchemy's execution
     binds = [compiled.binds[name] for name in names]
@@ -158,12 +194,14 @@ def _compiled(statement: Any, dialect: Dialect, keys: frozenset[str] | None) -> 
     keys_out = [c.key for c in columns]
     row = None
     if columns:
-        if len(set(keys_out)) != len(keys_out) or not all(k.isidentifier() for k in keys_out):
+        named = all(isinstance(k, str) and k.isidentifier() for k in keys_out)
+        if not named or len(set(keys_out)) != len(keys_out):
             return None
         row = namedtuple("Row", keys_out)._make  # type: ignore[attr-defined]  # noqa: PYI024
     return _Compiled(
         compiled=compiled,
         sql=compiled.string,
+        positional=compiled.positional,
         names=names,
         binders=tuple(_binder(b.type, dialect) for b in binds),
         expanding=frozenset(n for n, b in zip(names, binds, strict=True) if b.expanding),
@@ -202,35 +240,70 @@ async def run(
     if driver is None or (many and not params):
         return await _through_sqlalchemy(conn, statement, params)
     compiled = _compile(statement, conn.dialect, _columns(statement, params))
-    if compiled is None or (many and compiled.row is not None):
+    bound = None if compiled is None else _bound(compiled, params)
+    if compiled is None or bound is None:
         return await _through_sqlalchemy(conn, statement, params)
-    if many:
-        assert isinstance(params, Sequence)
-        bound = [compiled.bind(p) for p in params]
-        if any(b is None for b in bound) or len({b[0] for b in bound if b}) != 1:
-            return await _through_sqlalchemy(conn, statement, params)
-        sql, args = bound[0][0], [b[1] for b in bound if b]  # type: ignore[index]
-    else:
-        assert not isinstance(params, Sequence)
-        one = compiled.bind(params or {})
-        if one is None:
-            return await _through_sqlalchemy(conn, statement, params)
-        sql, args = one  # type: ignore[assignment]
     sync = conn.sync_connection
     assert sync is not None
     dispatch = sync.dispatch
-    dispatch.before_cursor_execute(sync, None, sql, args, None, many)
-    try:
-        raw, rowcount = await driver.call(partial(_execute, driver.sqlite, sql, args, many=many))
-    except sqlite3.Error as exc:
-        raise sa.exc.DBAPIError.instance(
-            sql, args, exc, sqlite3.Error, dialect=conn.dialect, ismulti=many
-        ) from exc
+    sql, args = bound
+    for listener in dispatch.before_cursor_execute:
+        # As `Connection.execute` does: a listener with `retval=True` may change them.
+        sql, args = listener(sync, None, sql, args, None, many)
+    raw, rowcount = await _execute(conn, driver, sql, args, many=many)
     dispatch.after_cursor_execute(sync, None, sql, args, None, many)
     return Rows(compiled.read(raw), rowcount)
 
 
-def _execute(
+def _bound(compiled: _Compiled, params: Params | Sequence[Params] | None) -> tuple[str, Any] | None:
+    """The SQL and its values (a list of them for several rows), or None: not directly."""
+    if not isinstance(params, Sequence):
+        return compiled.bind(params or {})
+    if compiled.row is not None:
+        return None  # several rows with RETURNING: SQLAlchemy's "insertmanyvalues"
+    bound = [compiled.bind(p) for p in params]
+    texts = {b[0] for b in bound if b is not None}
+    if None in bound or len(texts) != 1:
+        return None
+    return texts.pop(), [b[1] for b in bound if b is not None]
+
+
+async def _execute(
+    conn: AsyncConnection,
+    driver: DriverConnection | psycopg.AsyncConnection[Any],
+    sql: str,
+    args: Any,
+    *,
+    many: bool,
+) -> tuple[list[Any], int]:
+    """Run on the driver; its errors become SQLAlchemy's, a lost connection invalidated."""
+    if isinstance(driver, DriverConnection):
+        try:
+            return await driver.call(partial(_on_sqlite, driver.sqlite, sql, args, many=many))
+        except sqlite3.Error as exc:
+            raise sa.exc.DBAPIError.instance(
+                sql, args, exc, sqlite3.Error, dialect=conn.dialect, ismulti=many
+            ) from exc
+    try:
+        return await _on_postgres(driver, sql, args, many=many)
+    except psycopg.Error as exc:
+        sync = conn.sync_connection
+        assert sync is not None
+        lost = conn.dialect.is_disconnect(exc, sync.connection, None)  # type: ignore[arg-type]
+        if lost:
+            await conn.invalidate(exc)
+        raise sa.exc.DBAPIError.instance(
+            sql,
+            args,
+            exc,
+            psycopg.Error,
+            connection_invalidated=lost,
+            dialect=conn.dialect,
+            ismulti=many,
+        ) from exc
+
+
+def _on_sqlite(
     sqlite: sqlite3.Connection, sql: str, args: Any, *, many: bool
 ) -> tuple[list[Any], int]:
     cursor = sqlite.cursor()
@@ -245,15 +318,32 @@ def _execute(
         cursor.close()
 
 
-def _driver(conn: AsyncConnection) -> DriverConnection | None:
-    """The SQLite driver connection of `conn`'s open transaction (or `SINGLE`), or None."""
+async def _on_postgres(
+    pg: psycopg.AsyncConnection[Any], sql: str, args: Any, *, many: bool
+) -> tuple[list[Any], int]:
+    async with pg.cursor() as cursor:
+        if many:
+            await cursor.executemany(sql, args)
+        else:
+            await cursor.execute(sql, args)
+        rows = await cursor.fetchall() if cursor.description is not None else []
+        return rows, cursor.rowcount
+
+
+def _driver(conn: AsyncConnection) -> DriverConnection | psycopg.AsyncConnection[Any] | None:
+    """The driver connection of `conn`'s open transaction (or of a `SINGLE` one), or None."""
     sync = conn.sync_connection
-    if sync is None or conn.dialect.name != "sqlite":
+    if sync is None:
         return None
     if not sync.in_transaction() and not sync.get_execution_options().get(SINGLE):
         return None
     driver = sync.connection.driver_connection
-    return driver if isinstance(driver, DriverConnection) else None
+    if isinstance(driver, DriverConnection):
+        return driver
+    if isinstance(driver, psycopg.AsyncConnection) and (sync.in_transaction() or driver.autocommit):
+        # Outside a transaction only in autocommit: psycopg would begin one of its own.
+        return driver
+    return None
 
 
 async def _through_sqlalchemy(

@@ -15,6 +15,8 @@ import sqlalchemy as sa
 from blake3 import blake3
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from registry.db import direct
+
 
 def lock_key(namespace: str, name: str) -> int:
     """A stable signed 64-bit advisory lock key for `name` within `namespace`."""
@@ -43,6 +45,6 @@ async def lock_workspace(conn: AsyncConnection, workspace: str, *, indexed: bool
     wherever an index serves them (`enable_seqscan = off`, local to the transaction).
     """
     if conn.dialect.name == "postgresql":
-        await conn.execute(
-            _LOCK_INDEXED if indexed else _LOCK, {"key": lock_key("workspace", workspace)}
+        await direct.run(
+            conn, _LOCK_INDEXED if indexed else _LOCK, {"key": lock_key("workspace", workspace)}
         )

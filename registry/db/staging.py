@@ -49,6 +49,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import blobs as db_blobs
+from registry.db import direct
 from registry.db import publication as db_publication
 from registry.db.skills import SkillRow
 from registry.db.tables import (
@@ -432,7 +433,7 @@ async def stage(
     )
     if append is not None:
         params |= _append_params(append, new_auto_improve=new_auto_improve)
-    row = (await conn.execute(_STATEMENTS[bool(uploaded), kind], params)).one()
+    row = (await direct.run(conn, _STATEMENTS[bool(uploaded), kind], params)).one()
     found = dict(zip(row.found_digests or (), row.found_statuses or (), strict=True))
     problem = db_blobs.unusable(
         found, referenced=params["p_referenced"], uploaded=uploaded, held=row.held or ()

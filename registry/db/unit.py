@@ -251,7 +251,9 @@ class UnitOfWork:
                 if single and dialect_name(raw) == "sqlite":
                     conn = await raw.execution_options(**{direct.SINGLE: True})
                 elif single:
-                    conn = await raw.execution_options(isolation_level="AUTOCOMMIT")
+                    conn = await raw.execution_options(
+                        isolation_level="AUTOCOMMIT", **{direct.SINGLE: True}
+                    )
                 elif not write and dialect_name(raw) == "postgresql":
                     conn = await raw.execution_options(
                         isolation_level="REPEATABLE READ", postgresql_readonly=True

@@ -1,9 +1,10 @@
-"""Statements run on SQLite's driver directly (registry/db/direct.py).
+"""Statements run on the driver directly (registry/db/direct.py), on both databases.
 
 Each case runs one statement both ways, through `direct.run` and through SQLAlchemy's
-`Connection.execute`, on the same schema, and compares rows and stored values: the types'
-processors (aware timestamps, booleans, JSON), expanding parameters, bound literals,
-multi-row inserts, an update's columns taken from its parameters, and the fallbacks.
+`Connection.execute`, on the same migrated schema, and compares rows and stored values: the
+types' processors (aware timestamps, booleans, JSON), expanding parameters, bound literals,
+multi-row inserts, an update's columns taken from its parameters, errors, a lost
+connection, and the fallbacks.
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ import asyncio
 import sqlite3
 from datetime import UTC, datetime, timedelta
 
+import psycopg
 import pytest
 import sqlalchemy as sa
 
 from registry.db import direct
+from registry.db import errors as db_errors
 from registry.db.cancel import TransactionCancelled, guarded
 from registry.db.engine import create_engine
-from registry.db.tables import Base, Blob, BlobClaim, Event, Skill
+from registry.db.tables import Blob, BlobClaim, Event, Skill
 from registry.db.tables.base import UtcDateTime
 
 NOW = datetime(2026, 12, 2, 3, 4, 5, 678901, tzinfo=UTC)
@@ -59,10 +62,8 @@ def _skill(slug: str, *, auto_improve: bool = True) -> dict[str, object]:
 
 
 @pytest.fixture
-async def engine(tmp_path):
-    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'd.db'}")
-    async with engine.begin() as conn:
-        await conn.run_sync(Base.metadata.create_all)
+async def engine(database_url):
+    engine = create_engine(database_url)
     yield engine
     await engine.dispose()
 
@@ -111,10 +112,11 @@ async def test_rows_and_types_match_sqlalchemys_execution(engine):
         )
         assert stored.all() == [(NOW, False), (NOW, True)]
         # Stored as the same text, not only read back as the same value.
-        raw = await conn.execute(sa.text("SELECT created_at, auto_improve FROM skills ORDER BY id"))
-        first, second = raw.all()
-        assert first[0] == second[0] == "2026-12-02 03:04:05.678901"
-        assert (first[1], second[1]) == (0, 1)
+        text = sa.text("SELECT CAST(created_at AS TEXT), auto_improve FROM skills ORDER BY id")
+        first, second = (await conn.execute(text)).all()
+        assert first[0] == second[0]
+        assert "2026-12-02 03:04:05.678901" in first[0]
+        assert (bool(first[1]), bool(second[1])) == (False, True)
 
 
 async def test_multi_row_inserts_expanding_lists_and_deletes_returning(engine):
@@ -194,7 +196,7 @@ async def test_driver_errors_are_sqlalchemys(engine):
         await direct.run(conn, _SKILL, _skill("a"))
         with pytest.raises(sa.exc.IntegrityError) as caught:
             await direct.run(conn, _SKILL, _skill("a"))
-        assert isinstance(caught.value.orig, sqlite3.IntegrityError)
+        assert isinstance(caught.value.orig, sqlite3.IntegrityError | psycopg.IntegrityError)
         assert "INSERT INTO skills" in str(caught.value.statement)
 
 
@@ -253,9 +255,13 @@ def test_timestamps_take_the_same_path_as_sqlalchemys():
 
 
 async def test_a_single_statement_runs_in_autocommit_only_when_marked(engine):
-    # Marked `SINGLE` (UnitOfWork.single): the driver runs it as its own transaction.
+    # Marked `SINGLE` (UnitOfWork.single): the driver runs it as its own transaction;
+    # PostgreSQL's connection is also in autocommit (psycopg would begin one otherwise).
+    options = {direct.SINGLE: True}
+    if engine.dialect.name == "postgresql":
+        options["isolation_level"] = "AUTOCOMMIT"
     async with engine.connect() as conn:
-        marked = await conn.execution_options(**{direct.SINGLE: True})
+        marked = await conn.execution_options(**options)
         with _Executions(engine) as seen:
             await direct.run(marked, _SKILL, _skill("a"))
         assert (seen.sqlalchemy, marked.in_transaction()) == (0, False)
@@ -270,3 +276,45 @@ async def test_a_single_statement_runs_in_autocommit_only_when_marked(engine):
         await conn.rollback()
     async with engine.connect() as other:
         assert await other.scalar(sa.select(sa.func.count()).select_from(Skill)) == 1
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_a_marked_postgresql_connection_outside_autocommit_goes_through_sqlalchemy(engine):
+    # psycopg would begin a transaction of its own that SQLAlchemy does not know about.
+    async with engine.connect() as conn:
+        marked = await conn.execution_options(**{direct.SINGLE: True})
+        with _Executions(engine) as seen:
+            await direct.run(marked, _SKILL, _skill("a"))
+        assert (seen.sqlalchemy, marked.in_transaction()) == (1, True)
+        await marked.rollback()
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_a_lost_postgresql_connection_is_invalidated_and_retried(engine):
+    # The pool must drop it, and the unit of work may retry the transaction on another.
+    async with engine.connect() as victim:
+        await victim.begin()
+        pid = (await direct.run(victim, sa.select(sa.func.pg_backend_pid()))).scalar()
+        async with engine.connect() as killer:
+            await killer.execute(sa.select(sa.func.pg_terminate_backend(pid)))
+        with pytest.raises(sa.exc.DBAPIError) as caught:
+            await direct.run(victim, _SKILL, _skill("a"))
+        assert caught.value.connection_invalidated
+        assert db_errors.is_transient(caught.value)
+        assert victim.invalidated
+
+
+@pytest.mark.postgres
+async def test_statements_compile_per_dialect_in_one_process(sqlite_url, postgresql_url):
+    # One process may hold engines on both databases (the test suite does): a statement
+    # compiled for one must never be run on the other.
+    for url in (sqlite_url, postgresql_url):
+        engine = create_engine(url)
+        try:
+            async with engine.begin() as conn:
+                await direct.run(conn, _SKILL, _skill("a"))
+                rows = await direct.run(conn, _STATUSES, {"digests": ["x", "y"]})
+                assert rows.rows == []
+                await conn.rollback()
+        finally:
+            await engine.dispose()

@@ -24,16 +24,18 @@ async def test_a_publish_plans_with_index_scans_and_only_a_publish(make_registry
     registry = await make_registry()
     seen: list[str] = []
 
-    @sa.event.listens_for(registry.engine.sync_engine, "after_cursor_execute")
-    def _setting(conn, _cursor, statement, *_args):
-        if statement.startswith("WITH taken"):
-            probe = conn.connection.dbapi_connection.cursor()
-            probe.execute("SELECT current_setting('enable_seqscan')")
-            seen.append(probe.fetchone()[0])
-            probe.close()
+    @sa.event.listens_for(registry.engine.sync_engine, "before_cursor_execute")
+    def _statement(_conn, _cursor, statement, *_args):
+        seen.append(" ".join(statement.split()[:2]))
 
     await registry.write_package(SCOPE, "plans", package("plans"), expected_head=None, actor="t")
-    assert seen == ["off"]
+    # The publish takes the lock with the setting, in the transaction of its staging.
+    publish = seen[seen.index("SELECT pg_advisory_xact_lock(%(key)s),") :]
+    assert publish[:3] == [
+        "SELECT pg_advisory_xact_lock(%(key)s),",
+        "SELECT skills.id,",
+        "WITH taken",
+    ]
     async with registry.engine.connect() as conn:
         after = (await conn.execute(sa.text("SHOW enable_seqscan"))).scalar_one()
         await lock_workspace(conn, "w")
