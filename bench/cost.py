@@ -98,8 +98,8 @@ class PhaseCounter:
 
     `count(engine)` attaches the listeners for one write; `hit` moves the phase along at
     the failpoints in `_PHASE_STARTS`. Each phase counts its statements (BEGIN, COMMIT and
-    ROLLBACK apart), its transactions (`begin` events), its commits and the first keyword
-    of each statement.
+    ROLLBACK apart), its transactions (`begin` events, and each statement run as its own
+    transaction), its commits and the first keyword of each statement.
     """
 
     def __init__(self) -> None:
@@ -117,6 +117,10 @@ class PhaseCounter:
         if keyword not in _TRANSACTION_CONTROL:
             self._tally("statements")
             self._tally(f"kind {keyword}")
+            if not args[0].in_transaction():
+                # One statement run as its own transaction (db/direct.py, `SINGLE`): no
+                # `begin` event, and a transaction all the same.
+                self._tally("transactions")
 
     def _begin(self, *_args: Any) -> None:
         self._tally("transactions")
