@@ -36,10 +36,14 @@ A connection with no transaction open runs the statement only if it is marked `S
 connection is in autocommit; SQLite's driver runs a statement outside a transaction so),
 which for one statement is one snapshot, with no `BEGIN` or `COMMIT`.
 
+Several rows with RETURNING run on SQLite as one execution per row, in one call on the
+driver (the rows in order, as SQLAlchemy's "insertmanyvalues" returns them).
+
 Anything else runs through `conn.execute`, with the same result (`Rows`): another
-database, an unmarked connection with no transaction open, an expanding parameter bound to an empty
-list, a statement that would need Python-side column defaults or literal rendering, and a
-multi-row execution that returns rows.
+database, an unmarked connection with no transaction open, an expanding parameter bound to
+an empty list, a statement that would need Python-side column defaults or literal
+rendering, and several rows with RETURNING on PostgreSQL (SQLAlchemy batches them into one
+round trip).
 """
 
 from __future__ import annotations
@@ -240,7 +244,12 @@ async def run(
     if driver is None or (many and not params):
         return await _through_sqlalchemy(conn, statement, params)
     compiled = _compile(statement, conn.dialect, _columns(statement, params))
-    bound = None if compiled is None else _bound(compiled, params)
+    returning = compiled is not None and compiled.row is not None
+    # Several rows with RETURNING: SQLite runs the statement once per row, in one call on
+    # its driver (the rows in order, as SQLAlchemy's "insertmanyvalues" returns them); on
+    # PostgreSQL, where each would be a round trip, SQLAlchemy batches them.
+    batched = many and returning and not isinstance(driver, DriverConnection)
+    bound = None if compiled is None or batched else _bound(compiled, params)
     if compiled is None or bound is None:
         return await _through_sqlalchemy(conn, statement, params)
     sync = conn.sync_connection
@@ -250,7 +259,7 @@ async def run(
     for listener in dispatch.before_cursor_execute:
         # As `Connection.execute` does: a listener with `retval=True` may change them.
         sql, args = listener(sync, None, sql, args, None, many)
-    raw, rowcount = await _execute(conn, driver, sql, args, many=many)
+    raw, rowcount = await _execute(conn, driver, sql, args, many=many, returning=returning)
     dispatch.after_cursor_execute(sync, None, sql, args, None, many)
     return Rows(compiled.read(raw), rowcount)
 
@@ -259,8 +268,6 @@ def _bound(compiled: _Compiled, params: Params | Sequence[Params] | None) -> tup
     """The SQL and its values (a list of them for several rows), or None: not directly."""
     if not isinstance(params, Sequence):
         return compiled.bind(params or {})
-    if compiled.row is not None:
-        return None  # several rows with RETURNING: SQLAlchemy's "insertmanyvalues"
     bound = [compiled.bind(p) for p in params]
     texts = {b[0] for b in bound if b is not None}
     if None in bound or len(texts) != 1:
@@ -275,11 +282,13 @@ async def _execute(
     args: Any,
     *,
     many: bool,
+    returning: bool,
 ) -> tuple[list[Any], int]:
     """Run on the driver; its errors become SQLAlchemy's, a lost connection invalidated."""
     if isinstance(driver, DriverConnection):
+        call = partial(_on_sqlite, driver.sqlite, sql, args, many=many, returning=returning)
         try:
-            return await driver.call(partial(_on_sqlite, driver.sqlite, sql, args, many=many))
+            return await driver.call(call)
         except sqlite3.Error as exc:
             raise sa.exc.DBAPIError.instance(
                 sql, args, exc, sqlite3.Error, dialect=conn.dialect, ismulti=many
@@ -304,16 +313,23 @@ async def _execute(
 
 
 def _on_sqlite(
-    sqlite: sqlite3.Connection, sql: str, args: Any, *, many: bool
+    sqlite: sqlite3.Connection, sql: str, args: Any, *, many: bool, returning: bool
 ) -> tuple[list[Any], int]:
     cursor = sqlite.cursor()
     try:
-        if many:
-            cursor.executemany(sql, args)
-        else:
+        if not many:
             cursor.execute(sql, args)
-        rows = cursor.fetchall() if cursor.description is not None else []
-        return rows, cursor.rowcount
+            rows = cursor.fetchall() if cursor.description is not None else []
+            return rows, cursor.rowcount
+        if not returning:
+            cursor.executemany(sql, args)
+            return [], cursor.rowcount
+        rows, count = [], 0
+        for one in args:
+            cursor.execute(sql, one)
+            rows += cursor.fetchall()
+            count += max(cursor.rowcount, 0)
+        return rows, count
     finally:
         cursor.close()
 
