@@ -52,6 +52,7 @@ import sqlite3
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 from typing import Any, Final
 
@@ -218,7 +219,33 @@ def _compiled(statement: Any, dialect: Dialect, keys: frozenset[str] | None) -> 
 
 def _binder(type_: Any, dialect: Dialect) -> _Processor:
     processor: _Processor = type_.dialect_impl(dialect).bind_processor(dialect)
-    return processor
+    return None if processor is None else _SameTimestamp(processor)
+
+
+class _SameTimestamp:
+    """A bind processor that converts the timestamp it converted last only once.
+
+    A write binds the same `now` into every row of a multi-row insert (a claim binds it
+    twice per digest): converting it to SQLite's text or to UTC once per row was most of a
+    write's binding. Timestamps are immutable, so the same object converts the same way;
+    any other value goes to the processor every time.
+    """
+
+    __slots__ = ("_last", "_processor")
+
+    def __init__(self, processor: Callable[[Any], Any]) -> None:
+        self._processor = processor
+        self._last: tuple[Any, Any] = (None, None)
+
+    def __call__(self, value: Any) -> Any:
+        if not isinstance(value, datetime):
+            return self._processor(value)
+        last, converted = self._last
+        if value is last:
+            return converted
+        converted = self._processor(value)
+        self._last = (value, converted)
+        return converted
 
 
 def _returns_rows(statement: Any) -> bool:
