@@ -119,6 +119,8 @@ class Connection(aiosqlite.Connection):
     """
 
     inline: bool = False
+    # The engine opens every connection with `PRAGMA synchronous=FULL` (registry/db/engine.py).
+    synchronous: str = "FULL"
 
     def cursor(self) -> Cursor:  # type: ignore[override]
         return Cursor(self)
@@ -128,6 +130,19 @@ class Connection(aiosqlite.Connection):
         if self.inline:
             return function()
         return await self.on_thread(function)
+
+    def durability(self, *, durable: bool) -> None:
+        """Before a write transaction: its commit fsyncs the WAL (`FULL`) or not (`NORMAL`).
+
+        SQLite refuses the change inside a transaction, so this runs before `BEGIN`, on the
+        calling thread (the pragma touches no file and waits for no lock), and only when the
+        level differs from the one set last. Every write transaction states its level, so
+        one that must be durable never inherits a relaxed one.
+        """
+        level = "FULL" if durable else "NORMAL"
+        if self.synchronous != level:
+            self._conn.execute(f"PRAGMA synchronous={level}")
+            self.synchronous = level
 
     async def rollback(self) -> None:
         """Roll back the open transaction; without one, return at once.
@@ -162,6 +177,15 @@ async def connect(url: URL, busy_timeout: float) -> Connection:
     connection._thread.daemon = True  # noqa: SLF001 - aiosqlite exposes no setting for it
     await connection
     return connection
+
+
+def sqlite_driver_of(conn: AsyncConnection) -> Connection | None:
+    """`conn`'s driver connection if it is this module's (SQLite), else None."""
+    sync = conn.sync_connection
+    if sync is None or conn.dialect.name != "sqlite":
+        return None
+    driver = sync.connection.driver_connection
+    return driver if isinstance(driver, Connection) else None
 
 
 @asynccontextmanager

@@ -34,9 +34,10 @@ own exceptions where it leaves this module, so services never see a driver's err
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, nullcontext
+from contextlib import asynccontextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from typing import Final, Generic, TypeVar
 
@@ -50,7 +51,7 @@ from registry.db import errors as db_errors
 from registry.db.cancel import check_cancelled, guarded
 from registry.db.engine import dialect_name, write_connection
 from registry.db.locks import lock_workspace
-from registry.db.sqlite_driver import statements_inline
+from registry.db.sqlite_driver import sqlite_driver_of, statements_inline
 from registry.errors import StorageUnavailable, WorkspaceBusy
 
 T = TypeVar("T")
@@ -64,6 +65,16 @@ _LOCK_SLACK: Final = 0.05
 
 async def _no_hit(_name: str) -> None:
     return None
+
+
+def _durable_again(conn: AsyncConnection) -> None:
+    # After a transaction that skipped its fsync (`durable=False`), before the connection
+    # goes back to the pool: whoever takes it next commits durably. Every write transaction
+    # also states its level as it begins (`_begin`), so a failure here is caught up then.
+    driver = sqlite_driver_of(conn)
+    if driver is not None and not conn.closed and not conn.invalidated:
+        with suppress(sqlite3.Error):
+            driver.durability(durable=True)
 
 
 def _set_busy_timeout(conn: sa.Connection, milliseconds: int) -> None:
@@ -128,7 +139,9 @@ class UnitOfWork:
         """Run `work` in a write transaction; `work` must be idempotent as a whole."""
         return await self._transact(work, write=True, workspace=workspace)
 
-    async def single(self, work: Work[T], *, write: bool, workspace: str = "") -> T:
+    async def single(
+        self, work: Work[T], *, write: bool, workspace: str = "", durable: bool = True
+    ) -> T:
         """Run `work`, which sends one statement, as that statement's own transaction.
 
         A single statement is atomic and sees one snapshot by itself, so it runs in
@@ -136,11 +149,16 @@ class UnitOfWork:
         trips to the driver's thread fewer on SQLite (through `direct`, marked `SINGLE`).
         `work` must be one statement (or, if `write`, idempotent statements each safe on
         its own). A SQLite write runs in a write transaction as usual (`BEGIN IMMEDIATE`
-        waits for the database's lock), its statements inline.
+        waits for the database's lock), its statements inline; `durable=False` lets its
+        commit skip the WAL's fsync (`PRAGMA synchronous=NORMAL` for that transaction), for
+        a write whose loss in a power failure loses nothing (a write's claim: the commit
+        of the publish that follows fsyncs the WAL, the claim's frames included).
         """
         if dialect_name(self.engine) != "postgresql" and write:
             # A write's statements are small and run under the database's write lock.
-            return await self._transact(work, write=write, workspace=workspace, inline=True)
+            return await self._transact(
+                work, write=write, workspace=workspace, inline=True, durable=durable
+            )
 
         async def once() -> T:
             async with self._connection(write=write, workspace=workspace, single=True) as conn:
@@ -203,21 +221,35 @@ class UnitOfWork:
         return await self._retried(once, workspace=workspace)
 
     async def _transact(
-        self, work: Work[T], *, write: bool, workspace: str, inline: bool = False
+        self,
+        work: Work[T],
+        *,
+        write: bool,
+        workspace: str,
+        inline: bool = False,
+        durable: bool = True,
     ) -> T:
-        """`work` in a transaction; `inline`: its statements on the loop's thread (SQLite)."""
+        """`work` in a transaction; `inline`: its statements on the loop's thread (SQLite).
+
+        `durable=False` (SQLite): the commit need not fsync (`single`); the connection goes
+        back to the pool durable again, whatever happened.
+        """
 
         async def once() -> T:
             async with self._connection(write=write, workspace=workspace) as conn:
-                transaction = await self._begin(conn, write=write)
                 try:
-                    async with statements_inline(conn) if inline else nullcontext():
-                        result = await work(conn)
-                except BaseException:
-                    await transaction.rollback()
-                    raise
-                await transaction.commit()
-                return result
+                    transaction = await self._begin(conn, write=write, durable=durable)
+                    try:
+                        async with statements_inline(conn) if inline else nullcontext():
+                            result = await work(conn)
+                    except BaseException:
+                        await transaction.rollback()
+                        raise
+                    await transaction.commit()
+                    return result
+                finally:
+                    if not durable:
+                        _durable_again(conn)
 
         return await self._retried(once, workspace=workspace)
 
@@ -262,10 +294,19 @@ class UnitOfWork:
         finally:
             self._gate.release()
 
-    async def _begin(self, conn: AsyncConnection, *, write: bool) -> AsyncTransaction:
-        """Begin; on SQLite a write waits for the database's lock within the write's budget."""
+    async def _begin(
+        self, conn: AsyncConnection, *, write: bool, durable: bool = True
+    ) -> AsyncTransaction:
+        """Begin; on SQLite a write waits for the database's lock within the write's budget.
+
+        On SQLite every write transaction first states whether its commit fsyncs
+        (`durable`; `sqlite_driver.Connection.durability`).
+        """
         if not write:
             return await conn.begin()
+        driver = sqlite_driver_of(conn)
+        if driver is not None:
+            driver.durability(durable=durable)
         conn = await write_connection(conn)
         budget = write_budget.current()
         if budget is None or dialect_name(conn) != "sqlite":

@@ -104,9 +104,11 @@ class Context:
         """Run idempotent `work` in a write transaction (`UnitOfWork.write`)."""
         return await self.uow.write(work, workspace=workspace)
 
-    async def single(self, work: Work[T], *, write: bool, workspace: str = "") -> T:
+    async def single(
+        self, work: Work[T], *, write: bool, workspace: str = "", durable: bool = True
+    ) -> T:
         """Run `work`, one statement, as its own transaction (`UnitOfWork.single`)."""
-        return await self.uow.single(work, write=write, workspace=workspace)
+        return await self.uow.single(work, write=write, workspace=workspace, durable=durable)
 
     async def locked(self, workspace: str, work: Work[T]) -> T:
         """Run `work` in a write transaction holding the workspace lock (`UnitOfWork.locked`)."""

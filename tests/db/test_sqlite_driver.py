@@ -16,6 +16,7 @@ from registry.db.engine import create_engine
 from registry.domain.model import Scope
 from registry.errors import HeadConflict
 from registry.settings import Settings
+from tests.support.faults import InjectedFault, ScriptedFailpoints
 from tests.support.packages import package
 
 SCOPE = Scope("w")
@@ -200,10 +201,75 @@ async def test_a_write_reads_its_head_in_one_statement_with_no_transaction(sqlit
     finally:
         await registry.close()
         await engine.dispose()
-    keywords = [" ".join(s.split()[:2]).upper() for s in statements]
+    # (The claim's durability pragmas are another test's subject.)
+    keywords = [
+        " ".join(s.split()[:2]).upper()
+        for s in statements
+        if not s.upper().startswith("PRAGMA SYNCHRONOUS")
+    ]
     # The read, then the claim and the publish, each BEGIN IMMEDIATE ... COMMIT.
     assert keywords[0].startswith("SELECT")
     assert keywords[1] == "BEGIN IMMEDIATE"
     assert keywords.count("BEGIN IMMEDIATE") == 2
     assert keywords.count("COMMIT") == 2
     assert "BEGIN" not in keywords
+
+
+async def test_only_the_claim_commits_without_an_fsync(sqlite_url, local_store):
+    # The claim's commit skips the WAL's fsync (PRAGMA synchronous=NORMAL for its
+    # transaction only); the publish, which fsyncs the WAL and the claim's frames with it,
+    # and every other write stay FULL, and a connection goes back to the pool FULL, even
+    # after a claim that failed.
+    settings = Settings(database_url=sqlite_url, blob_url=f"file://{local_store.root}")
+    statements: list[str] = []
+    engine = create_engine(sqlite_url, pool_size=1, max_overflow=0)
+
+    @sa.event.listens_for(engine.sync_engine, "connect")
+    def _trace(dbapi_connection, _record):
+        dbapi_connection.driver_connection.sqlite.set_trace_callback(statements.append)
+
+    failpoints = ScriptedFailpoints()
+    registry = Registry(engine, local_store, settings, failpoints=failpoints)
+
+    async def level() -> int:
+        async with engine.connect() as conn:
+            return (await conn.exec_driver_sql("PRAGMA synchronous")).scalar_one()
+
+    try:
+        await registry.write_package(SCOPE, "sync", package("sync"), expected_head=None, actor="t")
+        assert await level() == 2  # FULL
+        failpoints.fail("write.claiming", nth=2)
+        with pytest.raises(InjectedFault):
+            await registry.write_package(
+                SCOPE, "sync", package("sync", tag="2"), expected_head=1, actor="t"
+            )
+        assert await level() == 2
+    finally:
+        await registry.close()
+        await engine.dispose()
+    writes = [
+        s.split()[0].upper() if not s.upper().startswith("PRAGMA SYNCHRONOUS=") else s.upper()
+        for s in statements
+        if s.upper().startswith(("PRAGMA SYNCHRONOUS=", "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"))
+    ]
+    # The first write: NORMAL for the claim, FULL again as soon as it ended.
+    assert writes[:6] == [
+        "PRAGMA SYNCHRONOUS=NORMAL",
+        "BEGIN",
+        "COMMIT",
+        "PRAGMA SYNCHRONOUS=FULL",
+        "BEGIN",
+        "COMMIT",
+    ]
+    # The second write's claim failed inside its transaction: rolled back, FULL again,
+    # and the release of its claims (a write transaction of its own) is durable.
+    assert writes[6:] == [
+        "ROLLBACK",  # the level check above (a read transaction)
+        "PRAGMA SYNCHRONOUS=NORMAL",
+        "BEGIN",
+        "ROLLBACK",
+        "PRAGMA SYNCHRONOUS=FULL",
+        "BEGIN",
+        "COMMIT",
+        "ROLLBACK",  # the level check
+    ]

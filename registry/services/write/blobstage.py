@@ -60,8 +60,10 @@ async def claim_and_upload(
             document=document,
         )
 
-    # One idempotent statement on PostgreSQL: no BEGIN or COMMIT of its own.
-    statuses = await ctx.single(claim, write=True, workspace=scope.workspace)
+    # One idempotent statement on PostgreSQL: no BEGIN or COMMIT of its own. Not durable on
+    # SQLite (no fsync at its commit): a claim lost in a power failure belonged to a write
+    # that died with the machine, and the publish's commit fsyncs the claim's frames too.
+    statuses = await ctx.single(claim, write=True, workspace=scope.workspace, durable=False)
     await ctx.hit("write.claimed")
     needed = sorted(d for d in to_store if statuses.get(d) != "live")
     await upload(ctx, {d: to_store[d] for d in needed})
