@@ -101,7 +101,7 @@ class Rows:
 
 @dataclass(frozen=True, slots=True)
 class _Compiled:
-    """One statement compiled for SQLite, with what binding and reading it needs."""
+    """One statement compiled for one dialect, with what binding and reading it needs."""
 
     compiled: SQLCompiler
     sql: str

@@ -71,8 +71,10 @@ def _durable_again(conn: AsyncConnection) -> None:
     # After a transaction that skipped its fsync (`durable=False`), before the connection
     # goes back to the pool: whoever takes it next commits durably. Every write transaction
     # also states its level as it begins (`_begin`), so a failure here is caught up then.
+    if conn.closed or conn.invalidated:
+        return  # the pool drops it
     driver = sqlite_driver_of(conn)
-    if driver is not None and not conn.closed and not conn.invalidated:
+    if driver is not None:
         with suppress(sqlite3.Error):
             driver.durability(durable=True)
 
