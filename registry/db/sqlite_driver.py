@@ -196,10 +196,8 @@ async def statements_inline(conn: AsyncConnection) -> AsyncIterator[None]:
     that are small (a package write's, bounded by its file limit). Elsewhere, or on another
     database, it changes nothing.
     """
-    driver = None
-    if conn.dialect.name == "sqlite":
-        driver = (await conn.get_raw_connection()).driver_connection
-    if not isinstance(driver, Connection):
+    driver = sqlite_driver_of(conn)
+    if driver is None:
         yield
         return
     driver.inline = True
