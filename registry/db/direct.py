@@ -219,7 +219,14 @@ def _compiled(statement: Any, dialect: Dialect, keys: frozenset[str] | None) -> 
 
 def _binder(type_: Any, dialect: Dialect) -> _Processor:
     processor: _Processor = type_.dialect_impl(dialect).bind_processor(dialect)
-    return None if processor is None else _SameTimestamp(processor)
+    if processor is None or not _is_timestamp(type_):
+        return processor
+    return _SameTimestamp(processor)
+
+
+def _is_timestamp(type_: Any) -> bool:
+    impl = type_.impl_instance if isinstance(type_, sa.TypeDecorator) else type_
+    return isinstance(impl, sa.DateTime)
 
 
 class _SameTimestamp:
@@ -228,7 +235,7 @@ class _SameTimestamp:
     A write binds the same `now` into every row of a multi-row insert (a claim binds it
     twice per digest): converting it to SQLite's text or to UTC once per row was most of a
     write's binding. Timestamps are immutable, so the same object converts the same way;
-    any other value goes to the processor every time.
+    any other value goes to the processor every time. Only timestamp columns get one.
     """
 
     __slots__ = ("_last", "_processor")
