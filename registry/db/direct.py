@@ -39,11 +39,15 @@ which for one statement is one snapshot, with no `BEGIN` or `COMMIT`.
 Several rows with RETURNING run on SQLite as one execution per row, in one call on the
 driver (the rows in order, as SQLAlchemy's "insertmanyvalues" returns them).
 
+An expanding parameter (`bindparam(..., expanding=True)`) becomes one placeholder per
+value; bound to an empty list it becomes the dialect's own empty-set expression
+(`visit_empty_set_op_expr`, as `Connection.execute` renders it): a write with no sources
+checks its source exclusions with that.
+
 Anything else runs through `conn.execute`, with the same result (`Rows`): another
-database, an unmarked connection with no transaction open, an expanding parameter bound to
-an empty list, a statement that would need Python-side column defaults or literal
-rendering, and several rows with RETURNING on PostgreSQL (SQLAlchemy batches them into one
-round trip).
+database, an unmarked connection with no transaction open, an expanding parameter of tuples,
+a statement that would need Python-side column defaults or literal rendering, and several
+rows with RETURNING on PostgreSQL (SQLAlchemy batches them into one round trip).
 """
 
 from __future__ import annotations
@@ -108,12 +112,13 @@ class _Compiled:
     positional: bool
     names: tuple[str, ...]
     binders: tuple[_Processor, ...]
-    expanding: frozenset[str]
+    # An expanding parameter's name -> what its placeholder becomes for an empty list.
+    expanding: Mapping[str, str]
     readers: tuple[_Processor, ...]
     row: Callable[..., Any] | None
 
-    def bind(self, params: Params) -> tuple[str, Any] | None:
-        """The SQL and its values; None if an expanding list is empty."""
+    def bind(self, params: Params) -> tuple[str, Any]:
+        """The SQL and its values."""
         values = self.compiled.construct_params(params)
         if not self.positional:
             return self._bind_named(values)
@@ -128,13 +133,12 @@ class _Compiled:
             if name not in self.expanding:
                 flat.append(value if binder is None else binder(value))
                 continue
-            if not value:
-                return None
-            sql = sql.replace(f"__[POSTCOMPILE_{name}]", ", ".join("?" * len(value)), 1)
+            placeholders = ", ".join("?" * len(value)) if value else self.expanding[name]
+            sql = sql.replace(f"__[POSTCOMPILE_{name}]", placeholders, 1)
             flat.extend(v if binder is None else binder(v) for v in value)
         return sql, tuple(flat)
 
-    def _bind_named(self, values: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    def _bind_named(self, values: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         # `%(name)s` placeholders (psycopg): an expanding list becomes `name__1, ...`.
         sql, named = self.sql, {}
         for name, binder in zip(self.names, self.binders, strict=True):
@@ -142,10 +146,8 @@ class _Compiled:
             if name not in self.expanding:
                 named[name] = value if binder is None else binder(value)
                 continue
-            if not value:
-                return None
             keys = [f"{name}__{i}" for i in range(1, len(value) + 1)]
-            placeholders = ", ".join(f"%({key})s" for key in keys)
+            placeholders = ", ".join(f"%({key})s" for key in keys) or self.expanding[name]
             sql = sql.replace(f"__[POSTCOMPILE_{name}]", placeholders, 1)
             named.update(
                 zip(keys, (v if binder is None else binder(v) for v in value), strict=True)
@@ -195,6 +197,13 @@ def _compiled(statement: Any, dialect: Dialect, keys: frozenset[str] | None) -> 
     if compiled.insert_prefetch or compiled.update_prefetch or compiled.literal_execute_params:
         return None  # Python-side defaults or literal rendering: SQLAlchemy's execution
     binds = [compiled.binds[name] for name in names]
+    expanding = {}
+    for name, bind in zip(names, binds, strict=True):
+        if bind.expanding:
+            if bind.type.dialect_impl(dialect)._is_tuple_type:  # noqa: SLF001 - no public flag
+                return None  # `(a, b) IN ...`: SQLAlchemy's execution
+            empty = compiled.visit_empty_set_op_expr([bind.type], bind.expand_op)  # type: ignore[no-untyped-call]
+            expanding[name] = empty
     columns = list(statement.exported_columns) if _returns_rows(statement) else []
     keys_out = [c.key for c in columns]
     row = None
@@ -209,7 +218,7 @@ def _compiled(statement: Any, dialect: Dialect, keys: frozenset[str] | None) -> 
         positional=compiled.positional,
         names=names,
         binders=tuple(_binder(b.type, dialect) for b in binds),
-        expanding=frozenset(n for n, b in zip(names, binds, strict=True) if b.expanding),
+        expanding=expanding,
         readers=tuple(
             c.type.dialect_impl(dialect).result_processor(dialect, None) for c in columns
         ),
@@ -302,11 +311,10 @@ def _bound(compiled: _Compiled, params: Params | Sequence[Params] | None) -> tup
     """The SQL and its values (a list of them for several rows), or None: not directly."""
     if not isinstance(params, Sequence):
         return compiled.bind(params or {})
+    if compiled.expanding:
+        return None  # SQLAlchemy refuses expanding parameters in an executemany
     bound = [compiled.bind(p) for p in params]
-    texts = {b[0] for b in bound if b is not None}
-    if None in bound or len(texts) != 1:
-        return None
-    return texts.pop(), [b[1] for b in bound if b is not None]
+    return bound[0][0], [b[1] for b in bound]
 
 
 async def _execute(

@@ -41,6 +41,12 @@ _STATUSES = (
     .where(Blob.digest.in_(sa.bindparam("digests", expanding=True)), Blob.status != "deleting")
     .order_by(Blob.digest)
 )
+_OTHERS = (
+    sa.select(Blob.digest)
+    .where(Blob.digest.not_in(sa.bindparam("digests", expanding=True)))
+    .order_by(Blob.digest)
+)
+_DELETE_BLOBS = sa.delete(Blob).where(Blob.digest.in_(sa.bindparam("digests", expanding=True)))
 _MOVE = sa.update(Skill).where(Skill.id == sa.bindparam("skill_id"))
 _EVENT = sa.insert(Event)
 _EVENTS = sa.select(Event.kind, Event.payload, Event.created_at).order_by(Event.id)
@@ -238,17 +244,46 @@ async def test_several_rows_with_returning_match_sqlalchemys_rows(engine):
         assert [(int(r.digest, 16) - 10, r.size) for r in reference] == [(2, 12), (0, 9), (1, 11)]
 
 
+async def test_an_empty_expanding_list_is_the_dialects_empty_set(engine):
+    # A write with no sources checks its exclusions with an empty list: it must run
+    # directly, and find what SQLAlchemy's rendering of an empty IN / NOT IN finds.
+    digests = [f"{i:064x}" for i in range(3)]
+    async with engine.begin() as conn:
+        await direct.run(
+            conn,
+            _BLOBS,
+            [
+                {"digest": d, "size": 1, "status": "live", "created_at": NOW, "touched_at": NOW}
+                for d in digests
+            ],
+        )
+        with _Executions(engine) as seen:
+            found = await direct.run(conn, _STATUSES, {"digests": []})
+            others = await direct.run(conn, _OTHERS, {"digests": []})
+            some = await direct.run(conn, _OTHERS, {"digests": digests[:1]})
+        assert (seen.sqlalchemy, seen.cursor) == (0, ["SELECT"] * 3)
+        assert found.rows == []
+        assert [r.digest for r in others] == digests
+        assert [r.digest for r in some] == digests[1:]
+        for statement in (_STATUSES, _OTHERS):
+            reference = await conn.execute(statement, {"digests": []})
+            again = await direct.run(conn, statement, {"digests": []})
+            assert [tuple(r) for r in again] == [tuple(r) for r in reference]
+
+
 async def test_what_it_cannot_run_directly_goes_through_sqlalchemy(engine):
     with _Executions(engine) as seen:
-        async with engine.begin() as conn:
-            # An empty expanding list: SQLAlchemy renders it.
-            assert (await direct.run(conn, _STATUSES, {"digests": []})).rows == []
-            assert seen.sqlalchemy == 1
         # No transaction open: SQLAlchemy's execution begins one, as it would.
         async with engine.connect() as conn:
             assert (await direct.run(conn, _STATUSES, {"digests": ["x"]})).rows == []
             assert conn.in_transaction()
             await conn.rollback()
+        assert seen.sqlalchemy == 1
+        async with engine.begin() as conn:
+            # Expanding lists in an executemany: refused, as SQLAlchemy refuses them.
+            rows = [{"digests": ["x"]}, {"digests": ["y"]}]
+            with pytest.raises(sa.exc.StatementError, match="executemany"):
+                await direct.run(conn, _DELETE_BLOBS, rows)
         assert seen.sqlalchemy == 2
 
 
