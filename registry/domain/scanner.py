@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 from blake3 import blake3
 
 from registry.domain import values, windowed
+from registry.domain.literals import Listed, Literals, Occurrences, Seek
 from registry.domain.values import GENERIC_MIN_ENTROPY, GENERIC_MIN_LENGTH, TOKEN_MIN_ENTROPY
 from registry.errors import ContentBlocked
 
@@ -121,12 +122,14 @@ class _Rule:
     accept: Callable[[str], bool]
     # What every match of `pattern` opens with, tried at the same position: its literal
     # prefix, its lookbehind and the bounded part after them, at most `_START_REACH`
-    # characters. It is searched for a window at a time, and `pattern` tried where it is.
+    # characters (the tests hold every match to it).
     start: re.Pattern[str]
-    # Text in every match: a file without it is not searched. Finding a literal is faster
-    # than the regex engine's search for a prefix that opens with a common letter, and the
-    # engine cannot skip ahead to a character class at all.
-    literal: str = ""
+    # Literals one of which every match holds, `offset` characters after its start: the
+    # pattern is tried only where one occurs (`literals.Literals` finds them all in one
+    # pass), since the regex engine cannot skip ahead to a prefix that opens with a
+    # character class or a common letter.
+    literals: tuple[str, ...]
+    offset: int = 0
 
 
 def _rule(
@@ -135,14 +138,16 @@ def _rule(
     accept: Callable[[str], bool],
     *,
     start: str,
-    literal: str = "",
+    literals: tuple[str, ...],
+    offset: int = 0,
 ) -> _Rule:
     return _Rule(
         pattern_class,
         re.compile(pattern, re.ASCII),
         accept,
         re.compile(start, re.ASCII),
-        literal,
+        literals,
+        offset,
     )
 
 
@@ -175,12 +180,14 @@ _RULES: Final = (
         r"(?:-----END [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?-----)?)",
         values.any_value,
         start=r"-----BEGIN [A-Z0-9 ]{0,40}?PRIVATE KEY",
+        literals=("-----BEGIN ",),
     ),
     _rule(
         AWS_ACCESS_KEY_ID,
         r"(?P<value>A[KS]IA(?<![A-Za-z0-9]A[KS]IA)[A-Z0-9]{16})(?![A-Za-z0-9])",
         values.token_value,
         start=r"A[KS]IA(?<![A-Za-z0-9]A[KS]IA)[A-Z0-9]{16}",
+        literals=("AKIA", "ASIA"),
     ),
     _rule(
         GITHUB_TOKEN,
@@ -188,6 +195,7 @@ _RULES: Final = (
         r"(?:h[pousr]_[A-Za-z0-9]{36,251}|ithub_pat_[A-Za-z0-9_]{22,244}))(?![A-Za-z0-9_])",
         values.token_value,
         start=r"g(?<![A-Za-z0-9_]g)(?:h[pousr]_[A-Za-z0-9]{36}|ithub_pat_[A-Za-z0-9_]{22})",
+        literals=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ),
     _rule(
         SLACK_TOKEN,
@@ -195,34 +203,36 @@ _RULES: Final = (
         r"[A-Za-z0-9]{1,64}+(?:-[A-Za-z0-9]{1,64}+){1,6}+)(?![A-Za-z0-9-])",
         values.slack_token,
         start=r"xox(?<![A-Za-z0-9]xox)[abprs]-[A-Za-z0-9]",
+        literals=("xox",),
     ),
     _rule(
         STRIPE_KEY,
         r"(?P<value>[sr]k_live_(?<![A-Za-z0-9][sr]k_live_)[A-Za-z0-9]{16,247})(?![A-Za-z0-9])",
         values.token_value,
         start=r"[sr]k_live_(?<![A-Za-z0-9][sr]k_live_)[A-Za-z0-9]{16}",
-        literal="k_live_",
+        literals=("k_live_",),
+        offset=1,
     ),
     _rule(
         GOOGLE_API_KEY,
         r"(?P<value>AIza(?<![A-Za-z0-9_-]AIza)[A-Za-z0-9_-]{35})(?![A-Za-z0-9_-])",
         values.token_value,
         start=r"AIza(?<![A-Za-z0-9_-]AIza)[A-Za-z0-9_-]{35}",
-        literal="AIza",
+        literals=("AIza",),
     ),
     _rule(
         ANTHROPIC_KEY,
         r"(?P<value>sk-ant-(?<![A-Za-z0-9_-]sk-ant-)[A-Za-z0-9_-]{32,})(?![A-Za-z0-9_-])",
         values.token_value,
         start=r"sk-ant-(?<![A-Za-z0-9_-]sk-ant-)[A-Za-z0-9_-]{32}",
-        literal="sk-ant-",
+        literals=("sk-ant-",),
     ),
     _rule(
         OPENAI_KEY,
         r"(?P<value>sk-(?<![A-Za-z0-9_-]sk-)(?!ant-)[A-Za-z0-9_-]{20,})(?![A-Za-z0-9_-])",
         values.mixed_token,
         start=r"sk-(?<![A-Za-z0-9_-]sk-)(?!ant-)[A-Za-z0-9_-]{20}",
-        literal="sk-",
+        literals=("sk-",),
     ),
     _rule(
         JWT,
@@ -230,28 +240,59 @@ _RULES: Final = (
         r"\.[A-Za-z0-9_-]{16,}+)(?![A-Za-z0-9_.-])",
         values.token_value,
         start=r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8}",
-        literal="eyJ",
+        literals=("eyJ",),
     ),
 )
 
 
-def _rule_matches(rule: _Rule, text: str) -> Iterator[re.Match[str]]:
+def _rule_matches(
+    rule: _Rule, text: str, found: Occurrences | None = None
+) -> Iterator[re.Match[str]]:
     """Every match of `rule.pattern` in `text`: exactly what `finditer` finds.
 
     `finditer` searches for the pattern itself, and one search runs on until it finds a
-    match, over the whole text if there is none. This searches for the rule's `start` a
-    window at a time, tries the pattern only where it is found, and resumes where
-    `finditer` would (after a match, or one character after a failed try). Each try sees
-    the whole text.
+    match, over the whole text if there is none. A match opens with the rule's `start`,
+    `rule.offset` characters before one of its literals: this tries the pattern only there,
+    in order, and resumes where `finditer` would (after a match, or one character after a
+    failed try). Each try sees the whole text. `found`: the text's literals, when the
+    caller has them; listed, they give the places to try, else `start` is searched for (in
+    a text crowded with literals the regex engine skips a failed place without returning).
     """
+    if found is None:
+        found = _LITERALS.occurrences(text)
+    if isinstance(found, Listed):
+        yield from _listed_matches(rule, text, found)
+        return
+    if all(found.next_at(literal, 0) == -1 for literal in rule.literals):
+        return
     position = 0
     while (start := windowed.search(rule.start, text, position, _START_REACH)) is not None:
-        found = rule.pattern.match(text, start.start())
-        if found is None:
+        match = rule.pattern.match(text, start.start())
+        if match is None:
             position = start.start() + 1
         else:
-            yield found
-            position = found.end()
+            yield match
+            position = match.end()
+
+
+def _listed_matches(rule: _Rule, text: str, found: Listed) -> Iterator[re.Match[str]]:
+    offset = rule.offset
+    # The next occurrence of each of the rule's literals, the nearest first.
+    nearest = [
+        (at, literal) for literal in rule.literals if (at := found.next_at(literal, offset)) != -1
+    ]
+    heapq.heapify(nearest)
+    while nearest:
+        start = nearest[0][0] - offset
+        match = rule.pattern.match(text, start)
+        resume = start + 1 if match is None else match.end()
+        if match is not None:
+            yield match
+        while nearest and nearest[0][0] - offset < resume:
+            literal = heapq.heappop(nearest)[1]
+            at = found.next_at(literal, resume + offset)
+            if at != -1:
+                heapq.heappush(nearest, (at, literal))
 
 
 # A name, an assignment (`=`, `:`, `:=`, `=>`, after an optional closing quote or bracket of
@@ -278,17 +319,17 @@ _ASSIGNMENT: Final = re.compile(
 # that opens the run (the two lookbehinds). So for each occurrence of a word, the start of
 # the run it sits in (looking back a little further than a name reaches) gives the only
 # positions where a match using that word can start; `assignment_matches` tries those.
-_ASSIGNMENT_WORDS: Final = (b"pass", b"pwd", b"secret", b"token", b"auth", b"credential", b"key")
+_ASSIGNMENT_WORDS: Final = ("pass", "pwd", "secret", "token", "auth", "credential", "key")
 _NAME_CHARACTERS: Final = string.ascii_letters + string.digits + "_.-"
 _NAME_OPENERS: Final = string.ascii_letters + "_"
 _NOT_NAME: Final = re.compile(r"[^A-Za-z0-9_.-]")
 _LOOK_BACK: Final = 68  # a name's 64 characters, the `--` before it, and a margin
 
 
-def _word_starts(text: str, lowered: bytes, word: bytes, at: int) -> Iterator[int]:
-    """The positions where a match whose name holds `word` may start, in increasing order.
+def _word_starts(text: str, seek: Seek, at: int) -> Iterator[int]:
+    """The positions where a match whose name holds a word may start, in increasing order.
 
-    `at` is the word's first occurrence in `lowered`.
+    `seek` finds the word's next occurrence (`Occurrences.seeker`); `at` is its first.
     """
     previous = -1
     while at != -1:
@@ -301,7 +342,7 @@ def _word_starts(text: str, lowered: bytes, word: bytes, at: int) -> Iterator[in
             # The run starts too far back for every later occurrence in it as well: go on
             # from the run's end.
             end = windowed.search(_NOT_NAME, text, at, 1)
-            at = -1 if end is None else windowed.find(lowered, word, end.start())
+            at = -1 if end is None else seek(end.start())
             continue
         if run != previous:
             previous = run
@@ -311,19 +352,24 @@ def _word_starts(text: str, lowered: bytes, word: bytes, at: int) -> Iterator[in
                 yield run + 2
             elif text[run] in _NAME_OPENERS:
                 yield run
-        at = windowed.find(lowered, word, at + 1)
+        at = seek(at + 1)
 
 
-def _assignment_starts(text: str) -> list[int]:
-    """The positions where an assignment match may start, in order (a superset)."""
-    # One byte per character (anything outside ASCII becomes `?`, which no word contains),
-    # lower-cased in ASCII only, as the pattern folds case: positions carry over as they are.
-    lowered = text.encode("ascii", "replace").lower()
+def _assignment_starts(text: str, found: Occurrences | None = None) -> list[int]:
+    """The positions where an assignment match may start, in order (a superset).
+
+    `found`: the text's literals, when the caller has them.
+    """
+    if found is None:
+        found = _LITERALS.occurrences(text)
     words = []
     for word in _ASSIGNMENT_WORDS:
-        at = windowed.find(lowered, word)
+        seek = found.seeker(word)
+        at = seek(0)
         if at != -1:
-            words.append(_word_starts(text, lowered, word, at))
+            words.append(_word_starts(text, seek, at))
+    if not words:
+        return []
     # Merged rather than collected and sorted: one sort of every start of a file full of
     # secret words would be one long call.
     merged = words[0] if len(words) == 1 else heapq.merge(*words)
@@ -334,7 +380,7 @@ def _assignment_starts(text: str) -> list[int]:
     return starts
 
 
-def assignment_matches(text: str) -> Iterator[re.Match[str]]:
+def assignment_matches(text: str, found: Occurrences | None = None) -> Iterator[re.Match[str]]:
     """Every match of the assignment pattern in `text`: exactly what `finditer` finds.
 
     `finditer` tries each position in turn and resumes after a match; this tries, in the
@@ -343,13 +389,21 @@ def assignment_matches(text: str) -> Iterator[re.Match[str]]:
     whole text and reads at most a name and a value ahead.
     """
     resume = 0
-    for position in _assignment_starts(text):
+    for position in _assignment_starts(text, found):
         if position < resume:
             continue
-        found = _ASSIGNMENT.match(text, position)
-        if found is not None:
-            yield found
-            resume = found.end()
+        match = _ASSIGNMENT.match(text, position)
+        if match is not None:
+            yield match
+            resume = match.end()
+
+
+# Every literal the content check looks for (registry/domain/literals.py):
+# the rules' prefixes as written, the assignment's words in any case (as the pattern folds
+# them, in ASCII only).
+_LITERALS: Final = Literals(
+    cased=[literal for rule in _RULES for literal in rule.literals], folded=_ASSIGNMENT_WORDS
+)
 
 
 # An assignment whose name is an AWS secret key's and whose value has its shape (40
@@ -419,15 +473,14 @@ class DefaultScanner:
     @staticmethod
     def _candidates(text: str) -> Iterable[_Match]:
         """Every accepted match, most specific rule first (the order overlaps resolve in)."""
+        literals = _LITERALS.occurrences(text)
         for rule in _RULES:
-            if rule.literal and windowed.find(text, rule.literal) == -1:
-                continue
-            for found in _rule_matches(rule, text):
+            for found in _rule_matches(rule, text, literals):
                 value = found.group("value")
                 if rule.accept(value):
                     start, end = found.span("value")
                     yield _Match(start, end, rule.pattern_class, value)
-        for found in assignment_matches(text):
+        for found in assignment_matches(text, literals):
             name = found.group("name")
             group = "quoted" if found.group("quoted") is not None else "bare"
             value = found.group(group)

@@ -67,3 +67,23 @@ def search(pattern: re.Pattern[str], text: str, start: int, reach: int) -> re.Ma
             return found
         start = end
     return None
+
+
+def ascii_probe(text: str) -> bytes:
+    """`text.encode("ascii", "replace")`, a window at a time: one byte per character.
+
+    Anything outside ASCII becomes `?`, so a position in the probe is the same position in
+    the text, and an ASCII literal occurs in one exactly where it occurs in the other.
+    """
+    if len(text) <= WINDOW:
+        return text.encode("ascii", "replace")
+    return b"".join(
+        text[at : at + WINDOW].encode("ascii", "replace") for at in range(0, len(text), WINDOW)
+    )
+
+
+def lower(data: bytes) -> bytes:
+    """`data.lower()` (ASCII letters only), a window at a time."""
+    if len(data) <= WINDOW:
+        return data.lower()
+    return b"".join(data[at : at + WINDOW].lower() for at in range(0, len(data), WINDOW))

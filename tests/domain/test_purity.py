@@ -39,6 +39,9 @@ ALLOWED = {
     "json",
     "yaml",
     "blake3",
+    # The content check's one-pass literal search (registry/domain/literals.py): a regex
+    # engine over bytes in memory, like `re`.
+    "re2",
     "blobstore.digest",
     "registry.errors",
 }

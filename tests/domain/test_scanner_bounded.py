@@ -17,7 +17,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from registry.domain import scanner, values, windowed
+from registry.domain import literals, scanner, values, windowed
 from registry.domain.scanner import DefaultScanner
 from tests.corpus import adversarial, fakes
 from tests.corpus.adversarial import BEGIN, DASHES, LONG_VALUES, NEAR_MISSES, PEM_LINE
@@ -130,12 +130,24 @@ _TOKEN_PIECES = st.sampled_from(
 _TOKEN_TEXTS = st.lists(_TOKEN_PIECES, max_size=40).map("".join)
 
 
+def _occurrences(how, text):
+    """The text's literals, listed in one pass or searched for (registry/domain/literals.py)."""
+    if how == "listed":
+        with mock.patch.object(literals, "SPARSE", 1):
+            found = scanner._LITERALS.occurrences(text)
+        assert isinstance(found, literals.Listed)
+        return found
+    cased, folded = scanner._LITERALS.cased, scanner._LITERALS.folded
+    return literals.Literals(cased, folded, one_pass=False).occurrences(text)
+
+
+@pytest.mark.parametrize("how", ["listed", "searched"])
 @pytest.mark.parametrize("pattern_class", sorted(RULES))
 @given(text=_TOKEN_TEXTS, window=WINDOWS)
-def test_rule_matches_are_what_finditer_finds(pattern_class, text, window):
+def test_rule_matches_are_what_finditer_finds(pattern_class, how, text, window):
     rule = RULES[pattern_class]
     with small_window(window):
-        found = spans(scanner._rule_matches(rule, text))
+        found = spans(scanner._rule_matches(rule, text, _occurrences(how, text)))
     assert found == spans(rule.pattern.finditer(text))
 
 
@@ -155,10 +167,11 @@ _ASSIGNMENT_PIECES = st.sampled_from(
 )
 
 
-@given(st.lists(_ASSIGNMENT_PIECES, max_size=60).map("".join), WINDOWS)
-def test_assignment_starts_a_window_at_a_time(text, window):
+@pytest.mark.parametrize("how", ["listed", "searched"])
+@given(text=st.lists(_ASSIGNMENT_PIECES, max_size=60).map("".join), window=WINDOWS)
+def test_assignment_starts_a_window_at_a_time(how, text, window):
     with small_window(window):
-        found = spans(scanner.assignment_matches(text))
+        found = spans(scanner.assignment_matches(text, _occurrences(how, text)))
     assert found == spans(scanner._ASSIGNMENT.finditer(text))
 
 

@@ -1,0 +1,198 @@
+"""Where a few ASCII literals occur in a text: found in one pass, or searched for one by one.
+
+The content check (registry/domain/scanner.py) tries its patterns only where one of their
+literals occurs: a token's prefix (`sk-`, `AKIA`, `-----BEGIN `...) or a secret word of an
+assignment's name (`pass`, `token`, `key`... in any case). It asks `next_at(literal,
+position)`: the literal's first occurrence at or after `position`.
+
+- Searched (`Searched`): each question is a `find` in the text. A text without a literal
+  costs one pass over it per literal, about twenty in all: that was most of the time a
+  large package's write took (about 110 ms for 10 MiB).
+- Listed (`Listed`): RE2's automaton (google-re2) finds every occurrence of every literal
+  in one pass, and each question is a binary search in those lists: about 30 ms for the
+  same 10 MiB.
+
+Listing costs a few microseconds per occurrence, so a text crowded with literals (a file
+of `keykeykey...`, crafted or not) would cost far more listed than searched: the search
+skips what a match or a long name already covers, a list cannot. `Literals.occurrences`
+lists while the occurrences stay sparse and otherwise searches; both answer every question
+the same. Sparse: up to any position, at most one occurrence per `SPARSE` characters read
+(plus a window's worth and a few), so a crowded stretch stops the listing within about a
+window of it, after a few hundred occurrences at most.
+
+Both run over a probe of the text: one byte per character, anything outside ASCII replaced
+by `?` (which no literal contains), so a position in the probe is the same position in the
+text. Like every search of the content check, each call into C covers at most a window of
+text (registry/domain/windowed.py).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
+from typing import Final, Protocol
+
+from registry.domain import windowed
+
+try:
+    import re2
+except ImportError:  # pragma: no cover - google-re2 is a dependency; searching is tested
+    re2 = None
+
+ONE_PASS_AVAILABLE: Final = re2 is not None
+"""Whether RE2 is installed (without it every text is searched, with the same answers)."""
+
+SPARSE: Final = 256
+"""Characters per occurrence below which a text's literals are searched for, not listed."""
+
+_REPLACED: Final = "?"
+
+
+Seek = Callable[[int], int]
+"""One literal's `next_at`: the first position at or after the one given, or -1."""
+
+
+class Occurrences(Protocol):
+    """The literals of one text."""
+
+    def next_at(self, literal: str, position: int) -> int:
+        """The first position at or after `position` where `literal` starts, or -1.
+
+        A folded literal is asked for in lower case and found in any ASCII case.
+        """
+        ...
+
+    def seeker(self, literal: str) -> Seek:
+        """`next_at` for one literal, for a caller that asks about it again and again."""
+        ...
+
+
+def _nowhere(_position: int) -> int:
+    return -1
+
+
+class Listed:
+    """Every occurrence, listed in one pass: each question is a binary search."""
+
+    def __init__(self, found: Mapping[str, list[int]]) -> None:
+        self.found = found
+
+    def next_at(self, literal: str, position: int) -> int:
+        """See `Occurrences.next_at`."""
+        return self.seeker(literal)(position)
+
+    def seeker(self, literal: str) -> Seek:
+        """See `Occurrences.seeker`."""
+        positions = self.found.get(literal)
+        if positions is None:
+            return _nowhere
+
+        def seek(position: int) -> int:
+            index = bisect.bisect_left(positions, position)
+            return positions[index] if index < len(positions) else -1
+
+        return seek
+
+
+class Searched:
+    """No list: each question is a `find` in the probe (or in its lower-cased copy)."""
+
+    def __init__(self, probe: bytes, cased: Iterable[str], folded: Iterable[str]) -> None:
+        self._probe = probe
+        self._cased = {literal: literal.encode("ascii") for literal in cased}
+        self._folded = {literal: literal.encode("ascii") for literal in folded}
+        self._lowered: bytes | None = None
+
+    def next_at(self, literal: str, position: int) -> int:
+        """See `Occurrences.next_at`."""
+        return self.seeker(literal)(position)
+
+    def seeker(self, literal: str) -> Seek:
+        """See `Occurrences.seeker`."""
+        raw = self._cased.get(literal)
+        if raw is not None:
+            return partial(windowed.find, self._probe, raw)
+        raw = self._folded.get(literal)
+        if raw is None:
+            return _nowhere
+        if self._lowered is None:
+            self._lowered = windowed.lower(self._probe)
+        return partial(windowed.find, self._lowered, raw)
+
+
+class Literals:
+    """A set of literals: `cased` found as written, `folded` in any ASCII case.
+
+    `one_pass`: list them with RE2 while they are sparse (the default where RE2 is
+    installed), or always search.
+    """
+
+    def __init__(
+        self, cased: Iterable[str], folded: Iterable[str], *, one_pass: bool | None = None
+    ) -> None:
+        self.cased = tuple(dict.fromkeys(cased))
+        self.folded = tuple(dict.fromkeys(literal.lower() for literal in folded))
+        both = set(self.cased) & set(self.folded)
+        if both:
+            msg = f"a literal is both cased and folded: {sorted(both)}"
+            raise ValueError(msg)
+        for literal in (*self.cased, *self.folded):
+            if not literal or not literal.isascii() or _REPLACED in literal:
+                msg = f"a literal must be non-empty ASCII without {_REPLACED!r}: {literal!r}"
+                raise ValueError(msg)
+        self._longest = max(map(len, (*self.cased, *self.folded)), default=1)
+        # The literals that may start with a byte: a folded one under both of its cases.
+        self._by_first: dict[int, list[tuple[str, bytes, bool]]] = {}
+        every = [*((c, False) for c in self.cased), *((f, True) for f in self.folded)]
+        for literal, any_case in every:
+            raw = literal.encode("ascii")
+            for first in {raw[0], raw[:1].upper()[0]} if any_case else {raw[0]}:
+                self._by_first.setdefault(first, []).append((literal, raw, any_case))
+        if one_pass is None:
+            one_pass = ONE_PASS_AVAILABLE
+        if one_pass and re2 is None:
+            msg = "RE2 (google-re2) is not installed"
+            raise RuntimeError(msg)
+        self._pattern = None
+        if one_pass and every:
+            alternatives = [re.escape(c.encode("ascii")) for c in self.cased]
+            if self.folded:
+                words = b"|".join(re.escape(f.encode("ascii")) for f in self.folded)
+                alternatives.append(b"(?i:" + words + b")")
+            self._pattern = re2.compile(b"|".join(alternatives))
+
+    def occurrences(self, text: str) -> Occurrences:
+        """The literals of `text`: listed if sparse (and RE2 is on), else searched."""
+        probe = windowed.ascii_probe(text)
+        if self._pattern is not None:
+            found = self._listed(probe)
+            if found is not None:
+                return Listed(found)
+        return Searched(probe, self.cased, self.folded)
+
+    def _listed(self, probe: bytes) -> dict[str, list[int]] | None:
+        """Every occurrence of every literal, or None as soon as they are not sparse."""
+        found: dict[str, list[int]] = {}
+        search, size, by_first = self._pattern.search, len(probe), self._by_first  # type: ignore[union-attr]
+        position = listed = 0
+        while position < size:
+            # A literal that starts in the window ends within the longest one past it.
+            end = min(position + windowed.WINDOW, size)
+            match = search(probe, position, min(end + self._longest - 1, size))
+            if match is None or match.start() >= end:
+                position = end
+                continue
+            at = match.start()
+            listed += 1
+            if listed > (at + windowed.WINDOW) // SPARSE + 16:
+                return None
+            # The automaton reports one literal per position; every one that starts here
+            # is recorded, and the search resumes one byte on, so overlaps are found too.
+            for literal, raw, any_case in by_first[probe[at]]:
+                piece = probe[at : at + len(raw)]
+                if (piece.lower() if any_case else piece) == raw:
+                    found.setdefault(literal, []).append(at)
+            position = at + 1
+        return found

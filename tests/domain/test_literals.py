@@ -1,0 +1,154 @@
+"""Every literal's occurrences, listed in one pass or searched for, answer the same.
+
+`Occurrences.next_at(literal, position)` must give the literal's first occurrence at or
+after `position` (overlapping occurrences included, folded literals in any ASCII case,
+never inside a character beyond ASCII), whether RE2 listed them or each question is a
+`find`, and whatever the window. A text crowded with literals is searched. The content
+check built on them finds the same either way.
+"""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from registry.domain import literals, scanner, windowed
+from registry.domain.literals import SPARSE, Listed, Literals, Searched
+from registry.domain.scanner import DefaultScanner
+from tests.corpus import fakes
+
+CASED = ("sk-", "sk-ant-", "eyJ", "AKIA", "k_live_", "-----BEGIN ")
+FOLDED = ("key", "pass", "auth", "token")
+ENGINES = pytest.mark.parametrize("one_pass", [True, False], ids=["re2", "fallback"])
+WINDOWS = st.integers(min_value=1, max_value=24)
+
+_PIECES = st.sampled_from(
+    [
+        *CASED,
+        *FOLDED,
+        *(word.upper() for word in FOLDED),
+        "KeY",
+        "PaSs",
+        "SK-",
+        "eyj",
+        "sk",
+        "-",
+        "k",
+        "eyJ",
+        "y",
+        "J",
+        "-----",
+        "BEGIN ",
+        "a",
+        " ",
+        "\n",
+        "é",
+        "İ",
+        "\u212a",  # KELVIN SIGN: folds to k in Unicode, never in ASCII
+        "?",
+    ]
+)
+_TEXTS = st.lists(_PIECES, max_size=40).map("".join)
+
+
+def _expected(text: str) -> dict[str, list[int]]:
+    """Every start of every literal, one `str.find` at a time (folded: in ASCII case)."""
+    lowered = "".join(c.lower() if c.isascii() else "\0" for c in text)
+    found: dict[str, list[int]] = {}
+    for literal, haystack in [*((c, text) for c in CASED), *((f, lowered) for f in FOLDED)]:
+        at = haystack.find(literal)
+        while at != -1:
+            found.setdefault(literal, []).append(at)
+            at = haystack.find(literal, at + 1)
+    return found
+
+
+def _occurrences(one_pass: bool, text: str):
+    # Listing is tried at any density here (the density rule has its own test).
+    with mock.patch.object(literals, "SPARSE", 1):
+        return Literals(CASED, FOLDED, one_pass=one_pass).occurrences(text)
+
+
+@ENGINES
+@given(text=_TEXTS, window=WINDOWS)
+@example(text="keyJ", window=1)  # `key` at 0 and `eyJ` at 1: overlapping literals
+@example(text="sk-ant-", window=3)  # two literals at one position
+@example(text="\u212aey KEY", window=2)
+def test_every_occurrence_of_every_literal(one_pass, text, window):
+    expected = _expected(text)
+    with mock.patch.object(windowed, "WINDOW", window):
+        found = _occurrences(one_pass, text)
+        assert isinstance(found, Listed if one_pass else Searched)
+        for literal in (*CASED, *FOLDED):
+            positions = expected.get(literal, [])
+            for position in range(len(text) + 2):
+                following = [at for at in positions if at >= position]
+                assert found.next_at(literal, position) == (following[0] if following else -1)
+
+
+def test_a_text_crowded_with_literals_is_searched_not_listed():
+    finder = Literals(CASED, FOLDED)
+    sparse = ("a word " * 50 + "a key. ") * 20  # one key in 357 characters
+    assert isinstance(finder.occurrences(sparse), Listed)
+    # One occurrence every 4 characters: listing them would cost more than searching.
+    crowded = "keyJ" * (SPARSE * 8)
+    found = finder.occurrences(crowded)
+    assert isinstance(found, Searched)
+    assert (found.next_at("key", 1), found.next_at("eyJ", 0)) == (4, 1)
+
+
+@ENGINES
+def test_folded_literals_are_asked_for_in_lower_case(one_pass):
+    assert _occurrences_of(("Key",), "a KEY", one_pass).next_at("key", 0) == 2
+
+
+def _occurrences_of(folded, text, one_pass):
+    with mock.patch.object(literals, "SPARSE", 1):
+        return Literals((), folded, one_pass=one_pass).occurrences(text)
+
+
+@pytest.mark.parametrize(
+    ("cased", "folded"),
+    [(("",), ()), (("sk-?",), ()), (("clé",), ()), (("key",), ("KEY",))],
+    ids=["empty", "replacement character", "beyond ASCII", "both cased and folded"],
+)
+def test_literals_the_probe_could_not_hold_are_refused(cased, folded):
+    with pytest.raises(ValueError, match="literal"):
+        Literals(cased, folded, one_pass=False)
+
+
+def test_the_default_engine_is_re2_where_installed():
+    assert literals.ONE_PASS_AVAILABLE
+    assert isinstance(Literals(CASED, FOLDED).occurrences("a key"), Listed)
+
+
+_SCAN_PIECES = st.sampled_from(
+    [
+        *fakes.ALL.values(),
+        *(value[:9] for value in fakes.ALL.values()),
+        "password = ",
+        "API_KEY: ",
+        "--token=",
+        '"',
+        "keyJ",
+        "sk_live_",
+        "é",
+        " ",
+        "\n",
+        "Zx8vQ2mN7pL4kR1tY6wE3aB",
+    ]
+)
+
+
+@given(st.lists(_SCAN_PIECES, max_size=30).map("".join), WINDOWS)
+def test_the_content_check_finds_the_same_listed_or_searched(text, window):
+    data = text.encode()
+    with mock.patch.object(windowed, "WINDOW", window):
+        with mock.patch.object(literals, "SPARSE", 1):
+            listed = DefaultScanner().scan("f", data)
+        searching = Literals(scanner._LITERALS.cased, scanner._LITERALS.folded, one_pass=False)
+        with mock.patch.object(scanner, "_LITERALS", searching):
+            assert DefaultScanner().scan("f", data) == listed
