@@ -17,6 +17,7 @@ ALLOWED = {
     "difflib",
     "datetime",
     "enum",
+    "functools",
     "heapq",
     "itertools",
     "math",
