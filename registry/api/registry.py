@@ -228,7 +228,9 @@ class Registry(OwnerControls, Searching):
 
         Re-reads the head and re-applies the change before each retry, after a jittered,
         growing wait, so writers on one hot skill neither lose nor overwrite each other's
-        changes (docs/write-path.md, "Retrying a compare-and-swap").
+        changes. This registry's calls for one skill take turns, in the order they came, so
+        only other processes' writers make an attempt fail (docs/write-path.md, "Retrying a
+        compare-and-swap").
         """
         return await write_with_retry(
             self.ctx, scope, slug, change, actor=actor, origin=origin, message=message,

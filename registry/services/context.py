@@ -20,6 +20,7 @@ from registry.domain.limits import Limits
 from registry.domain.scanner import DefaultScanner, Scanner
 from registry.errors import StorageUnavailable
 from registry.failpoints import NO_FAILPOINTS, Failpoints
+from registry.services.turns import Turns
 from registry.settings import Settings
 
 T = TypeVar("T")
@@ -68,6 +69,7 @@ class Context:
     clock: Clock = field(default_factory=SystemClock)
     failpoints: Failpoints = NO_FAILPOINTS
     cleanups: Cleanups = field(default_factory=Cleanups, compare=False)
+    turns: Turns = field(default_factory=Turns, compare=False)
 
     @property
     def limits(self) -> Limits:

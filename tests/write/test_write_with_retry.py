@@ -60,3 +60,69 @@ async def test_the_last_conflict_is_raised_after_the_attempts(registry):
     with pytest.raises(HeadConflict):
         await registry.write_with_retry(ACME, SLUG, change, actor="u", attempts=3)
     assert moves == 3
+
+
+async def test_writers_of_one_process_take_turns_and_never_conflict(registry):
+    # Eight tasks of one registry on one skill: each reads and writes in its turn, in the
+    # order it asked, so each change is applied exactly once, on the head the one before
+    # it made (without turns every task read version 1 and most had to retry).
+    await registry.write_package(ACME, SLUG, package(SLUG, files=1), expected_head=None, actor="u")
+    calls: list[tuple[str, int]] = []
+
+    def recording(writer: str):
+        apply = _append(writer)
+
+        def change(current):
+            calls.append((writer, current.version))
+            return apply(current)
+
+        return change
+
+    writers = [f"writer {i}" for i in range(8)]
+    results = await asyncio.gather(
+        *(registry.write_with_retry(ACME, SLUG, recording(w), actor=w) for w in writers)
+    )
+    assert calls == [(w, version) for version, w in enumerate(writers, start=1)]
+    assert [r.version for r in results] == list(range(2, 10))
+    assert len(registry.ctx.turns) == 0  # every turn dropped once its writers are done
+
+
+async def test_a_change_that_writes_its_own_skill_again_does_not_wait_for_itself(registry):
+    # A `change` that calls write_with_retry on the same skill already holds the turn: it
+    # must not wait for it (a deadlock); its own write then makes the outer attempt retry.
+    await registry.write_package(ACME, SLUG, package(SLUG, files=1), expected_head=None, actor="u")
+    inner_done = False
+
+    async def change(current):
+        nonlocal inner_done
+        if not inner_done:
+            inner_done = True
+            await registry.write_with_retry(ACME, SLUG, _append("inner"), actor="inner")
+        return _append("outer")(current)
+
+    result = await asyncio.wait_for(
+        registry.write_with_retry(ACME, SLUG, change, actor="outer"), timeout=30
+    )
+    assert result.version == 3
+    head = await registry.read_package(ACME, SLUG)
+    assert head.files["references/log.md"].data.decode().splitlines() == ["inner", "outer"]
+
+
+async def test_a_cancelled_writer_gives_up_its_turn(registry):
+    await registry.write_package(ACME, SLUG, package(SLUG, files=1), expected_head=None, actor="u")
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def slow(current):
+        entered.set()
+        await release.wait()
+        return _append("slow")(current)
+
+    holder = asyncio.create_task(registry.write_with_retry(ACME, SLUG, slow, actor="slow"))
+    await entered.wait()
+    waiter = asyncio.create_task(registry.write_with_retry(ACME, SLUG, _append("w"), actor="w"))
+    await asyncio.sleep(0)
+    holder.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await holder
+    assert (await asyncio.wait_for(waiter, timeout=30)).version == 2
+    assert len(registry.ctx.turns) == 0
