@@ -63,59 +63,30 @@ async def write_with_retry(
     is raised at once. The calls of one process for one skill take turns (in the order they
     came), so only writers of other processes make an attempt fail.
     """
-    async with ctx.turns.turn((scope.workspace, scope.agent, slug)):
-        return await _attempts(
-            ctx,
-            scope,
-            slug,
-            change,
-            actor=actor,
-            origin=origin,
-            message=message,
-            sources=sources,
-            attempts=attempts,
-            wait=wait,
-            wait_max=wait_max,
-        )
-
-
-async def _attempts(
-    ctx: Context,
-    scope: Scope,
-    slug: str,
-    change: Change,
-    *,
-    actor: str,
-    origin: Origin,
-    message: str,
-    sources: Sequence[str],
-    attempts: int,
-    wait: float,
-    wait_max: float,
-) -> Publication:
     retrying = AsyncRetrying(
         retry=retry_if_exception_type(HeadConflict),
         stop=stop_after_attempt(attempts),
         wait=wait_random_exponential(multiplier=wait, max=wait_max),
         reraise=True,
     )
-    async for attempt in retrying:
-        with attempt:
-            try:
-                current: Package | None = await read_package(ctx, scope, slug)
-            except SkillNotFound:
-                current = None
-            files = change(current)
-            if inspect.isawaitable(files):
-                files = await files
-            request = WriteRequest(
-                scope=scope,
-                slug=slug,
-                expected_head=None if current is None else current.version,
-                origin=origin,
-                actor=actor,
-                message=message,
-                sources=tuple(sources),
-            )
-            return await write_package(ctx, request, files)
+    async with ctx.turns.turn((scope.workspace, scope.agent, slug)):
+        async for attempt in retrying:
+            with attempt:
+                try:
+                    current: Package | None = await read_package(ctx, scope, slug)
+                except SkillNotFound:
+                    current = None
+                files = change(current)
+                if inspect.isawaitable(files):
+                    files = await files
+                request = WriteRequest(
+                    scope=scope,
+                    slug=slug,
+                    expected_head=None if current is None else current.version,
+                    origin=origin,
+                    actor=actor,
+                    message=message,
+                    sources=tuple(sources),
+                )
+                return await write_package(ctx, request, files)
     raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
