@@ -152,3 +152,31 @@ def test_the_content_check_finds_the_same_listed_or_searched(text, window):
         searching = Literals(scanner._LITERALS.cased, scanner._LITERALS.folded, one_pass=False)
         with mock.patch.object(scanner, "_LITERALS", searching):
             assert DefaultScanner().scan("f", data) == listed
+
+
+# One token per way each rule's pattern can open: every one must hold a literal of its rule
+# at the rule's offset, or the listing would never try the pattern there.
+_EVERY_OPENING = [
+    "-----BEGIN RSA PRIVATE KEY-----\n" + "MIIEow" * 10 + "\n-----END RSA PRIVATE KEY-----",
+    *(f"A{c}IA" + "Q7Z3K9W2M5N8P4R6" for c in "KS"),
+    *(f"gh{c}_" + "a1B2c3D4e5F6g7H8i9J0" * 2 for c in "pousr"),
+    "github_pat_" + "a1B2c3D4e5F6g7H8i9J0_k" * 3,
+    *(f"xox{c}-1234567890-abcdefGHIJ" for c in "abprs"),
+    *(f"{c}k_live_" + "a1B2c3D4e5F6g7H8i9J0" for c in "sr"),
+    "AIza" + "a1B2c3D4e5F6g7H8i9J0a1B2c3D4e5F6g7H",
+    "sk-ant-" + "a1B2c3D4e5F6g7H8i9J0" * 2,
+    "sk-" + "a1B2c3D4e5F6g7H8i9J0" * 2,
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlX29mX3RoZV90b2tlbg",
+]
+
+
+@pytest.mark.parametrize("token", _EVERY_OPENING)
+def test_every_way_a_rule_opens_holds_one_of_its_literals(token):
+    text = f"value: {token} end"
+    matched = False
+    for rule in scanner._RULES:
+        for match in rule.pattern.finditer(text):
+            matched = True
+            at = match.start() + rule.offset
+            assert any(text.startswith(literal, at) for literal in rule.literals), rule
+    assert matched, token
