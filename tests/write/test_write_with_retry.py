@@ -117,10 +117,17 @@ async def test_a_cancelled_writer_gives_up_its_turn(registry):
         await release.wait()
         return _append("slow")(current)
 
+    async def second():
+        asked.set()
+        # From here to waiting for the turn nothing suspends, so once `asked` wakes the
+        # test this writer is queued behind the holder.
+        return await registry.write_with_retry(ACME, SLUG, _append("w"), actor="w")
+
+    asked = asyncio.Event()
     holder = asyncio.create_task(registry.write_with_retry(ACME, SLUG, slow, actor="slow"))
     await entered.wait()
-    waiter = asyncio.create_task(registry.write_with_retry(ACME, SLUG, _append("w"), actor="w"))
-    await asyncio.sleep(0)
+    waiter = asyncio.create_task(second())
+    await asked.wait()
     holder.cancel()
     with pytest.raises(asyncio.CancelledError):
         await holder
