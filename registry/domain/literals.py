@@ -81,19 +81,15 @@ class Listed:
 
     def next_at(self, literal: str, position: int) -> int:
         """See `Occurrences.next_at`."""
-        return self.seeker(literal)(position)
+        positions = self.found.get(literal)
+        if positions is None:
+            return -1
+        index = bisect.bisect_left(positions, position)
+        return positions[index] if index < len(positions) else -1
 
     def seeker(self, literal: str) -> Seek:
         """See `Occurrences.seeker`."""
-        positions = self.found.get(literal)
-        if positions is None:
-            return _nowhere
-
-        def seek(position: int) -> int:
-            index = bisect.bisect_left(positions, position)
-            return positions[index] if index < len(positions) else -1
-
-        return seek
+        return partial(self.next_at, literal)
 
 
 class Searched:
