@@ -44,6 +44,13 @@ value; bound to an empty list it becomes the dialect's own empty-set expression
 (`visit_empty_set_op_expr`, as `Connection.execute` renders it): a write with no sources
 checks its source exclusions with that.
 
+`run_together` sends several statements in one round trip on PostgreSQL (psycopg's
+pipeline mode: each statement runs when the one before it has, in the same transaction, and
+the replies come back together), for statements whose order the server keeps but whose
+results the client need not see in between: the workspace lock and the write context
+(docs/write-path.md). An error in one skips the ones after it. Elsewhere they run one by
+one.
+
 Anything else runs through `conn.execute`, with the same result (`Rows`): another
 database, an unmarked connection with no transaction open, an expanding parameter of tuples,
 a statement that would need Python-side column defaults or literal rendering, and several
@@ -54,11 +61,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections import namedtuple
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import psycopg
 import sqlalchemy as sa
@@ -70,6 +77,7 @@ from sqlalchemy.sql.dml import UpdateBase, ValuesBase
 from registry.db.sqlite_driver import Connection as DriverConnection
 
 Params = Mapping[str, Any]
+T = TypeVar("T")
 
 # The execution option of a connection that runs one statement as its own transaction
 # (`UnitOfWork.single`): with no transaction open, the driver runs it in autocommit.
@@ -101,6 +109,14 @@ class Rows:
 
     def __iter__(self) -> Any:
         return iter(self.rows)
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A statement and its parameters, for `run_together`."""
+
+    statement: Any
+    params: Params
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,6 +323,44 @@ async def run(
     return Rows(compiled.read(raw), rowcount)
 
 
+async def run_together(conn: AsyncConnection, queries: Sequence[Query]) -> list[Rows]:
+    """Execute `queries` in order in `conn`'s transaction, in one round trip on PostgreSQL.
+
+    The first error is raised, as from `run`; the statements after it did not run. Where a
+    pipeline cannot carry them (another driver, a statement `run` would hand to SQLAlchemy),
+    they run one by one.
+    """
+    driver = _driver(conn)
+    if not isinstance(driver, psycopg.AsyncConnection):
+        return [await run(conn, q.statement, q.params) for q in queries]
+    prepared = []
+    for query in queries:
+        compiled = _compile(query.statement, conn.dialect, _columns(query.statement, query.params))
+        bound = None if compiled is None else compiled.bind(query.params)
+        if compiled is None or bound is None:
+            return [await run(conn, q.statement, q.params) for q in queries]
+        prepared.append((compiled, bound))
+    sync = conn.sync_connection
+    assert sync is not None
+    dispatch = sync.dispatch
+    sent = []
+    many = False
+    for _compiled, (sql, args) in prepared:
+        for listener in dispatch.before_cursor_execute:
+            sql, args = listener(sync, None, sql, args, None, many)  # noqa: PLW2901
+        sent.append((sql, args))
+    outcomes = await _guarded(
+        conn, "; ".join(sql for sql, _ in sent), None, many=False, work=_pipelined(driver, sent)
+    )
+    results = []
+    for (compiled, _bound_values), (sql, args), (raw, rowcount) in zip(
+        prepared, sent, outcomes, strict=True
+    ):
+        dispatch.after_cursor_execute(sync, None, sql, args, None, many)
+        results.append(Rows(compiled.read(raw), rowcount))
+    return results
+
+
 def _bound(compiled: _Compiled, params: Params | Sequence[Params] | None) -> tuple[str, Any] | None:
     """The SQL and its values (a list of them for several rows), or None: not directly."""
     if not isinstance(params, Sequence):
@@ -335,8 +389,17 @@ async def _execute(
             raise sa.exc.DBAPIError.instance(
                 sql, args, exc, sqlite3.Error, dialect=conn.dialect, ismulti=many
             ) from exc
+    return await _guarded(
+        conn, sql, args, many=many, work=_on_postgres(driver, sql, args, many=many)
+    )
+
+
+async def _guarded(
+    conn: AsyncConnection, sql: str, args: Any, *, many: bool, work: Awaitable[T]
+) -> T:
+    """Await `work`; a psycopg error becomes SQLAlchemy's, a lost connection invalidated."""
     try:
-        return await _on_postgres(driver, sql, args, many=many)
+        return await work
     except psycopg.Error as exc:
         sync = conn.sync_connection
         assert sync is not None
@@ -386,6 +449,23 @@ async def _on_postgres(
             await cursor.execute(sql, args)
         rows = await cursor.fetchall() if cursor.description is not None else []
         return rows, cursor.rowcount
+
+
+async def _pipelined(
+    pg: psycopg.AsyncConnection[Any], statements: Sequence[tuple[str, Any]]
+) -> list[tuple[list[Any], int]]:
+    cursors = [pg.cursor() for _ in statements]
+    try:
+        async with pg.pipeline():
+            for cursor, (sql, args) in zip(cursors, statements, strict=True):
+                await cursor.execute(sql, args)
+        return [
+            (await cursor.fetchall() if cursor.description is not None else [], cursor.rowcount)
+            for cursor in cursors
+        ]
+    finally:
+        for cursor in cursors:
+            await cursor.close()
 
 
 def _driver(conn: AsyncConnection) -> DriverConnection | psycopg.AsyncConnection[Any] | None:

@@ -48,3 +48,23 @@ async def lock_workspace(conn: AsyncConnection, workspace: str, *, indexed: bool
         await direct.run(
             conn, _LOCK_INDEXED if indexed else _LOCK, {"key": lock_key("workspace", workspace)}
         )
+
+
+async def lock_workspace_then(
+    conn: AsyncConnection, workspace: str, then: direct.Query
+) -> direct.Rows | None:
+    """Take the workspace's lock (`indexed`), then run `then`: one round trip on PostgreSQL.
+
+    The two statements go out together (`direct.run_together`): the server runs `then` as
+    soon as it grants the lock, with a snapshot taken after the grant, so it reads what the
+    lock protects, and the lock is not held while its reply travels back to the client
+    before `then` is sent. If the lock is refused (`lock_timeout`), `then` does not run.
+    On SQLite the transaction's `BEGIN IMMEDIATE` is the lock: nothing runs, and None says
+    that the caller runs `then` itself, under that lock.
+    """
+    if conn.dialect.name != "postgresql":
+        return None
+    _locked, rows = await direct.run_together(
+        conn, [direct.Query(_LOCK_INDEXED, {"key": lock_key("workspace", workspace)}), then]
+    )
+    return rows

@@ -6,10 +6,10 @@ bind parameters: SQLAlchemy compiles it once and then only binds values. The sta
 are also shaped so the locked transaction needs as few round trips as possible
 (docs/write-path.md lists them one by one):
 
-- `write_context`: the live skill, its head's manifest hash, whether any of the write's
-  sources is excluded and whether the skill has a pending proposal, in one statement, so
-  the compare-and-swap, the no-op check, the source check and the proposal bookkeeping need
-  no further reads in the common case.
+- `write_context_query`: the live skill, its head's manifest hash, whether any of the
+  write's sources is excluded and whether the skill has a pending proposal, in one
+  statement, so the compare-and-swap, the no-op check, the source check and the proposal
+  bookkeeping need no further reads in the common case; it runs in the lock's round trip.
 - `take_claims`: drops the write's claims and returns the unexpired ones (`DELETE ...
   RETURNING`), which is both the release and the claim check of `blobs.confirm`.
 - `ensure_manifest`: `INSERT ... ON CONFLICT DO NOTHING RETURNING id`, then the entries in one
@@ -123,35 +123,37 @@ _WRITE_CONTEXT: Final = sa.select(
 ).select_from(_LIVE_WITH_HEAD)
 
 
-async def write_context(
-    conn: AsyncConnection,
+def write_context_query(
     scope: Scope,
     slug: str,
     sources: Sequence[str],
     *,
     kind: str,
     total_size: int,
-) -> WriteContext:
-    """The skill a write replaces and what its checks need, in one statement.
+) -> direct.Query:
+    """The statement that reads the skill a write replaces and what its checks need.
 
     `kind` and `total_size` are the new package's: the capacity count is read for a new
-    skill of `kind`, the workspace's usage if `total_size` exceeds the head's size.
+    skill of `kind`, the workspace's usage if `total_size` exceeds the head's size. The
+    locked transaction runs it in the lock's round trip (`UnitOfWork.publish`); its rows
+    become a `WriteContext` through `write_context`.
     """
-    row = (
-        await direct.run(
-            conn,
-            _WRITE_CONTEXT,
-            {
-                "workspace": scope.workspace,
-                "agent": scope.agent,
-                "slug": slug,
-                "sources": list(dict.fromkeys(sources)),
-                "kind": kind,
-                "total_size": total_size,
-            },
-        )
-    ).one()
-    values = row._asdict()
+    return direct.Query(
+        _WRITE_CONTEXT,
+        {
+            "workspace": scope.workspace,
+            "agent": scope.agent,
+            "slug": slug,
+            "sources": list(dict.fromkeys(sources)),
+            "kind": kind,
+            "total_size": total_size,
+        },
+    )
+
+
+def write_context(rows: direct.Rows) -> WriteContext:
+    """The `WriteContext` the rows of `write_context_query` describe."""
+    values = rows.one()._asdict()
     head_hash, excluded, pending = (
         values.pop("head_hash"),
         values.pop("excluded"),

@@ -39,7 +39,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
-from typing import Final, Generic, TypeVar
+from typing import Final, Generic, TypeVar, overload
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncTransaction
@@ -50,7 +50,7 @@ from registry.db import direct
 from registry.db import errors as db_errors
 from registry.db.cancel import check_cancelled, guarded
 from registry.db.engine import dialect_name, write_connection
-from registry.db.locks import lock_workspace
+from registry.db.locks import lock_workspace, lock_workspace_then
 from registry.db.sqlite_driver import sqlite_driver_of, statements_inline
 from registry.errors import StorageUnavailable, WorkspaceBusy
 
@@ -184,14 +184,18 @@ class UnitOfWork:
     async def publish(
         self,
         workspace: str,
-        work: Callable[[AsyncConnection], Awaitable[Outcome[T]]],
+        opening: direct.Query,
+        work: Callable[[AsyncConnection, direct.Rows], Awaitable[Outcome[T]]],
         *,
         hit: Hit = _no_hit,
     ) -> T:
         """Run a package write's locked transaction; a failed commit is `CommitOutcomeUnknown`.
 
-        `hit` is called at `publish.begin`, `publish.locked`, `publish.before_commit` and
-        `publish.committed` (failpoints for the crash and race tests).
+        `opening` is the transaction's first read: it runs as soon as the lock is granted, in
+        the lock's round trip (`locks.lock_workspace_then`), and `work` gets its rows.
+        `hit` is called at `publish.begin`, `publish.locked` (the lock held and `opening`
+        read), `publish.before_commit` and `publish.committed` (failpoints for the crash and
+        race tests).
         """
 
         async def once() -> T:
@@ -202,9 +206,12 @@ class UnitOfWork:
                     # statement waits for another connection; `COMMIT` stays off the loop.
                     async with statements_inline(conn):
                         await hit("publish.begin")
-                        await self._lock(conn, workspace, indexed=True)
+                        opened = await self._lock(conn, workspace, then=opening)
                         await hit("publish.locked")
-                        outcome = await work(conn)
+                        if opened is None:
+                            # SQLite: `BEGIN IMMEDIATE` took the lock; the read follows it.
+                            opened = await direct.run(conn, opening.statement, opening.params)
+                        outcome = await work(conn, opened)
                         await hit("publish.before_commit")
                     check_cancelled()
                 except BaseException:
@@ -326,25 +333,41 @@ class UnitOfWork:
                 default_ms = int(self.sqlite_busy_timeout * 1000)
                 await conn.run_sync(_set_busy_timeout, default_ms)
 
-    async def _lock(self, conn: AsyncConnection, workspace: str, *, indexed: bool = False) -> None:
+    @overload
+    async def _lock(self, conn: AsyncConnection, workspace: str) -> None: ...
+
+    @overload
+    async def _lock(
+        self, conn: AsyncConnection, workspace: str, *, then: direct.Query
+    ) -> direct.Rows | None: ...
+
+    async def _lock(
+        self, conn: AsyncConnection, workspace: str, *, then: direct.Query | None = None
+    ) -> direct.Rows | None:
         """Take the workspace lock, waiting at most what the write has left to wait.
 
-        `indexed`: plan the rest of the transaction with index scans (`lock_workspace`).
+        `then` (PostgreSQL): the statement to run once the lock is granted, in the same
+        round trip, with the rest of the transaction planned with index scans
+        (`lock_workspace_then`); its rows are returned. None: the lock is the transaction's
+        own (SQLite), the caller runs `then`.
         """
         budget = write_budget.current()
-        if budget is None or dialect_name(conn) != "postgresql":
-            await lock_workspace(conn, workspace, indexed=indexed)
-            return
-        if budget.lock_left <= 0:
-            raise WorkspaceBusy(workspace, budget.lock_timeout)
-        if budget.lock_left < self.lock_timeout - _LOCK_SLACK:
-            ms = max(1, int(budget.lock_left * 1000))
-            await conn.exec_driver_sql(f"SET LOCAL lock_timeout = {ms}")
+        postgres = dialect_name(conn) == "postgresql"
+        if budget is not None and postgres:
+            if budget.lock_left <= 0:
+                raise WorkspaceBusy(workspace, budget.lock_timeout)
+            if budget.lock_left < self.lock_timeout - _LOCK_SLACK:
+                ms = max(1, int(budget.lock_left * 1000))
+                await conn.exec_driver_sql(f"SET LOCAL lock_timeout = {ms}")
         started = time.monotonic()
         try:
-            await lock_workspace(conn, workspace, indexed=indexed)
+            if then is None:
+                await lock_workspace(conn, workspace)
+                return None
+            return await lock_workspace_then(conn, workspace, then)
         finally:
-            budget.charge_lock(time.monotonic() - started)
+            if budget is not None and postgres:
+                budget.charge_lock(time.monotonic() - started)
 
     async def _retried(self, once: Callable[[], Awaitable[T]], *, workspace: str) -> T:
         try:

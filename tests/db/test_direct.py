@@ -208,6 +208,81 @@ async def test_driver_errors_are_sqlalchemys(engine):
         assert "INSERT INTO skills" in str(caught.value.statement)
 
 
+class _Trips:
+    """Round trips seen through the cursor events: statements sent before any reply."""
+
+    def __init__(self, engine) -> None:
+        self.engine = engine.sync_engine
+        self.trips: list[list[str]] = []
+        self._replied = True
+
+    def _sent(self, _conn, _cursor, statement, *_args) -> None:
+        if self._replied:
+            self.trips.append([])
+            self._replied = False
+        self.trips[-1].append(statement.split(maxsplit=1)[0])
+
+    def _reply(self, *_args) -> None:
+        self._replied = True
+
+    def __enter__(self):
+        sa.event.listen(self.engine, "before_cursor_execute", self._sent)
+        sa.event.listen(self.engine, "after_cursor_execute", self._reply)
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        sa.event.remove(self.engine, "before_cursor_execute", self._sent)
+        sa.event.remove(self.engine, "after_cursor_execute", self._reply)
+
+
+async def test_statements_run_together_in_order_in_one_round_trip_on_postgresql(engine):
+    async with engine.begin() as conn:
+        with _Trips(engine) as seen, _Executions(engine) as executions:
+            made, counted, empty = await direct.run_together(
+                conn,
+                [
+                    direct.Query(_SKILL, _skill("a", auto_improve=False)),
+                    # Runs after the insert before it, in the same transaction.
+                    direct.Query(sa.select(sa.func.count().label("n")).select_from(Skill), {}),
+                    direct.Query(_STATUSES, {"digests": []}),
+                ],
+            )
+        assert executions.sqlalchemy == 0
+        expected = [["INSERT", "SELECT", "SELECT"]]
+        if engine.dialect.name != "postgresql":
+            expected = [["INSERT"], ["SELECT"], ["SELECT"]]
+        assert seen.trips == expected
+        row = made.one()
+        assert (row.created_at, row.auto_improve) == (NOW, False)
+        assert counted.scalar() == 1
+        assert empty.rows == []
+        # The connection is usable as before, through either path.
+        again = await direct.run(conn, sa.select(sa.func.count().label("n")).select_from(Skill))
+        assert again.scalar() == 1
+        assert await conn.scalar(sa.select(Skill.slug)) == "a"
+
+
+async def test_an_error_in_statements_run_together_is_sqlalchemys_and_stops_the_rest(engine):
+    async with engine.connect() as conn:
+        await conn.begin()
+        await direct.run(conn, _SKILL, _skill("a"))
+        with pytest.raises(sa.exc.IntegrityError) as caught:
+            await direct.run_together(
+                conn,
+                [
+                    direct.Query(_SKILL, _skill("a")),
+                    direct.Query(_SKILL, _skill("b")),
+                ],
+            )
+        assert isinstance(caught.value.orig, sqlite3.IntegrityError | psycopg.IntegrityError)
+        assert "INSERT INTO skills" in str(caught.value.statement)
+        await conn.rollback()
+        async with conn.begin():
+            await direct.run_together(conn, [direct.Query(_SKILL, _skill("b"))])
+        slugs = await conn.scalars(sa.select(Skill.slug))
+        assert list(slugs) == ["b"]
+
+
 async def test_several_rows_with_returning_match_sqlalchemys_rows(engine):
     # SQLite runs the statement once per row in one driver call; PostgreSQL, where each
     # would be a round trip, leaves them to SQLAlchemy's batching. The rows are the same.

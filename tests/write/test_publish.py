@@ -267,21 +267,38 @@ async def test_a_write_makes_two_write_transactions(make_registry):
 
 
 class _LockedStatements:
-    """Failpoints that record the statements sent while the workspace lock is held."""
+    """Failpoints and cursor listeners: a publish transaction's statements and round trips.
+
+    Recording starts at `publish.begin` (the lock's statement included) and stops at
+    `publish.before_commit`. A round trip is a run of statements sent before any reply
+    came back: statements sent together in one pipeline share one.
+    """
 
     def __init__(self) -> None:
         self.holding = False
-        self.statements: list[str] = []
+        self.trips: list[list[str]] = []
+        self._replied = True
+
+    @property
+    def statements(self) -> list[str]:
+        return [s for trip in self.trips for s in trip]
 
     async def hit(self, name: str) -> None:
-        if name == "publish.locked":
-            self.holding, self.statements = True, []
+        if name == "publish.begin":
+            self.holding, self.trips, self._replied = True, [], True
         elif name == "publish.before_commit":
             self.holding = False
 
     def record(self, _conn, _cursor, statement, *_args) -> None:
-        if self.holding:
-            self.statements.append(statement.split(None, 1)[0].upper())
+        if not self.holding:
+            return
+        if self._replied:
+            self.trips.append([])
+            self._replied = False
+        self.trips[-1].append(statement.split(None, 1)[0].upper())
+
+    def replied(self, *_args) -> None:
+        self._replied = True
 
     def through_sqlalchemy(self, *_args) -> None:
         if self.holding:
@@ -289,34 +306,40 @@ class _LockedStatements:
 
     executions = 0
 
+    def listen(self, engine) -> None:
+        sa.event.listen(engine.sync_engine, "before_cursor_execute", self.record)
+        sa.event.listen(engine.sync_engine, "after_cursor_execute", self.replied)
+
 
 async def test_the_locked_transaction_is_three_round_trips_on_postgresql(make_registry):
-    """After the lock: the context, then one statement (PostgreSQL) or the steps (SQLite).
+    """The lock and the context, then one statement (PostgreSQL) or the steps (SQLite).
 
-    A 10-file package with sources, new and then updated, no capacity or quota pressure:
-    on PostgreSQL the claims, the blob check, the manifest and every row of the version
-    are one statement of CTEs (registry/db/staging.py), and the capacity count and quota
-    sum come with the context; SQLite sends its steps one by one.
+    A 10-file package with sources, new and then updated, no capacity or quota pressure.
+    On PostgreSQL the write context goes out with the lock's statement, in its round trip
+    (`locks.lock_workspace_then`); the claims, the blob check, the manifest and every row
+    of the version are one statement of CTEs (registry/db/staging.py), and the capacity
+    count and quota sum come with the context; then the commit. SQLite's lock is its
+    `BEGIN IMMEDIATE`; it sends its steps one by one.
     """
     clock = _LockedStatements()
     registry = await make_registry(failpoints=clock)
-    sa.event.listen(registry.engine.sync_engine, "before_cursor_execute", clock.record)
+    clock.listen(registry.engine)
     postgres = registry.engine.dialect.name == "postgresql"
 
     await publish(registry, files=package("pdf-report", files=10), sources=["chat:1"])
-    new_skill = clock.statements
+    new_skill = clock.trips
     await publish(
         registry, files=package("pdf-report", files=10, tag="b"), expected=1, sources=["chat:2"]
     )
-    update = clock.statements
+    update = clock.trips
     if postgres:
-        assert new_skill == ["SELECT", "WITH"]
-        assert update == ["SELECT", "WITH"]
+        assert new_skill == [["SELECT", "SELECT"], ["WITH"]]
+        assert update == [["SELECT", "SELECT"], ["WITH"]]
     else:
         # context, claims, statuses, live, manifest, entries, then the version's rows
         steps = ["SELECT", "DELETE", "SELECT", "UPDATE", "INSERT", "INSERT"]
-        assert new_skill == [*steps, "INSERT", "INSERT", "INSERT", "INSERT"]
-        assert update == [*steps, "INSERT", "INSERT", "UPDATE", "INSERT"]
+        assert new_skill == [[s] for s in [*steps, "INSERT", "INSERT", "INSERT", "INSERT"]]
+        assert update == [[s] for s in [*steps, "INSERT", "INSERT", "UPDATE", "INSERT"]]
     # The same rows as ever: one version each, its sources, its event.
     info = await registry.package_info(ACME, "pdf-report")
     assert info.head == 2
@@ -331,7 +354,7 @@ async def test_sqlite_runs_the_locked_statements_on_its_driver(make_registry):
     """
     clock = _LockedStatements()
     registry = await make_registry(failpoints=clock)
-    sa.event.listen(registry.engine.sync_engine, "before_cursor_execute", clock.record)
+    clock.listen(registry.engine)
     sa.event.listen(registry.engine.sync_engine, "before_execute", clock.through_sqlalchemy)
     await publish(registry, files=package("pdf-report", files=10), sources=["chat:1"])
     await publish(

@@ -32,6 +32,7 @@ from typing import Final
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from registry.db import direct
 from registry.db import errors as db_errors
 from registry.db import publication as db_publication
 from registry.db import skills as db_skills
@@ -279,13 +280,23 @@ async def _publish(
 ) -> Publication:
     """The locked transaction (`UnitOfWork.publish`): retried as a whole before its commit."""
 
-    async def work(conn: AsyncConnection) -> Outcome[Publication]:
-        publication = await _apply(ctx, conn, request, screening, manifest=manifest, staged=staged)
+    async def work(conn: AsyncConnection, opened: direct.Rows) -> Outcome[Publication]:
+        found = db_publication.write_context(opened)
+        publication = await _apply(
+            ctx, conn, request, screening, found, manifest=manifest, staged=staged
+        )
         # A write that finds its package at the head changes nothing but its own claims:
         # it commits their release, or rolls back if it claimed nothing.
         return Outcome(publication, commit=not publication.unchanged or staged.claimed)
 
-    return await ctx.uow.publish(request.scope.workspace, work, hit=ctx.hit)
+    opening = db_publication.write_context_query(
+        request.scope,
+        request.slug,
+        request.sources,
+        kind=request.kind,
+        total_size=manifest.total_size,
+    )
+    return await ctx.uow.publish(request.scope.workspace, opening, work, hit=ctx.hit)
 
 
 async def _apply(
@@ -293,21 +304,17 @@ async def _apply(
     conn: AsyncConnection,
     request: WriteRequest,
     screening: Screening,
+    found: db_publication.WriteContext,
     *,
     manifest: Manifest,
     staged: _Staged,
 ) -> Publication:
-    """Root checks, compare-and-swap and every row of the new version (lock held)."""
+    """Root checks, compare-and-swap and every row of the new version (lock held).
+
+    `found` is what the write context read, in the lock's round trip.
+    """
     scope, now = request.scope, ctx.clock.now()
     write_id, uploaded = staged.write_id, staged.uploaded
-    found = await db_publication.write_context(
-        conn,
-        scope,
-        request.slug,
-        request.sources,
-        kind=request.kind,
-        total_size=manifest.total_size,
-    )
     skill = found.skill
     if skill is not None and request.may_be_unchanged and found.head_hash == manifest.hash:
         # Another writer published this package first: the head references every blob
