@@ -10,8 +10,10 @@ driver connection itself:
   statements run inline (`sqlite_driver.statements_inline`), else in one hop to the
   driver's thread;
 - PostgreSQL: on the psycopg connection, awaited in the caller's task, as SQLAlchemy's own
-  adapter awaits it (psycopg prepares it on the server after its fifth execution either
-  way).
+  adapter awaits it, and prepared on the server at its first execution on a connection
+  (psycopg's default waits for the sixth; see "Plans" in docs/write-path.md). A driver set
+  never to prepare (`prepare_threshold=None`, for a pooler that cannot keep prepared
+  statements) is left so.
 
 What stays SQLAlchemy's:
 - the statement: built with Core, compiled by the connection's dialect once per set of
@@ -439,6 +441,11 @@ def _on_sqlite(
         cursor.close()
 
 
+def _prepare(pg: psycopg.AsyncConnection[Any]) -> bool | None:
+    """Prepare at the first execution, unless preparing is off (`prepare_threshold=None`)."""
+    return None if pg.prepare_threshold is None else True
+
+
 async def _on_postgres(
     pg: psycopg.AsyncConnection[Any], sql: str, args: Any, *, many: bool
 ) -> tuple[list[Any], int]:
@@ -446,7 +453,7 @@ async def _on_postgres(
         if many:
             await cursor.executemany(sql, args)
         else:
-            await cursor.execute(sql, args)
+            await cursor.execute(sql, args, prepare=_prepare(pg))
         rows = await cursor.fetchall() if cursor.description is not None else []
         return rows, cursor.rowcount
 
@@ -458,7 +465,7 @@ async def _pipelined(
     try:
         async with pg.pipeline():
             for cursor, (sql, args) in zip(cursors, statements, strict=True):
-                await cursor.execute(sql, args)
+                await cursor.execute(sql, args, prepare=_prepare(pg))
         return [
             (await cursor.fetchall() if cursor.description is not None else [], cursor.rowcount)
             for cursor in cursors

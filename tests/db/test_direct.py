@@ -429,6 +429,23 @@ async def test_a_marked_postgresql_connection_outside_autocommit_goes_through_sq
 
 
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_postgresql_prepares_a_statement_at_its_first_execution(engine):
+    # psycopg's default prepares at the sixth execution on a connection: until then the
+    # server parses and plans a write's statement every time, inside the lock for most.
+    # A driver told never to prepare (a pooler that cannot keep them) is left so.
+    held = sa.text("SELECT statement FROM pg_prepared_statements")
+    async with engine.connect() as conn:
+        await conn.begin()
+        await direct.run(conn, _STATUSES, {"digests": ["a"]})
+        assert any("FROM blobs" in row.statement for row in await conn.execute(held))
+        driver = (await conn.get_raw_connection()).driver_connection
+        driver.prepare_threshold = None
+        await direct.run(conn, _OTHERS, {"digests": ["a"]})
+        assert not any("NOT IN" in row.statement for row in await conn.execute(held))
+        await conn.rollback()
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 async def test_a_lost_postgresql_connection_is_invalidated_and_retried(engine):
     # The pool must drop it, and the unit of work may retry the transaction on another.
     async with engine.connect() as victim:
