@@ -26,7 +26,13 @@ from registry.db.cancel import guarded
 from registry.db.engine import write_connection
 from registry.db.locks import lock_workspace
 from registry.domain.retention import RetentionPolicy
-from registry.errors import HeadConflict, StorageUnavailable, VersionNotFound, WorkspaceBusy
+from registry.errors import (
+    HeadConflict,
+    SkillNotFound,
+    StorageUnavailable,
+    VersionNotFound,
+    WorkspaceBusy,
+)
 from registry.services.gc import retention
 from registry.services.gc.collect import collect
 from registry.services.gc.fsck import fsck
@@ -126,6 +132,38 @@ async def test_a_lock_timeout_is_not_retried(make_registry, monkeypatch):
     # (no workspace lock) and one publish transaction, refused the workspace lock.
     assert attempts == (1 if registry.ctx.dialect == "sqlite" else 2), trace
     assert await registry.ctx.cleanups.drain(10) == 0
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_a_write_cancelled_while_it_waits_for_the_lock_rolls_back_once_it_has_it(
+    make_registry,
+):
+    # The lock and the write context go out together (psycopg's pipeline): the wait for
+    # the lock is the wait for the pipeline's replies. Cancellation never cuts a statement
+    # in flight (registry/db/cancel.py): the write keeps waiting, and once the holder lets
+    # go it takes the lock, reads the context, and rolls back at its next safe point,
+    # leaving nothing behind, the lock free and the connection usable.
+    registry = await make_registry(settings=Settings(lock_timeout=30.0))
+    files = package("pdf-report")
+    async with holding_workspace_lock(registry, "acme"):
+        task = asyncio.create_task(
+            registry.write_package(ACME, "pdf-report", files, expected_head=None, actor="u")
+        )
+        async with asyncio.timeout(10):
+            while not await _waiting_for_advisory_lock(registry):
+                await asyncio.sleep(0.02)
+        task.cancel()
+        await asyncio.sleep(0.1)
+        assert not task.done()  # still waiting: the statement is not cut
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await registry.ctx.cleanups.drain(10) == 0
+    assert await live_claims(registry) == 0
+    with pytest.raises(SkillNotFound):
+        await registry.package_info(ACME, "pdf-report")
+    pub = await registry.write_package(ACME, "pdf-report", files, expected_head=None, actor="u")
+    assert (pub.version, pub.created) == (1, True)
 
 
 # ---------------------------------------------------------------- 3: settlement under the lock
