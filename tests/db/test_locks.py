@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
 import pytest
@@ -57,19 +58,34 @@ async def engine(database_url):
     await engine.dispose()
 
 
+@asynccontextmanager
+async def _holder_and_waiter(engine):
+    """Two write transactions: the first holds workspace `w`'s lock, the second has begun."""
+    async with engine.connect() as holder_raw, engine.connect() as waiter_raw:
+        holder = await write_connection(holder_raw)
+        waiter = await write_connection(waiter_raw)
+        await holder.begin()
+        await lock_workspace(holder, "w")
+        await waiter.begin()
+        yield holder, waiter
+
+
+async def _refused(conn, lock) -> sa.exc.OperationalError:
+    """Run `lock` with a 100 ms lock timeout; return the error refusing it."""
+    await conn.exec_driver_sql("SET LOCAL lock_timeout = 100")
+    with pytest.raises(sa.exc.OperationalError) as caught:
+        await lock
+    return caught.value
+
+
 @pytest.mark.postgres
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 async def test_the_read_sent_with_the_lock_sees_what_the_previous_holder_committed(engine):
     # The read goes out in the lock's round trip, queued behind it on the server: it must
     # take its snapshot once the lock is granted, not when it was sent, or a write would
     # check its compare-and-swap against a head the previous holder has already moved.
-    async with engine.connect() as holder_raw, engine.connect() as waiter_raw:
-        holder = await write_connection(holder_raw)
-        waiter = await write_connection(waiter_raw)
-        await holder.begin()
-        await lock_workspace(holder, "w")
+    async with _holder_and_waiter(engine) as (holder, waiter):
         await direct.run(holder, sa.insert(Skill), _skill("w", "committed-while-waiting"))
-        await waiter.begin()
         read = asyncio.create_task(
             lock_workspace_then(waiter, "w", direct.Query(_SLUGS, {"workspace": "w"}))
         )
@@ -82,9 +98,7 @@ async def test_the_read_sent_with_the_lock_sees_what_the_previous_holder_committ
         async with engine.connect() as third_raw:
             third = await write_connection(third_raw)
             await third.begin()
-            await third.exec_driver_sql("SET LOCAL lock_timeout = 100")
-            with pytest.raises(sa.exc.OperationalError):
-                await lock_workspace(third, "w")
+            await _refused(third, lock_workspace(third, "w"))
             await third.rollback()
         await waiter.rollback()
 
@@ -92,17 +106,10 @@ async def test_the_read_sent_with_the_lock_sees_what_the_previous_holder_committ
 @pytest.mark.postgres
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 async def test_a_refused_lock_runs_nothing_after_it(engine):
-    async with engine.connect() as holder_raw, engine.connect() as waiter_raw:
-        holder = await write_connection(holder_raw)
-        waiter = await write_connection(waiter_raw)
-        await holder.begin()
-        await lock_workspace(holder, "w")
-        await waiter.begin()
-        await waiter.exec_driver_sql("SET LOCAL lock_timeout = 100")
+    async with _holder_and_waiter(engine) as (holder, waiter):
         insert = direct.Query(sa.insert(Skill), _skill("w", "never"))
-        with pytest.raises(sa.exc.OperationalError) as caught:
-            await lock_workspace_then(waiter, "w", insert)
-        assert "lock timeout" in str(caught.value.orig)
+        refused = await _refused(waiter, lock_workspace_then(waiter, "w", insert))
+        assert "lock timeout" in str(refused.orig)
         await waiter.rollback()
         await holder.rollback()
         count = await holder.scalar(sa.select(sa.func.count()).select_from(Skill))
