@@ -335,31 +335,30 @@ async def run_together(conn: AsyncConnection, queries: Sequence[Query]) -> list[
     driver = _driver(conn)
     if not isinstance(driver, psycopg.AsyncConnection):
         return [await run(conn, q.statement, q.params) for q in queries]
-    prepared = []
-    for query in queries:
-        compiled = _compile(query.statement, conn.dialect, _columns(query.statement, query.params))
-        bound = None if compiled is None else compiled.bind(query.params)
-        if compiled is None or bound is None:
-            return [await run(conn, q.statement, q.params) for q in queries]
-        prepared.append((compiled, bound))
+    compiled = [
+        _compile(q.statement, conn.dialect, _columns(q.statement, q.params)) for q in queries
+    ]
+    if any(c is None for c in compiled):
+        return [await run(conn, q.statement, q.params) for q in queries]
     sync = conn.sync_connection
     assert sync is not None
     dispatch = sync.dispatch
+    executemany = False
     sent = []
-    many = False
-    for _compiled, (sql, args) in prepared:
+    for query, one in zip(queries, compiled, strict=True):
+        assert one is not None
+        sql, args = one.bind(query.params)
         for listener in dispatch.before_cursor_execute:
-            sql, args = listener(sync, None, sql, args, None, many)  # noqa: PLW2901
+            sql, args = listener(sync, None, sql, args, None, executemany)
         sent.append((sql, args))
     outcomes = await _guarded(
         conn, "; ".join(sql for sql, _ in sent), None, many=False, work=_pipelined(driver, sent)
     )
     results = []
-    for (compiled, _bound_values), (sql, args), (raw, rowcount) in zip(
-        prepared, sent, outcomes, strict=True
-    ):
-        dispatch.after_cursor_execute(sync, None, sql, args, None, many)
-        results.append(Rows(compiled.read(raw), rowcount))
+    for one, (sql, args), (raw, rowcount) in zip(compiled, sent, outcomes, strict=True):
+        assert one is not None
+        dispatch.after_cursor_execute(sync, None, sql, args, None, executemany)
+        results.append(Rows(one.read(raw), rowcount))
     return results
 
 
