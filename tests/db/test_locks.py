@@ -58,6 +58,14 @@ async def engine(database_url):
     await engine.dispose()
 
 
+async def _waiting(conn) -> bool:
+    """Whether a transaction waits for an advisory lock (the server's own view)."""
+    waiting = await conn.scalar(
+        sa.text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+    )
+    return bool(waiting)
+
+
 @asynccontextmanager
 async def _holder_and_waiter(engine):
     """Two write transactions: the first holds workspace `w`'s lock, the second has begun."""
@@ -89,8 +97,10 @@ async def test_the_read_sent_with_the_lock_sees_what_the_previous_holder_committ
         read = asyncio.create_task(
             lock_workspace_then(waiter, "w", direct.Query(_SLUGS, {"workspace": "w"}))
         )
-        await asyncio.sleep(0.2)
-        assert not read.done()  # waiting for the lock
+        async with asyncio.timeout(10):
+            while not await _waiting(holder):
+                await asyncio.sleep(0.01)
+        assert not read.done()
         await holder.commit()
         rows = await asyncio.wait_for(read, 10)
         assert [r.slug for r in rows] == ["committed-while-waiting"]
