@@ -25,6 +25,7 @@ from registry.db.cancel import TransactionCancelled, guarded
 from registry.db.engine import create_engine
 from registry.db.tables import Blob, BlobClaim, Event, Skill
 from registry.db.tables.base import UtcDateTime
+from tests.support.roundtrips import RoundTrips
 
 NOW = datetime(2026, 12, 2, 3, 4, 5, 678901, tzinfo=UTC)
 
@@ -208,36 +209,9 @@ async def test_driver_errors_are_sqlalchemys(engine):
         assert "INSERT INTO skills" in str(caught.value.statement)
 
 
-class _Trips:
-    """Round trips seen through the cursor events: statements sent before any reply."""
-
-    def __init__(self, engine) -> None:
-        self.engine = engine.sync_engine
-        self.trips: list[list[str]] = []
-        self._replied = True
-
-    def _sent(self, _conn, _cursor, statement, *_args) -> None:
-        if self._replied:
-            self.trips.append([])
-            self._replied = False
-        self.trips[-1].append(statement.split(maxsplit=1)[0])
-
-    def _reply(self, *_args) -> None:
-        self._replied = True
-
-    def __enter__(self):
-        sa.event.listen(self.engine, "before_cursor_execute", self._sent)
-        sa.event.listen(self.engine, "after_cursor_execute", self._reply)
-        return self
-
-    def __exit__(self, *_exc) -> None:
-        sa.event.remove(self.engine, "before_cursor_execute", self._sent)
-        sa.event.remove(self.engine, "after_cursor_execute", self._reply)
-
-
 async def test_statements_run_together_in_order_in_one_round_trip_on_postgresql(engine):
     async with engine.begin() as conn:
-        with _Trips(engine) as seen, _Executions(engine) as executions:
+        with RoundTrips(engine) as seen, _Executions(engine) as executions:
             made, counted, empty = await direct.run_together(
                 conn,
                 [

@@ -13,6 +13,7 @@ from registry.db import direct
 from registry.db.engine import create_engine, write_connection
 from registry.db.locks import lock_workspace, lock_workspace_then
 from registry.db.tables import Skill
+from tests.support.state import waiting_for_advisory_lock
 
 NOW = datetime(2026, 12, 2, tzinfo=UTC)
 _SLUGS = sa.select(Skill.slug).where(Skill.workspace == sa.bindparam("workspace"))
@@ -58,14 +59,6 @@ async def engine(database_url):
     await engine.dispose()
 
 
-async def _waiting(conn) -> bool:
-    """Whether a transaction waits for an advisory lock (the server's own view)."""
-    waiting = await conn.scalar(
-        sa.text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
-    )
-    return bool(waiting)
-
-
 @asynccontextmanager
 async def _holder_and_waiter(engine):
     """Two write transactions: the first holds workspace `w`'s lock, the second has begun."""
@@ -98,7 +91,7 @@ async def test_the_read_sent_with_the_lock_sees_what_the_previous_holder_committ
             lock_workspace_then(waiter, "w", direct.Query(_SLUGS, {"workspace": "w"}))
         )
         async with asyncio.timeout(10):
-            while not await _waiting(holder):
+            while not await waiting_for_advisory_lock(holder):
                 await asyncio.sleep(0.01)
         assert not read.done()
         await holder.commit()

@@ -49,3 +49,11 @@ async def blob_rows(registry: Registry) -> dict[str, str]:
     async with registry.engine.connect() as conn:
         rows = await conn.execute(sa.text("SELECT digest, status FROM blobs"))
         return {r.digest: r.status for r in rows}
+
+
+async def waiting_for_advisory_lock(conn: Any) -> bool:
+    """Whether some transaction waits for an advisory lock, as the server sees it."""
+    waiting = await conn.scalar(
+        sa.text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+    )
+    return bool(waiting)

@@ -15,7 +15,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 
 from registry import Origin, Registry, Scope
 from registry.db import publication as db_publication
@@ -41,7 +40,7 @@ from registry.services.write.request import WriteRequest
 from registry.settings import Settings
 from tests.support.faults import ScriptedFailpoints
 from tests.support.packages import as_bytes, package
-from tests.support.state import db_state, live_claims
+from tests.support.state import db_state, live_claims, waiting_for_advisory_lock
 
 ACME = Scope("acme")
 
@@ -212,10 +211,7 @@ async def test_settling_a_lost_reply_waits_for_a_commit_still_in_flight(make_reg
 
 async def _waiting_for_advisory_lock(registry) -> bool:
     async with registry.engine.connect() as conn:
-        waiting = await conn.scalar(
-            sa.text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
-        )
-    return bool(waiting)
+        return await waiting_for_advisory_lock(conn)
 
 
 # ---------------------------------------------------------------- 4: cleanups are tracked

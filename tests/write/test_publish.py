@@ -21,6 +21,7 @@ from registry.services.write.request import WriteRequest
 from registry.settings import Settings
 from tests.support.faults import InstrumentedStore
 from tests.support.packages import as_bytes, package, publish, skill_md
+from tests.support.roundtrips import RoundTrips
 from tests.support.scopes import ACME
 from tests.support.state import blob_rows, db_state, live_claims, store_digests
 
@@ -267,48 +268,40 @@ async def test_a_write_makes_two_write_transactions(make_registry):
 
 
 class _LockedStatements:
-    """Failpoints and cursor listeners: a publish transaction's statements and round trips.
+    """Failpoints that record a publish transaction's round trips (`RoundTrips`).
 
     Recording starts at `publish.begin` (the lock's statement included) and stops at
-    `publish.before_commit`. A round trip is a run of statements sent before any reply
-    came back: statements sent together in one pipeline share one.
+    `publish.before_commit`.
     """
 
     def __init__(self) -> None:
-        self.holding = False
-        self.trips: list[list[str]] = []
-        self._replied = True
+        self.round_trips: RoundTrips | None = None
+        self.executions = 0
+
+    @property
+    def trips(self) -> list[list[str]]:
+        assert self.round_trips is not None
+        return self.round_trips.trips
 
     @property
     def statements(self) -> list[str]:
-        return [s for trip in self.trips for s in trip]
+        assert self.round_trips is not None
+        return self.round_trips.statements
 
     async def hit(self, name: str) -> None:
-        if name == "publish.begin":
-            self.holding, self.trips, self._replied = True, [], True
-        elif name == "publish.before_commit":
-            self.holding = False
-
-    def record(self, _conn, _cursor, statement, *_args) -> None:
-        if not self.holding:
+        if self.round_trips is None:
             return
-        if self._replied:
-            self.trips.append([])
-            self._replied = False
-        self.trips[-1].append(statement.split(None, 1)[0].upper())
-
-    def replied(self, *_args) -> None:
-        self._replied = True
+        if name == "publish.begin":
+            self.round_trips.start()
+        elif name == "publish.before_commit":
+            self.round_trips.stop()
 
     def through_sqlalchemy(self, *_args) -> None:
-        if self.holding:
+        if self.round_trips is not None and self.round_trips.recording:
             self.executions += 1
 
-    executions = 0
-
     def listen(self, engine) -> None:
-        sa.event.listen(engine.sync_engine, "before_cursor_execute", self.record)
-        sa.event.listen(engine.sync_engine, "after_cursor_execute", self.replied)
+        self.round_trips = RoundTrips(engine, recording=False).listen()
 
 
 async def test_the_locked_transaction_is_three_round_trips_on_postgresql(make_registry):
