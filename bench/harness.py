@@ -16,12 +16,13 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from bench.services import Services
 
 Result = dict[str, Any]
+T = TypeVar("T")
 ScenarioFunction = Callable[["Run"], Awaitable[Result]]
 
 
@@ -63,6 +64,19 @@ class Run:
     def pick(self, full: Sequence[Any], quick: Sequence[Any]) -> list[Any]:
         """A parameter list: `full` normally, a smaller `quick` one in the smoke mode."""
         return list(quick if self.quick else full)
+
+
+def round_robin(cases: Sequence[T], rounds: int) -> Iterator[tuple[int, T]]:
+    """(round, case) for every case in every round, the cases taking turns within a round.
+
+    For figures compared with each other (the lock hold at each file size), not only with
+    references: run case after case, a machine's drift over the minutes of a scenario (a
+    fresh database warming up, background writeback) lands on whichever case ran then;
+    taking turns spreads it over all of them.
+    """
+    for number in range(rounds):
+        for case in cases:
+            yield number, case
 
 
 # ---------------------------------------------------------------- statistics

@@ -12,6 +12,10 @@
   hop), into the backend's own store, then one empty transaction that takes the same
   workspace lock. Digests are computed before the clock starts; the store still verifies
   each put, as it does for the registry.
+- `durable_locked_transaction`: the floor of the lock hold itself: a transaction that takes
+  the workspace lock, writes one row and commits, so its commit waits for the log's flush
+  as a publish's does (the empty locked transaction writes nothing, and its commit flushes
+  nothing). The row goes to `bench_probe`, a table the bench adds to its own database.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
+import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bench.content import write_tree
@@ -119,6 +124,24 @@ async def empty_locked_transaction(engine: AsyncEngine, workspace: str) -> None:
         conn = await write_connection(raw)
         async with conn.begin():
             await lock_workspace(conn, workspace)
+
+
+_PROBE: Final = sa.table("bench_probe", sa.column("n", sa.Integer))
+
+
+async def add_probe_table(engine: AsyncEngine) -> None:
+    """Create `bench_probe`, the table `durable_locked_transaction` writes to."""
+    async with engine.begin() as conn:
+        await conn.execute(sa.text("CREATE TABLE IF NOT EXISTS bench_probe (n INTEGER)"))
+
+
+async def durable_locked_transaction(engine: AsyncEngine, workspace: str) -> None:
+    """One write transaction that takes the workspace lock, writes one row and commits it."""
+    async with engine.connect() as raw:
+        conn = await write_connection(raw)
+        async with conn.begin():
+            await lock_workspace(conn, workspace)
+            await conn.execute(sa.insert(_PROBE).values(n=1))
 
 
 async def floor(

@@ -183,6 +183,14 @@ def section_noop(data: Json) -> str:
     return table(header, rows)
 
 
+def _durable(comparison: Json) -> list[str]:
+    # Runs before the durable reference was added have no such column.
+    reference = comparison["references"].get("durable locked transaction")
+    if reference is None:
+        return [DASH, DASH]
+    return [fmt_spread(reference), fmt_ratio(comparison["ratios"]["durable locked transaction"])]
+
+
 def section_lock(data: Json) -> str:
     comparisons = data["comparisons"]
     phase_names = ordered(list(comparisons[0]["phases"]), PHASE_ORDER) if comparisons else []
@@ -193,6 +201,7 @@ def section_lock(data: Json) -> str:
             fmt_spread(c["subject"]),
             fmt_spread(c["references"]["empty locked transaction"]),
             fmt_ratio(c["ratios"]["empty locked transaction"]),
+            *_durable(c),
             fmt_time(c["publish_total"]["median"]),
             *[fmt_time(c["phases"][p]["median"]) for p in phase_names],
         ]
@@ -204,6 +213,8 @@ def section_lock(data: Json) -> str:
         "lock held",
         "empty locked transaction",
         "÷ empty",
+        "durable locked transaction",
+        "÷ durable",
         "whole publish",
         *[f"→ {p.removeprefix('publish.')}" for p in phase_names],
     ]
@@ -415,8 +426,11 @@ SECTIONS: dict[str, Section] = {
         (
             "Time the workspace lock is held per write (instrumented with failpoints: from "
             "`publish.locked` to `publish.committed`, the commit included), for 10 files of "
-            "growing size. Reference: an empty transaction that takes the same lock. Must stay "
-            "flat. The `→` columns break the hold down by the failpoint each phase ends at."
+            "growing size. References: an empty transaction that takes the same lock, and a "
+            "durable one (the lock, one row, a commit that waits for the log's flush, as a "
+            "publish's does); both are timed whole, from checkout to commit. The sizes take "
+            "turns (one write of each size per round), so drift over the run is shared. Must "
+            "stay flat. The `→` columns break the hold down by the failpoint each phase ends at."
         ),
     ),
     "cost": Section(

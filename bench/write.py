@@ -3,7 +3,9 @@
 Every repetition times the registry and then each reference on a package of the same shape
 (its own unique content, so nothing is deduplicated away), one after the other, and the
 first repetition of each case is a discarded warm-up (a warm process: imports done, pools
-and clients connected, statements compiled).
+and clients connected, statements compiled). The lock scenario compares its file sizes with
+each other (flatness), so there the sizes take turns, one write of each per round
+(`harness.round_robin`), and the first round is the warm-up.
 """
 
 from __future__ import annotations
@@ -11,16 +13,19 @@ from __future__ import annotations
 import itertools
 import shutil
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import sqlalchemy as sa
 
 from bench.content import KiB, MiB, package
-from bench.harness import Result, Run, compare, scenario, stats, time_async
+from bench.harness import Result, Run, compare, round_robin, scenario, stats, time_async
 from bench.references import (
     GitReference,
+    add_probe_table,
     digests_of,
+    durable_locked_transaction,
     empty_locked_transaction,
     floor,
     naive_write,
@@ -51,13 +56,13 @@ class LockClock:
     """Failpoints that time the workspace lock: from `publish.locked` to `publish.committed`.
 
     Only `time.perf_counter()` runs at those points, so production timing is unchanged.
-    `holds` has one total per committed write; `phases` the time to reach each point from
-    the previous one (checks, version rows, head move, event, commit).
+    `holds` has one total per committed write; `writes` the phases of each (the time to
+    reach each point from the previous one: checks, version rows, head move, event, commit).
     """
 
     def __init__(self) -> None:
         self.holds: list[float] = []
-        self.phases: dict[str, list[float]] = {p: [] for p in LOCKED_POINTS[1:]}
+        self.writes: list[dict[str, float]] = []
         self._marks: dict[str, float] = {}
 
     async def hit(self, name: str) -> None:
@@ -68,9 +73,13 @@ class LockClock:
             self._marks[name] = now
             if name == "publish.committed" and "publish.locked" in self._marks:
                 self.holds.append(now - self._marks["publish.locked"])
-                for before, after in itertools.pairwise(LOCKED_POINTS):
-                    if before in self._marks and after in self._marks:
-                        self.phases[after].append(self._marks[after] - self._marks[before])
+                self.writes.append(
+                    {
+                        after: self._marks[after] - self._marks[before]
+                        for before, after in itertools.pairwise(LOCKED_POINTS)
+                        if before in self._marks and after in self._marks
+                    }
+                )
 
 
 # Where a write's time goes: each stage ends at the failpoint named (`reply` ends when
@@ -355,6 +364,26 @@ async def noop_resave(run: Run) -> Result:
 # ---------------------------------------------------------------- lock hold time
 
 
+@dataclass
+class _LockSamples:
+    """One file size's measured writes in the lock scenario."""
+
+    holds: list[float] = field(default_factory=list)
+    empty: list[float] = field(default_factory=list)
+    durable: list[float] = field(default_factory=list)
+    totals: list[float] = field(default_factory=list)
+    phases: list[dict[str, float]] = field(default_factory=list)
+
+    def comparison(self, case: dict[str, Any]) -> Result:
+        return compare(
+            case,
+            self.holds,
+            {"empty locked transaction": self.empty, "durable locked transaction": self.durable},
+            publish_total=stats(self.totals),
+            phases={p: stats([w[p] for w in self.phases if p in w]) for p in LOCKED_POINTS[1:]},
+        )
+
+
 @scenario("lock", "Lock hold time against file size")
 async def lock_hold(run: Run) -> Result:
     files_count = 10
@@ -363,43 +392,40 @@ async def lock_hold(run: Run) -> Result:
     distributions: dict[str, list[float]] = {}
     for kind in BACKENDS:
         clock = LockClock()
+        samples = {size: _LockSamples() for size in sizes}
         async with run.services.backend(kind, failpoints=clock) as backend:
-            pooled: list[float] = []
-            for size in sizes:
-                phase_start = {p: len(v) for p, v in clock.phases.items()}
-                holds, empty, totals = [], [], []
-                for rep in range(run.reps(12, 2) + 1):
-                    slug = f"l{size}-{rep}"
-                    files = package(slug, files=files_count, size=size, tag=f"lock {rep}")
-                    before = len(clock.holds)
-                    total: list[float] = []
-                    await time_async(
-                        total,
-                        backend.registry.write_package(
-                            SCOPE, slug, files, expected_head=None, actor="bench"
-                        ),
-                    )
-                    assert len(clock.holds) == before + 1
-                    empty_sample: list[float] = []
-                    await time_async(
-                        empty_sample, empty_locked_transaction(backend.engine, WORKSPACE)
-                    )
-                    if rep == 0:
-                        continue
-                    holds.append(clock.holds[-1])
-                    empty += empty_sample
-                    totals += total
-                pooled += holds
-                comparisons.append(
-                    compare(
-                        {"backend": kind, "files": files_count, "file_size": size},
-                        holds,
-                        {"empty locked transaction": empty},
-                        publish_total=stats(totals),
-                        phases={p: stats(v[phase_start[p] + 1 :]) for p, v in clock.phases.items()},
-                    )
+            await add_probe_table(backend.engine)
+            # The sizes take turns (the flatness compares them with each other); round 0
+            # is the warm-up.
+            for rep, size in round_robin(sizes, run.reps(12, 2) + 1):
+                slug = f"l{size}-{rep}"
+                files = package(slug, files=files_count, size=size, tag=f"lock {rep}")
+                before = len(clock.holds)
+                total: list[float] = []
+                await time_async(
+                    total,
+                    backend.registry.write_package(
+                        SCOPE, slug, files, expected_head=None, actor="bench"
+                    ),
                 )
-            distributions[kind] = pooled
+                assert len(clock.holds) == before + 1
+                empty: list[float] = []
+                await time_async(empty, empty_locked_transaction(backend.engine, WORKSPACE))
+                durable: list[float] = []
+                await time_async(durable, durable_locked_transaction(backend.engine, WORKSPACE))
+                if rep == 0:
+                    continue
+                sample = samples[size]
+                sample.holds.append(clock.holds[-1])
+                sample.phases.append(clock.writes[-1])
+                sample.empty += empty
+                sample.durable += durable
+                sample.totals += total
+        comparisons += [
+            samples[size].comparison({"backend": kind, "files": files_count, "file_size": size})
+            for size in sizes
+        ]
+        distributions[kind] = [hold for size in sizes for hold in samples[size].holds]
     return {
         "comparisons": comparisons,
         "distributions": {k: {"samples": v, "stats": stats(v)} for k, v in distributions.items()},

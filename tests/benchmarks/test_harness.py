@@ -21,7 +21,7 @@ from bench import (  # noqa: F401 - registration
     write,
 )
 from bench.formatting import fmt_spread
-from bench.harness import SCENARIOS, Run, compare, percentile, stats
+from bench.harness import SCENARIOS, Run, compare, percentile, round_robin, stats
 from bench.report import summary
 from bench.scale import _sqlite_plan
 from bench.services import Services
@@ -63,8 +63,21 @@ async def test_the_lock_clock_times_only_committed_writes():
         await clock.hit(name)
     assert len(clock.holds) == 1
     assert clock.holds[0] >= 0
-    assert all(len(v) == 1 for v in clock.phases.values())
-    assert sum(v[0] for v in clock.phases.values()) == pytest.approx(clock.holds[0])
+    assert len(clock.writes) == 1
+    assert set(clock.writes[0]) == set(LOCKED_POINTS[1:])
+    assert sum(clock.writes[0].values()) == pytest.approx(clock.holds[0])
+
+
+def test_cases_take_turns_within_each_round():
+    assert list(round_robin(["a", "b", "c"], 2)) == [
+        (0, "a"),
+        (0, "b"),
+        (0, "c"),
+        (1, "a"),
+        (1, "b"),
+        (1, "c"),
+    ]
+    assert list(round_robin(["a"], 0)) == []
 
 
 def test_every_scenario_of_the_issue_is_registered():
