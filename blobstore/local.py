@@ -4,6 +4,10 @@ A write goes to a temp file in `<root>/.tmp/` (same filesystem, so the rename is
 is fsynced, renamed over the final path with `os.replace`, and then the shard directory is
 fsynced so that the rename itself survives a power loss. Directories created on the way are
 made durable by fsyncing their parent. A reader therefore sees a whole object or none.
+`put_many` takes up to `PUT_BATCH` objects through each step together (all written, all
+fsynced, all renamed, their directories fsynced), so their renames share journal commits.
+An object found in place is not written again, but its directory is fsynced before the
+put returns: the writer that renamed it there may not have done so yet.
 
 The writer holds an exclusive `flock` on its temp file from just after creating it until
 after the rename, and `sweep_temp` removes only temp files it can lock itself, so a sweep
@@ -22,7 +26,7 @@ import os
 import re
 import stat
 import tempfile
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Final
@@ -48,6 +52,8 @@ _SHARD_NAME: Final = re.compile(r"[0-9a-f]{2}")
 # so one hop per middle shard spent three quarters of the time of listing 100,000 objects
 # handing work to threads (docs/benchmarks.md, GC). The batch bounds the memory instead.
 LIST_BATCH: Final = 1000
+# Objects a put takes through each step together (temp files open at once).
+PUT_BATCH: Final = 64
 
 
 class LocalBlobStore:
@@ -160,32 +166,70 @@ class LocalBlobStore:
     # ------------------------------------------------------------ worker-thread side
 
     def _put_many(self, blobs: Mapping[str, bytes]) -> frozenset[str]:
-        return frozenset(digest for digest, data in blobs.items() if self._put(digest, data))
+        for digest, data in blobs.items():  # a mismatch anywhere stores nothing
+            actual = compute_digest(data)
+            if actual != digest:
+                raise DigestMismatch(digest, actual)
+        items = list(blobs.items())
+        new: set[str] = set()
+        for start in range(0, len(items), PUT_BATCH):
+            new |= self._put_batch(items[start : start + PUT_BATCH])
+        return frozenset(new)
 
     def _put(self, digest: str, data: bytes) -> bool:
-        actual = compute_digest(data)
-        if actual != digest:
-            raise DigestMismatch(digest, actual)
-        path = self._root / sharded_path(digest)
-        with self._translate_os_errors("put", digest):
-            self._require_root()
-            existing = _lstat_regular(path)
-            if existing is not None and existing.st_size == len(data):
-                return False
-            # A file of the wrong size was damaged behind our back; the bytes in hand are
-            # verified, so replacing it is a repair.
-            self._make_durable_dir(self._tmp)
-            self._make_durable_dir(path.parent.parent)
-            self._make_durable_dir(path.parent)
-            with self._temp_file(digest) as (file, temp):
-                file.write(data)
-                file.flush()
-                os.fchmod(file.fileno(), _OBJECT_MODE)
-                os.fsync(file.fileno())
-                # Still under the temp file's lock: a sweep cannot take it before this.
-                temp.replace(path)
-            _fsync_dir(path.parent)
-        return True
+        return bool(self._put_many({digest: data}))
+
+    def _put_batch(self, items: list[tuple[str, bytes]]) -> set[str]:
+        """Store verified `items` durably, each step for the whole batch before the next.
+
+        Every temp file is written, then each is fsynced, then each is renamed into place
+        (still locked), then each shard directory is fsynced once. Each object goes through
+        the same states as alone, so a crash leaves whole objects or temp files. Batched,
+        the renames and directories reach the disk in the filesystem's first journal
+        commit instead of one commit each (docs/blobstore.md).
+        """
+        with ExitStack() as temps:
+            staged: list[tuple[str, BinaryIO, Path, Path]] = []
+            present: list[tuple[str, Path]] = []
+            for digest, data in items:
+                path = self._root / sharded_path(digest)
+                with self._translate_os_errors("put", digest):
+                    self._require_root()
+                    existing = _lstat_regular(path)
+                    if existing is not None and existing.st_size == len(data):
+                        present.append((digest, path))
+                        continue
+                    # A file of the wrong size was damaged behind our back; the bytes in
+                    # hand are verified, so replacing it is a repair.
+                    self._make_durable_dir(self._tmp)
+                    self._make_durable_dir(path.parent.parent)
+                    self._make_durable_dir(path.parent)
+                    file, temp = temps.enter_context(self._temp_file(digest))
+                    file.write(data)
+                    file.flush()
+                    os.fchmod(file.fileno(), _OBJECT_MODE)
+                staged.append((digest, file, temp, path))
+            for digest, file, _, _ in staged:
+                with self._translate_os_errors("put", digest):
+                    os.fsync(file.fileno())
+            renamed: list[tuple[str, Path]] = []
+            try:
+                for digest, _, temp, path in staged:
+                    with self._translate_os_errors("put", digest):
+                        # Still under the temp file's lock: a sweep cannot take it before this.
+                        temp.replace(path)
+                    renamed.append((digest, path))
+            finally:
+                # Even after a failed rename: what is in place is made durable. A present
+                # object's directory too: the writer that renamed it may not have synced it.
+                self._sync_directories([*renamed, *present])
+        return {digest for digest, _ in renamed}
+
+    def _sync_directories(self, objects: list[tuple[str, Path]]) -> None:
+        directories = {path.parent: digest for digest, path in objects}
+        for directory, digest in directories.items():
+            with self._translate_os_errors("put", digest):
+                _fsync_dir(directory)
 
     @contextmanager
     def _temp_file(self, digest: str) -> Iterator[tuple[BinaryIO, Path]]:

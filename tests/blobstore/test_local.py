@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from blobstore import BlobNotFound, BlobStoreUnavailable, compute_digest
+from blobstore import BlobNotFound, BlobStoreUnavailable, DigestMismatch, compute_digest
 from blobstore import local as local_module
 from blobstore.local import TEMP_DIR, LocalBlobStore
 
@@ -125,14 +125,109 @@ async def test_a_second_store_syncs_directories_another_writer_created(local, io
     assert io_log[0] == ("fsync", str(local.root))
 
 
-async def test_put_of_a_present_object_does_no_io(local, io_log):
+async def test_put_of_a_present_object_writes_nothing_and_syncs_its_directory(local, io_log):
+    """Its writer may not have synced the rename yet; this put must not rely on that."""
     data = b"present"
     digest = compute_digest(data)
     await local.put(digest, data)
     io_log.clear()
 
     assert await local.put(digest, data) is False
-    assert io_log == []
+    assert io_log == [("fsync", str(object_path(local, digest).parent))]
+    assert temp_files(local) == []
+
+
+def _blobs(count, seed=""):
+    return {compute_digest(d): d for d in (f"batch {seed} {i}".encode() for i in range(count))}
+
+
+async def test_put_many_takes_each_step_for_the_whole_batch(local, io_log):
+    first_digest, first = blob_in_top_shard("ef")
+    second_digest, second = blob_in_top_shard("ef", avoid={first_digest})
+    blobs = {first_digest: first, second_digest: second, **_blobs(3)}
+    await local.put_many(_blobs(1, "warm"))  # the temp directory's parent is synced
+    io_log.clear()
+
+    assert await local.put_many(blobs) == frozenset(blobs)
+
+    temps = f"{local.root}/{TEMP_DIR}/"
+    kinds = [
+        "temp" if entry[0] == "fsync" and entry[1].startswith(temps) else entry[0]
+        for entry in io_log
+    ]
+    # Directories made on the way first (fsyncs of their parents), then every temp file,
+    # then every rename, then each shard directory once.
+    steps = [k for i, k in enumerate(kinds) if i == 0 or k != kinds[i - 1]]
+    assert steps[-3:] == ["temp", "replace", "fsync"]
+    assert kinds.count("temp") == kinds.count("replace") == len(blobs)
+    shards = {str(object_path(local, d).parent) for d in blobs}
+    synced = [entry[1] for entry in io_log[len(kinds) - len(shards) :]]
+    assert sorted(synced) == sorted(shards)
+    for digest, data in blobs.items():
+        assert object_path(local, digest).read_bytes() == data
+    assert temp_files(local) == []
+
+
+async def test_put_many_stores_more_blobs_than_a_batch(local, monkeypatch):
+    monkeypatch.setattr(local_module, "PUT_BATCH", 2)
+    blobs = _blobs(5)
+    assert await local.put_many(blobs) == frozenset(blobs)
+    assert sorted(await listing(local)) == sorted(blobs)
+    assert temp_files(local) == []
+
+
+async def test_a_mismatch_anywhere_in_a_batch_stores_nothing(local):
+    blobs = _blobs(3)
+    wrong_digest = next(iter(_blobs(1, "other")))
+    with pytest.raises(DigestMismatch):
+        await local.put_many({**blobs, wrong_digest: b"not these bytes"})
+    assert await listing(local) == []
+    assert temp_files(local) == []
+
+
+async def test_a_failed_fsync_in_a_batch_renames_nothing(local, monkeypatch):
+    blobs = _blobs(3)
+    real_fsync = os.fsync
+    synced = []
+
+    def fail_on_the_second_file(fd):
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            synced.append(fd)
+            if len(synced) == 2:
+                raise OSError(errno.EIO, "Input/output error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fail_on_the_second_file)
+    with pytest.raises(BlobStoreUnavailable, match="Input/output error"):
+        await local.put_many(blobs)
+    monkeypatch.undo()
+
+    assert await listing(local) == []
+    assert temp_files(local) == []
+
+
+async def test_a_failed_rename_in_a_batch_still_syncs_what_is_in_place(local, io_log, monkeypatch):
+    blobs = _blobs(3)
+    replace = os.replace  # the io_log's recorder
+    renames = []
+
+    def fail_on_the_second(source, target):
+        renames.append(target)
+        if len(renames) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        replace(source, target)
+
+    monkeypatch.setattr(os, "replace", fail_on_the_second)
+    with pytest.raises(BlobStoreUnavailable, match="No space left"):
+        await local.put_many(blobs)
+
+    placed = Path(renames[0])
+    assert await listing(local) == [placed.name]
+    # The object in place had its directory synced after its rename, before the error.
+    assert io_log.index(("fsync", str(placed.parent))) > io_log.index(
+        next(e for e in io_log if e[0] == "replace")
+    )
+    assert temp_files(local) == []
 
 
 @pytest.mark.parametrize("failing", ["replace", "file-fsync"])
