@@ -182,28 +182,34 @@ class LocalBlobStore:
     def _put_batch(self, items: list[tuple[str, bytes]]) -> set[str]:
         """Store verified `items` durably, each step for the whole batch before the next.
 
-        Every temp file is written, then each is fsynced, then each is renamed into place
-        (still locked), then each shard directory is fsynced once. Each object goes through
-        the same states as alone, so a crash leaves whole objects or temp files. Batched,
-        the renames and directories reach the disk in the filesystem's first journal
-        commit instead of one commit each (docs/blobstore.md).
+        The shard directories missing are made (and their parents fsynced once each), every
+        temp file is written, then each is fsynced, then each is renamed into place (still
+        locked), then each shard directory is fsynced once. Each object goes through the
+        same states as alone, so a crash leaves whole objects or temp files. Batched, the
+        directories and renames reach the disk in the filesystem's first journal commit
+        instead of one commit each (docs/blobstore.md).
         """
+        todo: list[tuple[str, bytes, Path]] = []
+        present: list[tuple[str, Path]] = []
+        for digest, data in items:
+            path = self._root / sharded_path(digest)
+            with self._translate_os_errors("put", digest):
+                self._require_root()
+                existing = _lstat_regular(path)
+            if existing is not None and existing.st_size == len(data):
+                present.append((digest, path))
+            else:
+                # A file of the wrong size was damaged behind our back; the bytes in hand
+                # are verified, so replacing it is a repair.
+                todo.append((digest, data, path))
+        with self._translate_os_errors("put", todo[0][0] if todo else "a batch"):
+            self._make_durable_dirs(
+                [self._tmp, *(d for _, _, p in todo for d in (p.parent.parent, p.parent))]
+            )
         with ExitStack() as temps:
             staged: list[tuple[str, BinaryIO, Path, Path]] = []
-            present: list[tuple[str, Path]] = []
-            for digest, data in items:
-                path = self._root / sharded_path(digest)
+            for digest, data, path in todo:
                 with self._translate_os_errors("put", digest):
-                    self._require_root()
-                    existing = _lstat_regular(path)
-                    if existing is not None and existing.st_size == len(data):
-                        present.append((digest, path))
-                        continue
-                    # A file of the wrong size was damaged behind our back; the bytes in
-                    # hand are verified, so replacing it is a repair.
-                    self._make_durable_dir(self._tmp)
-                    self._make_durable_dir(path.parent.parent)
-                    self._make_durable_dir(path.parent)
                     file, temp = temps.enter_context(self._temp_file(digest))
                     file.write(data)
                     file.flush()
@@ -260,15 +266,23 @@ class LocalBlobStore:
             raise
 
     def _make_durable_dir(self, directory: Path) -> None:
-        if directory in self._durable_dirs:
-            return
-        # Even when another writer created the directory, its entry may not be on disk
-        # yet; fsyncing the parent here means this writer never reports a blob as stored
-        # on the strength of someone else's unfinished fsync.
-        with suppress(FileExistsError):
-            directory.mkdir()
-        _fsync_dir(directory.parent)
-        self._durable_dirs.add(directory)
+        self._make_durable_dirs([directory])
+
+    def _make_durable_dirs(self, directories: list[Path]) -> None:
+        """Make each directory (parents listed before children) exist durably.
+
+        Even when another writer created a directory, its entry may not be on disk yet;
+        fsyncing its parent here means this writer never reports a blob as stored on the
+        strength of someone else's unfinished fsync. Each parent is fsynced once, after
+        every directory is made.
+        """
+        todo = [d for d in dict.fromkeys(directories) if d not in self._durable_dirs]
+        for directory in todo:
+            with suppress(FileExistsError):
+                directory.mkdir()
+        for parent in dict.fromkeys(d.parent for d in todo):
+            _fsync_dir(parent)
+        self._durable_dirs.update(todo)
 
     def _get(self, digest: str) -> bytes:
         path = self._root / sharded_path(digest)
