@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import time
+import traceback
 from dataclasses import dataclass, field
 from functools import cache
 from multiprocessing.synchronize import Barrier
@@ -189,7 +190,11 @@ async def _worker_main(
             await asyncio.to_thread(barrier.wait)
             started = time.monotonic()
             cpu_started = time.process_time()
-            tallies = await asyncio.gather(*(w.run(command.mode, command.ops) for w in hosted))
+            try:
+                tallies = await asyncio.gather(*(w.run(command.mode, command.ops) for w in hosted))
+            except Exception:  # noqa: BLE001 - reported to the parent, which raises it
+                results.put({"round": command.round, "error": traceback.format_exc()})
+                continue
             results.put(
                 {
                     "round": command.round,
@@ -319,4 +324,9 @@ def _run_level(
 def _round(queues: list[Any], results: Any, command: Command) -> list[dict[str, Any]]:
     for queue in queues:
         queue.put(command)
-    return [results.get(timeout=600) for _ in queues]
+    reports = [results.get(timeout=600) for _ in queues]
+    failed = [r["error"] for r in reports if "error" in r]
+    if failed:
+        # A writer's error, not a hang until the timeout.
+        raise RuntimeError(f"a writer process failed in {command.mode!r}:\n{failed[0]}")
+    return reports

@@ -1,10 +1,15 @@
-"""Advisory locks: one per workspace for the publish transaction, one for migrations.
+"""Advisory locks: one per workspace for the publish transaction, one for migrations, turns.
 
 PostgreSQL: `pg_advisory_xact_lock` with a 64-bit key computed here from BLAKE3, never the
 32-bit `hashtext()`, whose collisions would make unrelated workspaces wait for each other.
 The lock is released by the transaction's end (commit, rollback or a dropped connection),
 so a crashed writer cannot keep it. SQLite: a write transaction starts with
 `BEGIN IMMEDIATE`, which takes the database's single write lock; nothing more is needed.
+
+A turn (`UnitOfWork.turn`, PostgreSQL only) is a session-level lock on a key of its own
+namespace ("turn"), held across transactions on a connection kept for it; it never waits
+while holding a workspace lock, and a publish never waits for a turn, so the two cannot
+deadlock.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ def lock_key(namespace: str, name: str) -> int:
 
 
 MIGRATIONS_LOCK_KEY = lock_key("migrations", "alembic")
+TAKE_TURN: Final = sa.text("SELECT pg_advisory_lock(:key)")
+GIVE_TURN: Final = sa.text("SELECT pg_advisory_unlock(:key)")
 
 
 _LOCK: Final = sa.text("SELECT pg_advisory_xact_lock(:key)")

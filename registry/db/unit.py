@@ -16,6 +16,9 @@ Five kinds, one method each:
   is raised for the caller to settle (docs/write-path.md); `work` may also ask for a rollback
   (nothing to change) by returning `Outcome(value, commit=False)`.
 
+And one lock that is not a transaction: `turn(name)`, a turn among the processes sharing a
+PostgreSQL database, held across several transactions (`write_with_retry`'s attempts).
+
 On SQLite the statements of `publish` and of a `single` write run on the event loop's
 thread once `BEGIN IMMEDIATE` has returned (`sqlite_driver.statements_inline`): under the
 database's write lock none waits, and a trip to the driver's thread costs more than the
@@ -50,7 +53,7 @@ from registry.db import direct
 from registry.db import errors as db_errors
 from registry.db.cancel import check_cancelled, guarded
 from registry.db.engine import dialect_name, write_connection
-from registry.db.locks import lock_workspace, lock_workspace_then
+from registry.db.locks import GIVE_TURN, TAKE_TURN, lock_key, lock_workspace, lock_workspace_then
 from registry.db.sqlite_driver import sqlite_driver_of, statements_inline
 from registry.errors import StorageUnavailable, WorkspaceBusy
 
@@ -116,9 +119,13 @@ class UnitOfWork:
     connections: int = 10
     connect_timeout: float = 10.0
     _gate: asyncio.Semaphore = field(init=False, repr=False, compare=False)
+    _turns: asyncio.Semaphore = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_gate", asyncio.Semaphore(self.connections))
+        # Turns hold a connection each while their holders write on others: at most a
+        # quarter of the connections, so the writes themselves always find some.
+        object.__setattr__(self, "_turns", asyncio.Semaphore(max(1, self.connections // 4)))
 
     @property
     def database(self) -> str:
@@ -261,6 +268,66 @@ class UnitOfWork:
                         _durable_again(conn)
 
         return await self._retried(once, workspace=workspace)
+
+    @asynccontextmanager
+    async def turn(self, name: str) -> AsyncIterator[bool]:
+        """Hold `name`'s turn among the processes sharing this database, if one can be had.
+
+        PostgreSQL: a session-level advisory lock (`locks.TURN`) on a connection of its own,
+        in autocommit so that no transaction stays open while it is held, waited for up to
+        `lock_timeout`. Yields whether the turn is held; False, holding nothing, on SQLite,
+        when a quarter of this process's connections hold turns already or none is free
+        at once, and when the lock is not granted in time or the database fails: the caller
+        goes on without a turn. The turn is given back when the block ends; if that fails,
+        or the wait for it is cancelled, the connection is closed, which ends the lock with
+        its session.
+        """
+        if dialect_name(self.engine) != "postgresql" or self._turns.locked() or self._gate.locked():
+            yield False
+            return
+        async with self._turns, self._gate:
+            try:
+                raw = await self.engine.connect()
+            except db_errors.DATABASE_ERRORS:
+                yield False
+                return
+            try:
+                conn = await raw.execution_options(
+                    isolation_level="AUTOCOMMIT", **{direct.SINGLE: True}
+                )
+                params = {"key": lock_key("turn", name)}
+                held = await self._take_turn(raw, conn, params)
+                try:
+                    yield held
+                finally:
+                    if held:
+                        await self._give_turn(raw, conn, params)
+            finally:
+                await raw.close()
+
+    async def _take_turn(
+        self, raw: AsyncConnection, conn: AsyncConnection, params: dict[str, int]
+    ) -> bool:
+        try:
+            await guarded(lambda: direct.run(conn, TAKE_TURN, params))
+        except db_errors.DATABASE_ERRORS as exc:
+            if not db_errors.is_lock_timeout(exc):
+                await raw.invalidate()
+            return False
+        except BaseException:
+            await raw.invalidate()  # cancelled while waiting: the lock may have been granted
+            raise
+        return True
+
+    async def _give_turn(
+        self, raw: AsyncConnection, conn: AsyncConnection, params: dict[str, int]
+    ) -> None:
+        try:
+            await guarded(lambda: direct.run(conn, GIVE_TURN, params))
+        except BaseException as exc:
+            await raw.invalidate()
+            if not isinstance(exc, db_errors.DATABASE_ERRORS):
+                raise
 
     @asynccontextmanager
     async def _connection(

@@ -30,6 +30,10 @@ class Turns:
     def __len__(self) -> int:
         return len(self._turns)
 
+    def holds(self, key: _Key) -> bool:
+        """Whether the current task holds `key`'s turn (a write nested in another's change)."""
+        return key in _HELD.get()
+
     @asynccontextmanager
     async def turn(self, key: _Key) -> AsyncIterator[None]:
         """Hold `key`'s turn for the block (at once if this task already holds it)."""

@@ -9,6 +9,7 @@ import pytest
 from registry.errors import HeadConflict
 from tests.support.packages import package, skill_md
 from tests.support.scopes import ACME
+from tests.support.state import waiting_for_advisory_lock
 
 SLUG = "hot-skill"
 
@@ -133,3 +134,49 @@ async def test_a_cancelled_writer_gives_up_its_turn(registry):
         await holder
     assert (await asyncio.wait_for(waiter, timeout=30)).version == 2
     assert len(registry.ctx.turns) == 0
+
+
+async def test_writers_of_two_processes_take_turns_on_postgresql(make_registry):
+    # Two registries on one database, as two processes. On PostgreSQL the second waits for
+    # the skill's turn among processes, so its change runs once, on the first's version;
+    # SQLite has no such turns: the second goes ahead, and backoff resolves the conflict.
+    first, second = await make_registry(), await make_registry()
+    await first.write_package(ACME, SLUG, package(SLUG, files=1), expected_head=None, actor="u")
+    reading, release = asyncio.Event(), asyncio.Event()
+    calls: dict[str, list[int]] = {"first": [], "second": []}
+
+    async def slow(current):
+        calls["first"].append(current.version)
+        reading.set()
+        await release.wait()
+        return _append("first")(current)
+
+    def quick(current):
+        calls["second"].append(current.version)
+        return _append("second")(current)
+
+    postgres = first.engine.dialect.name == "postgresql"
+    holder = asyncio.create_task(first.write_with_retry(ACME, SLUG, slow, actor="first"))
+    await reading.wait()
+    waiter = asyncio.create_task(second.write_with_retry(ACME, SLUG, quick, actor="second"))
+    async with asyncio.timeout(10):
+        if postgres:
+            while not await _waiting_for_a_turn(first):
+                await asyncio.sleep(0.01)
+        else:
+            while not calls["second"]:
+                await asyncio.sleep(0.01)
+    assert calls["second"] == ([] if postgres else [1])
+    release.set()
+    written = sorted(r.version for r in await asyncio.gather(holder, waiter))
+    assert written == [2, 3]
+    if postgres:
+        assert calls == {"first": [1], "second": [2]}
+    head = await first.read_package(ACME, SLUG)
+    lines = head.files["references/log.md"].data.decode().splitlines()
+    assert sorted(lines) == ["first", "second"]
+
+
+async def _waiting_for_a_turn(registry) -> bool:
+    async with registry.engine.connect() as conn:
+        return await waiting_for_advisory_lock(conn)
