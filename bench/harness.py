@@ -141,6 +141,20 @@ def timed(samples: list[float]) -> Iterator[None]:
     samples.append(time.perf_counter() - start)
 
 
+async def rotated(
+    rep: int, contenders: Mapping[str, Callable[[], Awaitable[float]]]
+) -> dict[str, float]:
+    """Run each contender once (each returns its own time), the order rotated by `rep`.
+
+    Within a repetition the contenders run one after the other; a fixed order would always
+    hand the same one the disk's writeback, or the caches, of the one before it. Rotating
+    spreads that over all of them across the repetitions.
+    """
+    names = list(contenders)
+    shift = rep % len(names) if names else 0
+    return {name: await contenders[name]() for name in names[shift:] + names[:shift]}
+
+
 async def time_async(samples: list[float], work: Awaitable[Any]) -> Any:
     """Await `work`, append its wall time to `samples`, return its result."""
     start = time.perf_counter()

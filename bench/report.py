@@ -48,10 +48,13 @@ SECTIONS: dict[str, Section] = {
 
 METHOD = """### How the figures are made
 
-- **Side by side.** Inside every repetition the registry runs, then each reference, on a
-  package of the same shape with its own unique content (nothing is deduplicated away);
-  the first repetition of each case is a discarded warm-up (a warm process: imports done,
-  pools and clients connected). Ratios are medians over medians from the same loop.
+- **Side by side.** Inside every repetition the registry and each reference run one after
+  the other, on a package of the same shape with its own unique content (nothing is
+  deduplicated away); in the publish and update scenarios their order rotates from one
+  repetition to the next, so none always inherits the disk's writeback or the caches of the
+  one before it, and the lock scenario's file sizes take turns. The first repetition of each
+  case is a discarded warm-up (a warm process: imports done, pools and clients connected).
+  Ratios are medians over medians from the same loop.
 - **References.** `git add -A && git commit` in a scratch repository, with
   `core.fsync=committed` (every contender is durable) and automatic gc off; the tree is
   written before the clock starts. The naive writer writes the files one at a time into a

@@ -1,7 +1,8 @@
 """Write scenarios: publish a new package, update one file, re-save unchanged, lock hold time.
 
-Every repetition times the registry and then each reference on a package of the same shape
-(its own unique content, so nothing is deduplicated away), one after the other, and the
+Every repetition times the registry and each reference on a package of the same shape (its
+own unique content, so nothing is deduplicated away), one after the other; in the publish
+and update scenarios the order rotates with the repetition (`harness.rotated`). The
 first repetition of each case is a discarded warm-up (a warm process: imports done, pools
 and clients connected, statements compiled). The lock scenario compares its file sizes with
 each other (flatness), so there the sizes take turns, one write of each per round
@@ -20,7 +21,16 @@ from typing import Any, Final
 import sqlalchemy as sa
 
 from bench.content import KiB, MiB, package
-from bench.harness import Result, Run, compare, round_robin, scenario, stats, time_async
+from bench.harness import (
+    Result,
+    Run,
+    compare,
+    rotated,
+    round_robin,
+    scenario,
+    stats,
+    time_async,
+)
 from bench.references import (
     GitReference,
     add_probe_table,
@@ -32,7 +42,7 @@ from bench.references import (
 )
 from bench.services import PG_S3, SQLITE_LOCAL, Backend
 from registry.api import Registry
-from registry.domain.model import ANY, Scope
+from registry.domain.model import ANY, Publication, Scope
 from tests.support.faults import InstrumentedStore
 
 WORKSPACE: Final = "bench"
@@ -145,11 +155,59 @@ def _reps(run: Run, size: int) -> int:
     return run.reps(3, 2)
 
 
+async def _publish_rep(
+    backend: Backend,
+    files_count: int,
+    size: int,
+    rep: int,
+    slug: str,
+    *,
+    clock: StageClock,
+    git: GitReference,
+    counter: RequestCounter,
+    scratch: Path,
+) -> tuple[dict[str, float], Publication, int]:
+    """One repetition: the registry's publish and each reference, in a rotated order."""
+    files = package(slug, files=files_count, size=size, tag=f"{backend.name} {rep}")
+    other = package(slug, files=files_count, size=size, tag=f"floor {backend.name} {rep}")
+    made: list[tuple[Publication, int]] = []
+
+    async def registry() -> float:
+        sample: list[float] = []
+        sent = counter.count
+        clock.start()
+        publication = await time_async(
+            sample,
+            backend.registry.write_package(SCOPE, slug, files, expected_head=None, actor="bench"),
+        )
+        clock.stop()
+        made.append((publication, counter.count - sent))
+        return sample[0]
+
+    async def git_commit() -> float:
+        git.add_package(slug, files)
+        return git.commit()
+
+    async def naive() -> float:
+        return naive_write(scratch / "naive" / slug, files)
+
+    async def storage_floor() -> float:
+        concurrency = backend.registry.settings.upload_concurrency
+        return await floor(
+            backend.store, backend.engine, WORKSPACE, digests_of(other), concurrency=concurrency
+        )
+
+    times = await rotated(
+        rep, {"registry": registry, "git": git_commit, "naive": naive, "floor": storage_floor}
+    )
+    publication, sent = made[0]
+    return times, publication, sent
+
+
 async def _publish_case(
     run: Run, backend: Backend, files_count: int, size: int, *, clock: StageClock, scratch: Path
 ) -> Result:
     git = GitReference(scratch / "git")
-    registry, settings = backend.registry, backend.registry.settings
     reg: list[float] = []
     refs: dict[str, list[float]] = {"git": [], "naive": [], "floor": []}
     uploaded: list[int] = []
@@ -159,34 +217,16 @@ async def _publish_case(
     first = len(clock.writes) + 1  # after the warm-up
     for rep in range(reps + 1):
         slug = f"p{files_count}-{size}-{rep}"
-        files = package(slug, files=files_count, size=size, tag=f"{backend.name} {rep}")
-        sample: list[float] = []
-        sent = counter.count
-        clock.start()
-        publication = await time_async(
-            sample,
-            registry.write_package(SCOPE, slug, files, expected_head=None, actor="bench"),
-        )
-        clock.stop()
-        sent = counter.count - sent
-        git.add_package(slug, files)
-        git_time = git.commit()
-        naive_time = naive_write(scratch / "naive" / slug, files)
-        other = package(slug, files=files_count, size=size, tag=f"floor {backend.name} {rep}")
-        floor_time = await floor(
-            backend.store,
-            backend.engine,
-            WORKSPACE,
-            digests_of(other),
-            concurrency=settings.upload_concurrency,
-        )
+        times, publication, sent = await _publish_rep(
+            backend, files_count, size, rep, slug, clock=clock, git=git, counter=counter,
+            scratch=scratch,
+        )  # fmt: skip
         shutil.rmtree(scratch / "naive" / slug)
         if rep == 0:
             continue  # warm-up
-        reg += sample
-        refs["git"].append(git_time)
-        refs["naive"].append(naive_time)
-        refs["floor"].append(floor_time)
+        reg.append(times.pop("registry"))
+        for name, seconds in times.items():
+            refs[name].append(seconds)
         uploaded.append(publication.uploaded)
         requests.append(sent)
     shutil.rmtree(scratch)
@@ -239,6 +279,46 @@ async def update_one(run: Run) -> Result:
     return {"comparisons": comparisons}
 
 
+async def _update_rep(
+    backend: Backend,
+    git: GitReference,
+    scratch: Path,
+    slug: str,
+    *,
+    changed: str,
+    new: dict[str, bytes],
+    head: int,
+    rep: int,
+) -> tuple[dict[str, float], Publication]:
+    """One repetition of an update: the registry and each reference, in a rotated order."""
+    made: list[Publication] = []
+    blob = {changed: f"floor {rep} ".encode() + new[changed]}
+
+    async def registry() -> float:
+        sample: list[float] = []
+        write = backend.registry.write_package(SCOPE, slug, new, expected_head=head, actor="bench")
+        made.append(await time_async(sample, write))
+        return sample[0]
+
+    async def git_commit() -> float:
+        git.write_file(f"{slug}/{changed}", new[changed])
+        return git.commit()
+
+    async def naive() -> float:
+        return naive_write(scratch / "naive", {changed: new[changed]})
+
+    async def storage_floor() -> float:
+        concurrency = backend.registry.settings.upload_concurrency
+        return await floor(
+            backend.store, backend.engine, WORKSPACE, digests_of(blob), concurrency=concurrency
+        )
+
+    times = await rotated(
+        rep, {"registry": registry, "git": git_commit, "naive": naive, "floor": storage_floor}
+    )
+    return times, made[0]
+
+
 async def _update_case(
     run: Run, backend: Backend, files_count: int, size: int, scratch: Path
 ) -> Result:
@@ -262,29 +342,15 @@ async def _update_case(
             new[changed] = package(slug, files=1, size=size, tag=f"edit {rep}")["SKILL.md"]
         else:
             new[changed] = f"edit {rep}\n".encode() + files[changed][16:]
-        sample: list[float] = []
-        publication = await time_async(
-            sample,
-            backend.registry.write_package(SCOPE, slug, new, expected_head=head, actor="bench"),
+        times, publication = await _update_rep(
+            backend, git, scratch, slug, changed=changed, new=new, head=head, rep=rep
         )
         head = publication.version
-        git.write_file(f"{slug}/{changed}", new[changed])
-        git_time = git.commit()
-        naive_time = naive_write(scratch / "naive", {changed: new[changed]})
-        blob = {changed: f"floor {rep} ".encode() + new[changed]}
-        floor_time = await floor(
-            backend.store,
-            backend.engine,
-            WORKSPACE,
-            digests_of(blob),
-            concurrency=backend.registry.settings.upload_concurrency,
-        )
         if rep == 0:
             continue
-        reg += sample
-        refs["git"].append(git_time)
-        refs["naive"].append(naive_time)
-        refs["floor"].append(floor_time)
+        reg.append(times.pop("registry"))
+        for name, seconds in times.items():
+            refs[name].append(seconds)
         uploaded.append(publication.uploaded)
     shutil.rmtree(scratch)
     return compare(

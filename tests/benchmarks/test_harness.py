@@ -21,7 +21,7 @@ from bench import (  # noqa: F401 - registration
     write,
 )
 from bench.formatting import fmt_spread
-from bench.harness import SCENARIOS, Run, compare, percentile, round_robin, stats
+from bench.harness import SCENARIOS, Run, compare, percentile, rotated, round_robin, stats
 from bench.report import summary
 from bench.scale import _sqlite_plan
 from bench.services import Services
@@ -66,6 +66,22 @@ async def test_the_lock_clock_times_only_committed_writes():
     assert len(clock.writes) == 1
     assert set(clock.writes[0]) == set(LOCKED_POINTS[1:])
     assert sum(clock.writes[0].values()) == pytest.approx(clock.holds[0])
+
+
+async def test_contenders_run_once_each_in_an_order_that_rotates():
+    ran: list[str] = []
+
+    def contender(name: str, seconds: float):
+        async def run() -> float:
+            ran.append(name)
+            return seconds
+
+        return run
+
+    contenders = {"registry": contender("registry", 1.0), "git": contender("git", 2.0)}
+    for rep in range(3):
+        assert await rotated(rep, contenders) == {"registry": 1.0, "git": 2.0}
+    assert ran == ["registry", "git", "git", "registry", "registry", "git"]
 
 
 def test_cases_take_turns_within_each_round():
