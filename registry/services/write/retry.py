@@ -19,10 +19,11 @@ On PostgreSQL the skill's turn is also taken among processes (`UnitOfWork.turn`,
 session-level advisory lock, one round trip to take and one to give back), so the writers of
 several processes that contend for one skill queue instead of backing off against each
 other: eight writer processes on one skill went from 70-120 conflicts for 144 writes and a
-p99 of 0.8-1.5 s to none and 213-297 ms (docs/write-path.md, "Turns among processes"). Only writers that do not go through
-`write_with_retry` can still make an attempt fail, and backoff handles those. A writer that
-cannot have the turn (a quarter of this process's connections hold turns already, or the
-lock is not granted within `lock_timeout`) goes on with backoff alone, as on SQLite.
+p99 of 0.8-1.5 s to none and 213-297 ms (docs/write-path.md, "Turns among processes").
+Only writers that do not go through `write_with_retry` can still make an attempt fail, and
+backoff handles those. A writer that cannot have the turn (a quarter of this process's
+connections hold turns already, or the lock is not granted within `lock_timeout`) goes on
+with backoff alone, as on SQLite.
 """
 
 from __future__ import annotations
