@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import shutil
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -155,6 +156,16 @@ def _reps(run: Run, size: int) -> int:
     return run.reps(3, 2)
 
 
+def _floor_contender(backend: Backend, blobs: dict[str, bytes]) -> Callable[[], Awaitable[float]]:
+    """The floor of storing `blobs` (digest to bytes), as a contender for `rotated`."""
+
+    async def storage_floor() -> float:
+        concurrency = backend.registry.settings.upload_concurrency
+        return await floor(backend.store, backend.engine, WORKSPACE, blobs, concurrency=concurrency)
+
+    return storage_floor
+
+
 async def _publish_rep(
     backend: Backend,
     files_count: int,
@@ -191,12 +202,7 @@ async def _publish_rep(
     async def naive() -> float:
         return naive_write(scratch / "naive" / slug, files)
 
-    async def storage_floor() -> float:
-        concurrency = backend.registry.settings.upload_concurrency
-        return await floor(
-            backend.store, backend.engine, WORKSPACE, digests_of(other), concurrency=concurrency
-        )
-
+    storage_floor = _floor_contender(backend, digests_of(other))
     times = await rotated(
         rep, {"registry": registry, "git": git_commit, "naive": naive, "floor": storage_floor}
     )
@@ -307,12 +313,7 @@ async def _update_rep(
     async def naive() -> float:
         return naive_write(scratch / "naive", {changed: new[changed]})
 
-    async def storage_floor() -> float:
-        concurrency = backend.registry.settings.upload_concurrency
-        return await floor(
-            backend.store, backend.engine, WORKSPACE, digests_of(blob), concurrency=concurrency
-        )
-
+    storage_floor = _floor_contender(backend, digests_of(blob))
     times = await rotated(
         rep, {"registry": registry, "git": git_commit, "naive": naive, "floor": storage_floor}
     )

@@ -273,7 +273,7 @@ class UnitOfWork:
     async def turn(self, name: str) -> AsyncIterator[bool]:
         """Hold `name`'s turn among the processes sharing this database, if one can be had.
 
-        PostgreSQL: a session-level advisory lock (`locks.TURN`) on a connection of its own,
+        PostgreSQL: a session-level advisory lock (`locks.TAKE_TURN`) on a connection of its own,
         in autocommit so that no transaction stays open while it is held, waited for up to
         `lock_timeout`. Yields whether the turn is held; False, holding nothing, on SQLite,
         when a quarter of this process's connections hold turns already or none is free

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AsyncExitStack
+from contextlib import nullcontext
 
 from tenacity import (
     AsyncRetrying,
@@ -80,10 +80,9 @@ async def write_with_retry(
         reraise=True,
     )
     key = (scope.workspace, scope.agent, slug)
-    nested = ctx.turns.holds(key)
-    async with ctx.turns.turn(key), AsyncExitStack() as shared:
-        if not nested:  # a nested write runs inside its caller's turn
-            await shared.enter_async_context(ctx.uow.turn("\0".join(key)))
+    # A write nested in its own change runs inside its caller's turns.
+    shared = nullcontext() if ctx.turns.holds(key) else ctx.uow.turn("\0".join(key))
+    async with ctx.turns.turn(key), shared:
         async for attempt in retrying:
             with attempt:
                 try:
