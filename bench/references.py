@@ -120,10 +120,7 @@ def digests_of(files: Mapping[str, bytes]) -> dict[str, bytes]:
 
 async def empty_locked_transaction(engine: AsyncEngine, workspace: str) -> None:
     """One write transaction that takes the workspace lock and commits nothing."""
-    async with engine.connect() as raw:
-        conn = await write_connection(raw)
-        async with conn.begin():
-            await lock_workspace(conn, workspace)
+    await _locked_transaction(engine, workspace, row=False)
 
 
 _PROBE: Final = sa.table("bench_probe", sa.column("n", sa.Integer))
@@ -137,11 +134,16 @@ async def add_probe_table(engine: AsyncEngine) -> None:
 
 async def durable_locked_transaction(engine: AsyncEngine, workspace: str) -> None:
     """One write transaction that takes the workspace lock, writes one row and commits it."""
+    await _locked_transaction(engine, workspace, row=True)
+
+
+async def _locked_transaction(engine: AsyncEngine, workspace: str, *, row: bool) -> None:
     async with engine.connect() as raw:
         conn = await write_connection(raw)
         async with conn.begin():
             await lock_workspace(conn, workspace)
-            await conn.execute(sa.insert(_PROBE).values(n=1))
+            if row:
+                await conn.execute(sa.insert(_PROBE).values(n=1))
 
 
 async def floor(

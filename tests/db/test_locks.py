@@ -13,7 +13,7 @@ from registry.db import direct
 from registry.db.engine import create_engine, write_connection
 from registry.db.locks import lock_workspace, lock_workspace_then
 from registry.db.tables import Skill
-from tests.support.state import waiting_for_advisory_lock
+from tests.support.state import until_waiting_for_advisory_lock
 
 NOW = datetime(2026, 12, 2, tzinfo=UTC)
 _SLUGS = sa.select(Skill.slug).where(Skill.workspace == sa.bindparam("workspace"))
@@ -90,9 +90,7 @@ async def test_the_read_sent_with_the_lock_sees_what_the_previous_holder_committ
         read = asyncio.create_task(
             lock_workspace_then(waiter, "w", direct.Query(_SLUGS, {"workspace": "w"}))
         )
-        async with asyncio.timeout(10):
-            while not await waiting_for_advisory_lock(holder):
-                await asyncio.sleep(0.01)
+        await until_waiting_for_advisory_lock(holder)
         assert not read.done()
         await holder.commit()
         rows = await asyncio.wait_for(read, 10)

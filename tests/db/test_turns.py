@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from registry.db.engine import create_engine
 from registry.db.locks import lock_key
 from registry.db.unit import UnitOfWork
-from tests.support.state import waiting_for_advisory_lock
+from tests.support.state import until_waiting_for_advisory_lock
 
 _KEY = lock_key("turn", "w\0personal\0hot")
 _HELD = sa.text(
@@ -36,12 +36,6 @@ async def _unit(database_url, *, lock_timeout=5.0, connections=10):
 async def _held(unit) -> int:
     async with unit.engine.connect() as conn:
         return int(await conn.scalar(_HELD, {"key": _KEY}))
-
-
-async def _until_waiting(unit) -> None:
-    async with asyncio.timeout(10), unit.engine.connect() as conn:
-        while not await waiting_for_advisory_lock(conn):
-            await asyncio.sleep(0.01)
 
 
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
@@ -72,7 +66,7 @@ async def test_another_process_waits_for_the_turn(database_url):
 
         async with first.turn("w\0personal\0hot"):
             waiter = asyncio.create_task(take(second, "second"))
-            await _until_waiting(first)
+            await until_waiting_for_advisory_lock(first.engine)
             order.append(("first done", True))
         await asyncio.wait_for(waiter, 10)
         assert order == [("first done", True), ("second", True)]
@@ -93,7 +87,7 @@ async def test_a_wait_cancelled_leaves_no_turn_behind(database_url):
     async with _unit(database_url) as first, _unit(database_url) as second:
         async with first.turn("w\0personal\0hot"):
             waiter = asyncio.create_task(second.turn("w\0personal\0hot").__aenter__())
-            await _until_waiting(first)
+            await until_waiting_for_advisory_lock(first.engine)
             waiter.cancel()
             await asyncio.sleep(0)
         # The statement is not cut (registry/db/cancel.py): it is granted the lock once the

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from blobstore import BlobStore
 from registry.api import Registry
@@ -51,9 +53,28 @@ async def blob_rows(registry: Registry) -> dict[str, str]:
         return {r.digest: r.status for r in rows}
 
 
-async def waiting_for_advisory_lock(conn: Any) -> bool:
-    """Whether some transaction waits for an advisory lock, as the server sees it."""
-    waiting = await conn.scalar(
+async def waiting_for_advisory_lock(source: AsyncEngine | AsyncConnection) -> bool:
+    """Whether some transaction waits for an advisory lock, as the server sees it.
+
+    `source`: a connection (asked in its own transaction), or an engine (on a fresh one).
+    """
+    if isinstance(source, AsyncEngine):
+        async with source.connect() as conn:
+            return await waiting_for_advisory_lock(conn)
+    waiting = await source.scalar(
         sa.text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
     )
     return bool(waiting)
+
+
+async def until_waiting_for_advisory_lock(
+    source: AsyncEngine | AsyncConnection, *, timeout: float = 10.0
+) -> None:
+    """Return once the server shows a transaction waiting for an advisory lock.
+
+    Polled in 10 ms steps, at most `timeout` seconds: the server's lock table has no event
+    to wait for.
+    """
+    async with asyncio.timeout(timeout):
+        while not await waiting_for_advisory_lock(source):
+            await asyncio.sleep(0.01)

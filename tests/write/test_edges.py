@@ -40,7 +40,12 @@ from registry.services.write.request import WriteRequest
 from registry.settings import Settings
 from tests.support.faults import ScriptedFailpoints
 from tests.support.packages import as_bytes, package
-from tests.support.state import db_state, live_claims, waiting_for_advisory_lock
+from tests.support.state import (
+    db_state,
+    live_claims,
+    until_waiting_for_advisory_lock,
+    waiting_for_advisory_lock,
+)
 
 ACME = Scope("acme")
 
@@ -149,13 +154,11 @@ async def test_a_write_cancelled_while_it_waits_for_the_lock_rolls_back_once_it_
         task = asyncio.create_task(
             registry.write_package(ACME, "pdf-report", files, expected_head=None, actor="u")
         )
-        async with asyncio.timeout(10):
-            while not await _waiting_for_advisory_lock(registry):
-                await asyncio.sleep(0.01)
+        await until_waiting_for_advisory_lock(registry.engine)
         task.cancel()
         await asyncio.sleep(0)  # the cancellation is delivered
         # Still waiting on the server: the statement is not cut.
-        assert await _waiting_for_advisory_lock(registry)
+        assert await waiting_for_advisory_lock(registry.engine)
         assert not task.done()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -200,18 +203,13 @@ async def test_settling_a_lost_reply_waits_for_a_commit_still_in_flight(make_reg
         scope=ACME, slug="pdf-report", expected_head=1, origin=Origin.EDIT, actor="u"
     )
     settling = asyncio.create_task(settle.settle(registry.ctx, request, str(write_id)))
-    while not settling.done() and not await _waiting_for_advisory_lock(registry):
+    while not settling.done() and not await waiting_for_advisory_lock(registry.engine):
         await asyncio.sleep(0.01)
     assert not settling.done(), "settlement answered while the commit was still in flight"
     park.release.set()
     written = await writer
     settled = await settling
     assert (settled.version, settled.created) == (written.version, True) == (2, True)
-
-
-async def _waiting_for_advisory_lock(registry) -> bool:
-    async with registry.engine.connect() as conn:
-        return await waiting_for_advisory_lock(conn)
 
 
 # ---------------------------------------------------------------- 4: cleanups are tracked

@@ -9,7 +9,7 @@ import pytest
 from registry.errors import HeadConflict
 from tests.support.packages import package, skill_md
 from tests.support.scopes import ACME
-from tests.support.state import waiting_for_advisory_lock
+from tests.support.state import until_waiting_for_advisory_lock
 
 SLUG = "hot-skill"
 
@@ -160,12 +160,10 @@ async def test_writers_of_two_processes_take_turns_on_postgresql(make_registry):
     holder = asyncio.create_task(first.write_with_retry(ACME, SLUG, slow, actor="first"))
     await reading.wait()
     waiter = asyncio.create_task(second.write_with_retry(ACME, SLUG, quick, actor="second"))
-    async with asyncio.timeout(10):
-        if postgres:  # the server's view of the lock: polled, there is no event for it
-            while not await _waiting_for_a_turn(first):
-                await asyncio.sleep(0.01)
-        else:
-            await second_called.wait()
+    if postgres:
+        await until_waiting_for_advisory_lock(first.engine)
+    else:
+        await asyncio.wait_for(second_called.wait(), 10)
     assert calls["second"] == ([] if postgres else [1])
     release.set()
     written = sorted(r.version for r in await asyncio.gather(holder, waiter))
@@ -175,8 +173,3 @@ async def test_writers_of_two_processes_take_turns_on_postgresql(make_registry):
     head = await first.read_package(ACME, SLUG)
     lines = head.files["references/log.md"].data.decode().splitlines()
     assert sorted(lines) == ["first", "second"]
-
-
-async def _waiting_for_a_turn(registry) -> bool:
-    async with registry.engine.connect() as conn:
-        return await waiting_for_advisory_lock(conn)
