@@ -17,17 +17,18 @@ help: ## list the targets
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,bench,fast-scan]'
 	@touch $@ $(RUN_STAMP)
 
-# Running needs the package and its runtime dependencies only: no test or benchmark tools.
+# Running needs the package, its runtime dependencies and the fast content check (the
+# `fast-scan` extra, where its wheels exist): no test or benchmark tools.
 $(RUN_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e .
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[fast-scan]'
 	@touch $@
 
 # The suite tests the benchmark harness and its report too, so the bench extra is part of it.
-install: $(STAMP) ## create .venv and install the package with its dev and bench extras
+install: $(STAMP) ## create .venv and install the package with its dev, bench and fast-scan extras
 
 run: $(RUN_STAMP) ## the main job: install what running needs, init the embedded default, publish the examples
 	@$(BIN)/skillreg init

@@ -448,11 +448,13 @@ class DefaultScanner:
     def scan(self, path: str, data: bytes) -> list[Finding]:
         """Return the findings in `data`, ordinals 1..n in order of position."""
         text = windowed.decode_utf8(data)
+        # An ASCII text's bytes are its probe (registry/domain/literals.py): no copy.
+        probe = data if text.isascii() else None
         # Accepted matches are kept disjoint and sorted by start, so a candidate can only
         # overlap its two neighbours: a file full of keys costs O(n log n), not O(n^2).
         starts: list[int] = []
         accepted: list[_Match] = []
-        for match in self._candidates(text):
+        for match in self._candidates(text, probe):
             index = bisect.bisect_right(starts, match.start)
             if index > 0 and accepted[index - 1].end > match.start:
                 continue
@@ -471,9 +473,9 @@ class DefaultScanner:
         return findings
 
     @staticmethod
-    def _candidates(text: str) -> Iterable[_Match]:
+    def _candidates(text: str, probe: bytes | None) -> Iterable[_Match]:
         """Every accepted match, most specific rule first (the order overlaps resolve in)."""
-        literals = _LITERALS.occurrences(text)
+        literals = _LITERALS.occurrences(text, probe)
         for rule in _RULES:
             for found in _rule_matches(rule, text, literals):
                 value = found.group("value")

@@ -2,9 +2,9 @@
 
 `Occurrences.next_at(literal, position)` must give the literal's first occurrence at or
 after `position` (overlapping occurrences included, folded literals in any ASCII case,
-never inside a character beyond ASCII), whether RE2 listed them or each question is a
-`find`, and whatever the window. A text crowded with literals is searched. The content
-check built on them finds the same either way.
+never inside a character beyond ASCII), whether Hyperscan or RE2 listed them or each
+question is a `find`, and whatever the window. A text crowded with literals is searched.
+The content check built on them finds the same with every engine.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from tests.corpus import fakes
 
 CASED = ("sk-", "sk-ant-", "eyJ", "AKIA", "k_live_", "-----BEGIN ")
 FOLDED = ("key", "pass", "auth", "token")
-ENGINES = pytest.mark.parametrize("one_pass", [True, False], ids=["re2", "fallback"])
+ENGINES = pytest.mark.parametrize("engine", literals.ENGINES)
 WINDOWS = st.integers(min_value=1, max_value=24)
 
 _PIECES = st.sampled_from(
@@ -66,10 +66,10 @@ def _expected(text: str) -> dict[str, list[int]]:
     return found
 
 
-def _occurrences(one_pass: bool, text: str):
+def _occurrences(engine: str, text: str):
     # Listing is tried at any density here (the density rule has its own test).
     with mock.patch.object(literals, "SPARSE", 1):
-        return Literals(CASED, FOLDED, one_pass=one_pass).occurrences(text)
+        return Literals(CASED, FOLDED, engine=engine).occurrences(text)
 
 
 @ENGINES
@@ -77,11 +77,11 @@ def _occurrences(one_pass: bool, text: str):
 @example(text="keyJ", window=1)  # `key` at 0 and `eyJ` at 1: overlapping literals
 @example(text="sk-ant-", window=3)  # two literals at one position
 @example(text="\u212aey KEY", window=2)
-def test_every_occurrence_of_every_literal(one_pass, text, window):
+def test_every_occurrence_of_every_literal(engine, text, window):
     expected = _expected(text)
     with mock.patch.object(windowed, "WINDOW", window):
-        found = _occurrences(one_pass, text)
-        assert isinstance(found, Listed if one_pass else Searched)
+        found = _occurrences(engine, text)
+        assert isinstance(found, Searched if engine == "search" else Listed)
         for literal in (*CASED, *FOLDED):
             positions = expected.get(literal, [])
             for position in range(len(text) + 2):
@@ -89,10 +89,11 @@ def test_every_occurrence_of_every_literal(one_pass, text, window):
                 assert found.next_at(literal, position) == (following[0] if following else -1)
 
 
-def test_a_text_crowded_with_literals_is_searched_not_listed():
-    finder = Literals(CASED, FOLDED)
+@ENGINES
+def test_a_text_crowded_with_literals_is_searched_not_listed(engine):
+    finder = Literals(CASED, FOLDED, engine=engine)
     sparse = ("a word " * 50 + "a key. ") * 20  # one key in 357 characters
-    assert isinstance(finder.occurrences(sparse), Listed)
+    assert isinstance(finder.occurrences(sparse), Searched if engine == "search" else Listed)
     # One occurrence every 4 characters: listing them would cost more than searching.
     crowded = "keyJ" * (SPARSE * 8)
     found = finder.occurrences(crowded)
@@ -101,13 +102,13 @@ def test_a_text_crowded_with_literals_is_searched_not_listed():
 
 
 @ENGINES
-def test_folded_literals_are_asked_for_in_lower_case(one_pass):
-    assert _occurrences_of(("Key",), "a KEY", one_pass).next_at("key", 0) == 2
+def test_folded_literals_are_asked_for_in_lower_case(engine):
+    assert _occurrences_of(("Key",), "a KEY", engine).next_at("key", 0) == 2
 
 
-def _occurrences_of(folded, text, one_pass):
+def _occurrences_of(folded, text, engine):
     with mock.patch.object(literals, "SPARSE", 1):
-        return Literals((), folded, one_pass=one_pass).occurrences(text)
+        return Literals((), folded, engine=engine).occurrences(text)
 
 
 @pytest.mark.parametrize(
@@ -117,12 +118,30 @@ def _occurrences_of(folded, text, one_pass):
 )
 def test_literals_the_probe_could_not_hold_are_refused(cased, folded):
     with pytest.raises(ValueError, match="literal"):
-        Literals(cased, folded, one_pass=False)
+        Literals(cased, folded, engine="search")
 
 
-def test_the_default_engine_is_re2_where_installed():
-    assert literals.ONE_PASS_AVAILABLE
+def test_the_default_engine_is_the_fastest_installed():
+    # The development install has the `fast-scan` extra: Hyperscan, then RE2.
+    assert literals.ENGINES == ("hyperscan", "re2", "search")
+    assert Literals(CASED, FOLDED).engine == literals.ENGINE == "hyperscan"
     assert isinstance(Literals(CASED, FOLDED).occurrences("a key"), Listed)
+
+
+def test_an_engine_that_is_not_installed_is_refused():
+    with (
+        mock.patch.object(literals, "ENGINES", ("re2", "search")),
+        pytest.raises(RuntimeError, match="'hyperscan' engine is not installed"),
+    ):
+        Literals(CASED, FOLDED, engine="hyperscan")
+
+
+def test_an_ascii_texts_own_bytes_are_its_probe():
+    text = "a key, a TOKEN and sk-ant- once"
+    given = Literals(CASED, FOLDED).occurrences(text, text.encode("ascii"))
+    made = Literals(CASED, FOLDED).occurrences(text)
+    assert isinstance(given, Listed)
+    assert given.found == made.found
 
 
 _SCAN_PIECES = st.sampled_from(
@@ -143,14 +162,15 @@ _SCAN_PIECES = st.sampled_from(
 )
 
 
-@given(st.lists(_SCAN_PIECES, max_size=30).map("".join), WINDOWS)
-def test_the_content_check_finds_the_same_listed_or_searched(text, window):
+@ENGINES
+@given(text=st.lists(_SCAN_PIECES, max_size=30).map("".join), window=WINDOWS)
+def test_the_content_check_finds_the_same_with_every_engine(engine, text, window):
     data = text.encode()
     with mock.patch.object(windowed, "WINDOW", window):
         with mock.patch.object(literals, "SPARSE", 1):
             listed = DefaultScanner().scan("f", data)
-        searching = Literals(scanner._LITERALS.cased, scanner._LITERALS.folded, one_pass=False)
-        with mock.patch.object(scanner, "_LITERALS", searching):
+        other = Literals(scanner._LITERALS.cased, scanner._LITERALS.folded, engine=engine)
+        with mock.patch.object(scanner, "_LITERALS", other):
             assert DefaultScanner().scan("f", data) == listed
 
 

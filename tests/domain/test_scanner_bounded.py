@@ -138,7 +138,7 @@ def _occurrences(how, text):
         assert isinstance(found, literals.Listed)
         return found
     cased, folded = scanner._LITERALS.cased, scanner._LITERALS.folded
-    return literals.Literals(cased, folded, one_pass=False).occurrences(text)
+    return literals.Literals(cased, folded, engine="search").occurrences(text)
 
 
 @pytest.mark.parametrize("how", ["listed", "searched"])

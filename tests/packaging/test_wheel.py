@@ -140,6 +140,9 @@ def test_the_installed_wheel_runs_from_an_empty_folder(prefix, tmp_path):
     where = sh("python", "-c", "import registry, blobstore; print(registry.__file__)")
     assert Path(where.strip()).is_relative_to(prefix), where
     assert registry.__version__ in sh("skillreg", "--version")
+    # deploy/install.sh installs the `fast-scan` extra: Hyperscan lists the literals here.
+    engine = "from registry.domain import literals; print(literals.ENGINE)"
+    assert sh("python", "-c", engine).strip() == "hyperscan"
 
     assert "revision" in sh("skillreg", "init")
     demo = json.loads(sh("skillreg", "demo", "--json"))["published"]
