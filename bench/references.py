@@ -16,6 +16,11 @@
   the workspace lock, writes one row and commits, so its commit waits for the log's flush
   as a publish's does (the empty locked transaction writes nothing, and its commit flushes
   nothing). The row goes to `bench_probe`, a table the bench adds to its own database.
+- `cas_transaction`: the yardstick issue 14 names for the lock hold, "a well-written CAS
+  transaction (advisory lock, read head, conditional update, 10 inserts)": the workspace
+  lock, the head read, its compare-and-swap, ten rows in one multi-row insert and a
+  durable commit, each statement through the registry's own driver path
+  (`registry/db/direct.py`), on `bench_head` and `bench_rows`, tables of the bench's own.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bench.content import write_tree
 from blobstore import BlobStore
 from blobstore.digest import compute_digest
+from registry.db import direct
 from registry.db.engine import write_connection
 from registry.db.locks import lock_workspace
 
@@ -124,17 +130,63 @@ async def empty_locked_transaction(engine: AsyncEngine, workspace: str) -> None:
 
 
 _PROBE: Final = sa.table("bench_probe", sa.column("n", sa.Integer))
+_HEAD: Final = sa.table("bench_head", sa.column("id", sa.Integer), sa.column("head", sa.Integer))
+_ROWS: Final = sa.table(
+    "bench_rows",
+    sa.column("head", sa.Integer),
+    sa.column("n", sa.Integer),
+    sa.column("path", sa.Text),
+    sa.column("digest", sa.Text),
+)
+_READ_HEAD: Final = sa.select(_HEAD.c.head).where(_HEAD.c.id == 1)
+_MOVE_HEAD: Final = (
+    sa.update(_HEAD)
+    .where(_HEAD.c.id == 1, _HEAD.c.head == sa.bindparam("expected"))
+    .values(head=sa.bindparam("expected") + 1)
+)
+# Ten rows in one statement (a module constant, compiled once): only the head varies.
+_INSERT_ROWS: Final = sa.insert(_ROWS).values(
+    [
+        {"head": sa.bindparam("head"), "n": n, "path": f"scripts/file-{n}.md", "digest": "0" * 64}
+        for n in range(10)
+    ]
+)
 
 
 async def add_probe_table(engine: AsyncEngine) -> None:
-    """Create `bench_probe`, the table `durable_locked_transaction` writes to."""
+    """Create the tables the locked-transaction references write to (idempotent)."""
     async with engine.begin() as conn:
         await conn.execute(sa.text("CREATE TABLE IF NOT EXISTS bench_probe (n INTEGER)"))
+        await conn.execute(
+            sa.text("CREATE TABLE IF NOT EXISTS bench_head (id INTEGER PRIMARY KEY, head INTEGER)")
+        )
+        await conn.execute(
+            sa.text(
+                "CREATE TABLE IF NOT EXISTS bench_rows (head INTEGER, n INTEGER, path TEXT, "
+                "digest TEXT, PRIMARY KEY (head, n))"
+            )
+        )
+        if (await conn.execute(_READ_HEAD)).first() is None:
+            await conn.execute(sa.insert(_HEAD).values(id=1, head=0))
 
 
 async def durable_locked_transaction(engine: AsyncEngine, workspace: str) -> None:
     """One write transaction that takes the workspace lock, writes one row and commits it."""
     await _locked_transaction(engine, workspace, row=True)
+
+
+async def cas_transaction(engine: AsyncEngine, workspace: str) -> None:
+    """Lock, read the head, move it by compare-and-swap, insert ten rows, commit durably."""
+    async with engine.connect() as raw:
+        conn = await write_connection(raw)
+        async with conn.begin():
+            await lock_workspace(conn, workspace)
+            head = (await direct.run(conn, _READ_HEAD)).scalar()
+            moved = await direct.run(conn, _MOVE_HEAD, {"expected": head})
+            if moved.rowcount != 1:
+                msg = f"the compare-and-swap from head {head} found another head"
+                raise RuntimeError(msg)
+            await direct.run(conn, _INSERT_ROWS, {"head": head + 1})
 
 
 async def _locked_transaction(engine: AsyncEngine, workspace: str, *, row: bool) -> None:

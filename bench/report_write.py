@@ -183,12 +183,12 @@ def section_noop(data: Json) -> str:
     return table(header, rows)
 
 
-def _durable(comparison: Json) -> list[str]:
-    # Runs before the durable reference was added have no such column.
-    reference = comparison["references"].get("durable locked transaction")
+def _reference(comparison: Json, name: str) -> list[str]:
+    # Runs before a reference was added have no such column.
+    reference = comparison["references"].get(name)
     if reference is None:
         return [DASH, DASH]
-    return [fmt_spread(reference), fmt_ratio(comparison["ratios"]["durable locked transaction"])]
+    return [fmt_spread(reference), fmt_ratio(comparison["ratios"][name])]
 
 
 def section_lock(data: Json) -> str:
@@ -201,7 +201,8 @@ def section_lock(data: Json) -> str:
             fmt_spread(c["subject"]),
             fmt_spread(c["references"]["empty locked transaction"]),
             fmt_ratio(c["ratios"]["empty locked transaction"]),
-            *_durable(c),
+            *_reference(c, "durable locked transaction"),
+            *_reference(c, "CAS transaction"),
             fmt_time(c["publish_total"]["median"]),
             *[fmt_time(c["phases"][p]["median"]) for p in phase_names],
         ]
@@ -215,6 +216,8 @@ def section_lock(data: Json) -> str:
         "÷ empty",
         "durable locked transaction",
         "÷ durable",
+        "CAS transaction",
+        "÷ CAS",
         "whole publish",
         *[f"→ {p.removeprefix('publish.')}" for p in phase_names],
     ]
@@ -426,9 +429,12 @@ SECTIONS: dict[str, Section] = {
         (
             "Time the workspace lock is held per write (instrumented with failpoints: from "
             "`publish.locked` to `publish.committed`, the commit included), for 10 files of "
-            "growing size. References: an empty transaction that takes the same lock, and a "
+            "growing size. References: an empty transaction that takes the same lock; a "
             "durable one (the lock, one row, a commit that waits for the log's flush, as a "
-            "publish's does); both are timed whole, from checkout to commit. The sizes take "
+            "publish's does); and the compare-and-swap transaction issue 14 names as the "
+            "yardstick (the lock, a head read, its compare-and-swap, ten rows in one insert, "
+            "a durable commit: `bench/references.py::cas_transaction`); all three are timed "
+            "whole, from checkout to commit. The sizes take "
             "turns (one write of each size per round), so drift over the run is shared. Must "
             "stay flat. The `→` columns break the hold down by the failpoint each phase ends at."
         ),

@@ -35,6 +35,7 @@ from bench.harness import (
 from bench.references import (
     GitReference,
     add_probe_table,
+    cas_transaction,
     digests_of,
     durable_locked_transaction,
     empty_locked_transaction,
@@ -438,6 +439,7 @@ class _LockSamples:
     holds: list[float] = field(default_factory=list)
     empty: list[float] = field(default_factory=list)
     durable: list[float] = field(default_factory=list)
+    cas: list[float] = field(default_factory=list)
     totals: list[float] = field(default_factory=list)
     phases: list[dict[str, float]] = field(default_factory=list)
 
@@ -445,7 +447,11 @@ class _LockSamples:
         return compare(
             case,
             self.holds,
-            {"empty locked transaction": self.empty, "durable locked transaction": self.durable},
+            {
+                "empty locked transaction": self.empty,
+                "durable locked transaction": self.durable,
+                "CAS transaction": self.cas,
+            },
             publish_total=stats(self.totals),
             phases={p: stats([w[p] for w in self.phases if p in w]) for p in LOCKED_POINTS[1:]},
         )
@@ -480,6 +486,8 @@ async def lock_hold(run: Run) -> Result:
                 await time_async(empty, empty_locked_transaction(backend.engine, WORKSPACE))
                 durable: list[float] = []
                 await time_async(durable, durable_locked_transaction(backend.engine, WORKSPACE))
+                cas: list[float] = []
+                await time_async(cas, cas_transaction(backend.engine, WORKSPACE))
                 if rep == 0:
                     continue
                 sample = samples[size]
@@ -487,6 +495,7 @@ async def lock_hold(run: Run) -> Result:
                 sample.phases.append(clock.writes[-1])
                 sample.empty += empty
                 sample.durable += durable
+                sample.cas += cas
                 sample.totals += total
         comparisons += [
             samples[size].comparison({"backend": kind, "files": files_count, "file_size": size})

@@ -1,15 +1,20 @@
-"""The lock scenario's two references, on both databases: what each leaves behind.
+"""The lock scenario's references, on both databases: what each leaves behind.
 
 The empty locked transaction commits nothing, so its commit has nothing to flush; the
-durable one commits one row, so its commit waits for the log's flush as a publish's does.
-Nothing here is timed.
+durable one commits one row, so its commit waits for the log's flush as a publish's does;
+the compare-and-swap transaction moves a head and inserts ten rows. Nothing here is timed.
 """
 
 from __future__ import annotations
 
 import sqlalchemy as sa
 
-from bench.references import add_probe_table, durable_locked_transaction, empty_locked_transaction
+from bench.references import (
+    add_probe_table,
+    cas_transaction,
+    durable_locked_transaction,
+    empty_locked_transaction,
+)
 
 
 async def _probe_rows(engine: sa.ext.asyncio.AsyncEngine) -> int:
@@ -29,3 +34,21 @@ async def test_the_durable_locked_transaction_commits_one_row_and_the_empty_one_
     await durable_locked_transaction(engine, "w")
     await durable_locked_transaction(engine, "w")
     assert await _probe_rows(engine) == 2
+
+
+async def test_the_compare_and_swap_transaction_moves_the_head_and_adds_ten_rows(make_registry):
+    registry = await make_registry()
+    engine = registry.engine
+    await add_probe_table(engine)
+    await add_probe_table(engine)  # the head row is made once
+    await cas_transaction(engine, "w")
+    await cas_transaction(engine, "w")
+    async with engine.connect() as conn:
+        head = (await conn.execute(sa.text("SELECT head FROM bench_head"))).scalars().all()
+        rows = (
+            await conn.execute(
+                sa.text("SELECT head, count(*) FROM bench_rows GROUP BY head ORDER BY head")
+            )
+        ).all()
+    assert head == [2]
+    assert [tuple(r) for r in rows] == [(1, 10), (2, 10)]
