@@ -77,6 +77,10 @@ METHOD = """### How the figures are made
 - **Instrumentation** goes through the write path's failpoints (`registry/failpoints.py`):
   a `Failpoints` implementation that only reads `time.perf_counter()`, so production
   timing is unchanged.
+- **Machine probes.** The machine's speed moves from day to day (one revision's SQLite lock
+  hold read 1.84 ms one day and 4.2-6.6 ms the next, a fixed loop of pure Python 2.5 times
+  slower), which ratios cancel and absolute targets do not; each run records a CPU probe
+  and an fsync probe at its start and end (`bench/machine.py`), printed under "This run".
 - **Checks.** The harness fails the run if a no-op re-save uploads a blob or creates a
   version, if a pinned read returns bytes other than the folder's, if a committed write
   does not report exactly one lock hold, if a reconcile does anything but what its case
@@ -192,6 +196,21 @@ def _load(meta: Json) -> str:
     return f"; load average (1 / 5 / 15 min) {three(start)} at the start, {three(end)} at the end"
 
 
+def _speed(meta: Json) -> str:
+    speed = meta.get("speed") or {}
+    start, end = speed.get("start"), speed.get("end")
+    if not start or not end:
+        return ""
+
+    def both(key: str) -> str:
+        return f"{fmt_time(start[key])} at the start, {fmt_time(end[key])} at the end"
+
+    return (
+        f"; machine probes (`bench/machine.py`): a fixed loop of pure Python {both('cpu')}, "
+        f"a 4 KiB rewrite and its `fdatasync` {both('fsync')}"
+    )
+
+
 def render(document: Json) -> str:
     meta = document["meta"]
     scenarios = document["scenarios"]
@@ -229,7 +248,7 @@ def render(document: Json) -> str:
             f"**This run:** {meta['date']}, revision `{meta['revision']}`, "
             f"{'quick' if meta['quick'] else 'full'} mode, {meta['elapsed'] / 60:.1f} min; "
             f"{machine['cpus']} CPUs, Python {machine['python']}, {machine['platform']}, "
-            f"{machine['git']}, blake3 {machine['blake3']}{_load(meta)}.\n\n"
+            f"{machine['git']}, blake3 {machine['blake3']}{_load(meta)}{_speed(meta)}.\n\n"
         ),
     ]
     headings = {

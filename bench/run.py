@@ -40,6 +40,7 @@ from bench import (  # noqa: F401
     write,
 )
 from bench.harness import SCENARIOS, Run
+from bench.machine import probe as machine_probe
 from bench.services import Services
 
 # The order; a scenario registered but not listed here runs after these.
@@ -152,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     # The machine is shared: the load when the run started and at its last save go with
     # the results, so a reader can tell a quiet run from a busy one.
     load_at_start = _load_average()
+    speed: dict[str, Any] = {}
     previous: dict[str, Any] = {}
     if args.only and args.out.exists():
         # A partial run updates its scenarios in the existing results, keeping the rest.
@@ -168,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
                 "elapsed": time.perf_counter() - started,
                 "machine": _machine(),
                 "load_average": {"start": load_at_start, "end": _load_average()},
+                "speed": speed,
             },
             "scenarios": {**previous, **scenarios},
         }
@@ -177,7 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         tmp_out.replace(args.out)
 
     with tempfile.TemporaryDirectory(prefix="skillreg-bench-") as tmp:
-        asyncio.run(_run_all(names, quick=args.quick, scratch=Path(tmp), save=save))
+        speed["start"] = machine_probe(Path(tmp))
+        results = asyncio.run(_run_all(names, quick=args.quick, scratch=Path(tmp), save=save))
+        speed["end"] = machine_probe(Path(tmp))
+        save(results)
     print(f"[bench] wrote {args.out} in {time.perf_counter() - started:.0f} s", flush=True)
     if args.report:
         from bench import report  # noqa: PLC0415 - matplotlib only when asked
