@@ -9,6 +9,8 @@ The content check built on them finds the same with every engine.
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from unittest import mock
 
 import pytest
@@ -200,3 +202,24 @@ def test_every_way_a_rule_opens_holds_one_of_its_literals(token):
             at = match.start() + rule.offset
             assert any(text.startswith(literal, at) for literal in rule.literals), rule
     assert matched, token
+
+
+@ENGINES
+def test_threads_list_at_once_and_each_finds_the_same(engine):
+    """Worker threads scan packages at once; Hyperscan's scratch space is per thread."""
+    finder = Literals(CASED, FOLDED, engine=engine)
+    texts = [f"{'a word ' * 40 * n}a key, sk-ant- and {'TOKEN ' * n}" * 50 for n in range(1, 9)]
+    expected = [_found(finder.occurrences(text)) for text in texts]
+    start = threading.Barrier(len(texts))
+
+    def scan(text: str) -> dict[str, list[int]] | None:
+        start.wait(timeout=30)
+        return _found(finder.occurrences(text))
+
+    with ThreadPoolExecutor(max_workers=len(texts)) as pool:
+        for _ in range(5):
+            assert list(pool.map(scan, texts)) == expected
+
+
+def _found(occurrences):
+    return occurrences.found if isinstance(occurrences, Listed) else None
