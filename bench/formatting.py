@@ -22,7 +22,7 @@ DASH = "\u2013"
 MICRO = "\u00b5"
 
 # References in the order the issue names them; any other after these.
-REFERENCE_ORDER = ("git", "naive", "floor", "folder")
+REFERENCE_ORDER = ("git", "naive", "floor", "checked floor", "folder")
 
 
 # ---------------------------------------------------------------- numbers

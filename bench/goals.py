@@ -215,15 +215,28 @@ def publish_checks(publish: Json | None) -> list[Check]:
             checks.append(_missing(goal, f"÷ {reference} ≤ {fmt_ratio(limit)}", "publish"))
             continue
         worst = max(ratio for _, ratio in ratios)
+        shown = ", ".join(f"{fmt_ratio(r)} ({fmt_bytes(s)})" for s, r in ratios)
+        if reference == "floor":
+            shown += _checked(rows)
         checks.append(
             Check(
                 goal,
                 f"÷ {reference} ≤ {fmt_ratio(limit)} at every file size",
-                ", ".join(f"{fmt_ratio(r)} ({fmt_bytes(s)})" for s, r in ratios),
+                shown,
                 not math.isnan(worst) and worst <= limit,
             )
         )
     return checks
+
+
+def _checked(rows: list[Json]) -> str:
+    """The ratios to the checked floor (hashing and the content check included), if run."""
+    ratios = [c["ratios"]["checked floor"] for c in rows if "checked floor" in c["ratios"]]
+    if not ratios:
+        return ""
+    return "; ÷ checked floor (the floor plus hashing and the content check) " + ", ".join(
+        fmt_ratio(r) for r in ratios
+    )
 
 
 # ---------------------------------------------------------------- concurrency

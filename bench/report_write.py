@@ -402,8 +402,11 @@ SECTIONS: dict[str, Section] = {
         (
             "A new package of F files of one size, through `write_package` (warm process). "
             "References in the same loop: `git add -A && git commit` of the same tree "
-            "(fsync on), a naive writer (one file at a time, fsync each), and the floor (the "
-            "same puts in parallel plus one empty transaction taking the workspace lock)."
+            "(fsync on), a naive writer (one file at a time, fsync each), the floor (the "
+            "same puts in parallel plus one empty transaction taking the workspace lock), and "
+            "the checked floor: the floor plus what a write cannot skip before it stores "
+            "anything, hashing every file and the content check of every file "
+            "(`bench/references.py::checked_floor`)."
         ),
     ),
     "update": Section(

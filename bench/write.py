@@ -36,6 +36,7 @@ from bench.references import (
     GitReference,
     add_probe_table,
     cas_transaction,
+    checked_floor,
     digests_of,
     durable_locked_transaction,
     empty_locked_transaction,
@@ -204,9 +205,22 @@ async def _publish_rep(
         return naive_write(scratch / "naive" / slug, files)
 
     storage_floor = _floor_contender(backend, digests_of(other))
-    times = await rotated(
-        rep, {"registry": registry, "git": git_commit, "naive": naive, "floor": storage_floor}
-    )
+    checked = package(slug, files=files_count, size=size, tag=f"checked {backend.name} {rep}")
+
+    async def floor_with_checks() -> float:
+        concurrency = backend.registry.settings.upload_concurrency
+        return await checked_floor(
+            backend.store, backend.engine, WORKSPACE, checked, concurrency=concurrency
+        )
+
+    contenders = {
+        "registry": registry,
+        "git": git_commit,
+        "naive": naive,
+        "floor": storage_floor,
+        "checked floor": floor_with_checks,
+    }
+    times = await rotated(rep, contenders)
     publication, sent = made[0]
     return times, publication, sent
 
@@ -216,7 +230,7 @@ async def _publish_case(
 ) -> Result:
     git = GitReference(scratch / "git")
     reg: list[float] = []
-    refs: dict[str, list[float]] = {"git": [], "naive": [], "floor": []}
+    refs: dict[str, list[float]] = {"git": [], "naive": [], "floor": [], "checked floor": []}
     uploaded: list[int] = []
     requests: list[int] = []
     counter = RequestCounter(backend.store)

@@ -7,14 +7,19 @@ the compare-and-swap transaction moves a head and inserts ten rows. Nothing here
 
 from __future__ import annotations
 
+import pytest
 import sqlalchemy as sa
 
+from bench.content import KiB, package
 from bench.references import (
     add_probe_table,
     cas_transaction,
+    checked_floor,
     durable_locked_transaction,
     empty_locked_transaction,
 )
+from blobstore import compute_digest
+from tests.corpus import fakes
 
 
 async def _probe_rows(engine: sa.ext.asyncio.AsyncEngine) -> int:
@@ -52,3 +57,18 @@ async def test_the_compare_and_swap_transaction_moves_the_head_and_adds_ten_rows
         ).all()
     assert head == [2]
     assert [tuple(r) for r in rows] == [(1, 10), (2, 10)]
+
+
+async def test_the_checked_floor_stores_every_blob_and_refuses_a_finding(make_registry):
+    registry = await make_registry()
+    files = package("checked", files=3, size=2 * KiB, tag="checked floor")
+    seconds = await checked_floor(registry.blobs, registry.engine, "w", files, concurrency=4)
+    assert seconds > 0
+    for data in files.values():
+        assert await registry.blobs.get(compute_digest(data)) == data
+    leaked = {
+        **files,
+        "scripts/env.sh": b"export AWS_KEY=" + fakes.ALL["aws_access_key_id"].encode(),
+    }
+    with pytest.raises(RuntimeError, match="finding"):
+        await checked_floor(registry.blobs, registry.engine, "w", leaked, concurrency=4)
