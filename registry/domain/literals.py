@@ -85,6 +85,11 @@ class Occurrences(Protocol):
         ...
 
 
+def _crowded(listed: int, at: int) -> bool:
+    """Whether `listed` occurrences up to position `at` are no longer sparse (see above)."""
+    return listed > (at + windowed.WINDOW) // SPARSE + 16
+
+
 def _nowhere(_position: int) -> int:
     return -1
 
@@ -218,8 +223,8 @@ class Literals:
             if at >= end:
                 return False  # it starts past the window: the next window lists it
             listed += 1
-            if listed > (at + windowed.WINDOW) // SPARSE + 16:
-                return True  # crowded: stop the scan
+            if _crowded(listed, at):
+                return True  # stop the scan
             found.setdefault(literal, []).append(at)
             return False
 
@@ -247,7 +252,7 @@ class Literals:
                 continue
             at = match.start()
             listed += 1
-            if listed > (at + windowed.WINDOW) // SPARSE + 16:
+            if _crowded(listed, at):
                 return None
             # The automaton reports one literal per position; every one that starts here
             # is recorded, and the search resumes one byte on, so overlaps are found too.
