@@ -19,10 +19,22 @@ WINDOW: Final = 64 * 1024
 """Characters (or bytes) one call covers: a few milliseconds of the slowest search."""
 
 
+ASCII_AT_ONCE: Final = 2 * 1024 * 1024
+"""Up to this many bytes, ASCII data is decoded in one call: a copy, as fast as `memcpy`."""
+
+
 def decode_utf8(data: bytes) -> str:
-    """`data.decode("utf-8", errors="replace")`, a window at a time."""
+    """`data.decode("utf-8", errors="replace")`, a window at a time.
+
+    ASCII data of at most `ASCII_AT_ONCE` bytes is decoded in one call: decoding ASCII is a
+    copy (about 0.4 ms per MiB on this kind of machine, 2 on a slow day), shorter than one
+    window's slowest search, and decoding it by windows copied it twice (the windows, then
+    their join). Telling ASCII apart is one pass of `bytes.isascii`, a tenth of that.
+    """
     if len(data) <= WINDOW:
         return data.decode("utf-8", errors="replace")
+    if len(data) <= ASCII_AT_ONCE and data.isascii():
+        return data.decode("ascii")
     # The incremental decoder keeps a sequence cut by a window's end for the next window,
     # so the text is the one-shot decode's, replacement characters included.
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")

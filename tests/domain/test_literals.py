@@ -9,6 +9,7 @@ The content check built on them finds the same with every engine.
 
 from __future__ import annotations
 
+import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from unittest import mock
@@ -18,7 +19,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from registry.domain import literals, scanner, windowed
-from registry.domain.literals import SPARSE, Listed, Literals, Searched
+from registry.domain.literals import SPARSE, Guard, Listed, Literals, Searched
 from registry.domain.scanner import DefaultScanner
 from tests.corpus import fakes
 
@@ -89,6 +90,44 @@ def test_every_occurrence_of_every_literal(engine, text, window):
             for position in range(len(text) + 2):
                 following = [at for at in positions if at >= position]
                 assert found.next_at(literal, position) == (following[0] if following else -1)
+
+
+# A guard: a folded word, then letters, then `=`.
+GUARD = Guard(rb"(?:key|pass|auth|token)[a-z]{0,3}=", reach=5 + 3 + 1)
+_GUARDED = st.lists(st.sampled_from(["key", "PASS", "aUth", "token", "a", "=", "?", "é", "k"]))
+
+
+def _guard_ends(text: str) -> list[int]:
+    """Where a match of `GUARD` ends (its last byte), tried at every position."""
+    probe = text.encode("ascii", "replace")
+    pattern = re.compile(GUARD.pattern, re.IGNORECASE)
+    return sorted(
+        {m.end() - 1 for at in range(len(probe)) if (m := pattern.match(probe, at)) is not None}
+    )
+
+
+@ENGINES
+@given(text=_GUARDED.map("".join), window=WINDOWS)
+@example(text="keykey=", window=1)  # two matches end at one `=`
+@example(text="tokenaaa=", window=3)  # the longest match, across windows
+def test_a_guard_is_listed_in_place_of_the_folded_literals(engine, text, window):
+    with mock.patch.object(windowed, "WINDOW", window), mock.patch.object(literals, "SPARSE", 1):
+        found = Literals(CASED, FOLDED, engine=engine, guard=GUARD).occurrences(text)
+    expected = _expected(text)
+    if engine != "hyperscan":
+        # Only Hyperscan lists a guard; the others answer for the folded literals.
+        assert found.guarded() is None
+        assert found.next_at("key", 0) == expected.get("key", [-1])[0]
+        return
+    assert found.guarded() == _guard_ends(text)
+    assert found.next_at("sk-", 0) == expected.get("sk-", [-1])[0]
+    with pytest.raises(LookupError, match="'key' was not listed: its guard was"):
+        found.next_at("key", 0)
+
+
+def test_a_guard_must_reach_a_byte():
+    with pytest.raises(ValueError, match="reaches at least one byte"):
+        Literals(CASED, FOLDED, guard=Guard(b"key=", reach=0))
 
 
 @ENGINES
@@ -171,7 +210,8 @@ def test_the_content_check_finds_the_same_with_every_engine(engine, text, window
     with mock.patch.object(windowed, "WINDOW", window):
         with mock.patch.object(literals, "SPARSE", 1):
             listed = DefaultScanner().scan("f", data)
-        other = Literals(scanner._LITERALS.cased, scanner._LITERALS.folded, engine=engine)
+        mine = scanner._LITERALS
+        other = Literals(mine.cased, mine.folded, engine=engine, guard=mine.guard)
         with mock.patch.object(scanner, "_LITERALS", other):
             assert DefaultScanner().scan("f", data) == listed
 

@@ -45,6 +45,18 @@ def test_decoding_a_window_at_a_time_is_the_one_shot_decode(data, window):
 
 
 @given(
+    st.text(alphabet="ab\n\x00\x7f", max_size=200).map(str.encode),
+    WINDOWS,
+    st.integers(min_value=0, max_value=200),
+)
+def test_ascii_data_is_decoded_at_once_up_to_its_limit_and_by_windows_above(
+    data, window, at_once
+):
+    with small_window(window), mock.patch.object(windowed, "ASCII_AT_ONCE", at_once):
+        assert windowed.decode_utf8(data) == data.decode("utf-8", errors="replace")
+
+
+@given(
     st.text(alphabet="abcé€", max_size=120),
     st.text(alphabet="abcé€", min_size=1, max_size=4),
     st.integers(min_value=0, max_value=130),

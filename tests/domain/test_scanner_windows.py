@@ -7,11 +7,13 @@ quotes, flags and line breaks, in ASCII and beyond.
 
 from __future__ import annotations
 
+from unittest import mock
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from registry.domain import scanner
+from registry.domain import scanner, windowed
 from registry.domain.scanner import DefaultScanner, assignment_matches
 
 _PIECES = st.sampled_from(
@@ -111,3 +113,45 @@ def test_text_without_secret_words_is_not_searched():
 )
 def test_name_runs_long_short_and_flagged(text):
     assert _spans(assignment_matches(text)) == _spans(scanner._ASSIGNMENT.finditer(text))
+
+
+# Where Hyperscan lists, the secret words are listed only where the assignment's shape
+# follows them (`scanner._ASSIGNMENT_GUARD`): each of its bounds, at and one past its limit.
+_VALUE = "Zx8vQ2mN7pL4kR1tY6wE3aB"
+_GUARD_EDGES = [
+    *(f"key{blanks}= {_VALUE}" for blanks in (" " * 8, " " * 9, "\t" * 8, " \t" * 5)),
+    *(f"{'x' * n}key={_VALUE}" for n in (60, 61, 62)),
+    *(f"key{'x' * n}={_VALUE}" for n in (60, 61, 62)),
+    *(f"--{'k' * n}token={_VALUE}" for n in (58, 59, 60)),
+    f'settings["api_key"]  :  "{_VALUE}"',
+    f'"credential{"x" * 54}"]{" " * 8}= {_VALUE}',  # the longest a name's match runs
+    f"settings['api_key'] => '{_VALUE}'",
+    f"`auth`] := {_VALUE}",
+    f'"Password"{" " * 8}:"{_VALUE}"',
+    f"$password={_VALUE} x.password={_VALUE}",
+    f"é-credential={_VALUE} İkey={_VALUE}",
+    f"keykeykey=key:key={_VALUE}",
+    f"pass\n= {_VALUE} pass =\n{_VALUE}",
+]
+
+
+@pytest.mark.parametrize("text", _GUARD_EDGES)
+@pytest.mark.parametrize("window", [1, 5, 83, 84, 85, 200])
+def test_the_guard_keeps_every_start_at_its_bounds(text, window):
+    with mock.patch.object(windowed, "WINDOW", window):
+        found = scanner._LITERALS.occurrences(text)
+        assert found.guarded() is not None
+        assert _spans(assignment_matches(text, found)) == _spans(scanner._ASSIGNMENT.finditer(text))
+
+
+def test_prose_with_secret_words_gives_no_start_to_try():
+    text = "the author left the keyboard and its tokens; monkey passes.\n" * 200
+    assert scanner._LITERALS.occurrences(text).guarded() == []
+    assert scanner._assignment_starts(text) == []
+
+
+def test_a_text_crowded_with_assignments_is_searched_and_finds_the_same():
+    text = f"key={_VALUE}\n" * 2000
+    found = scanner._LITERALS.occurrences(text)
+    assert found.guarded() is None
+    assert _spans(assignment_matches(text, found)) == _spans(scanner._ASSIGNMENT.finditer(text))
