@@ -49,9 +49,7 @@ def test_decoding_a_window_at_a_time_is_the_one_shot_decode(data, window):
     WINDOWS,
     st.integers(min_value=0, max_value=200),
 )
-def test_ascii_data_is_decoded_at_once_up_to_its_limit_and_by_windows_above(
-    data, window, at_once
-):
+def test_ascii_data_is_decoded_at_once_up_to_its_limit_and_by_windows_above(data, window, at_once):
     with small_window(window), mock.patch.object(windowed, "ASCII_AT_ONCE", at_once):
         assert windowed.decode_utf8(data) == data.decode("utf-8", errors="replace")
 
