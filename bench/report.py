@@ -9,6 +9,7 @@ render: `bench/report_write.py`, `bench/report_system.py`, `bench/report_storage
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -289,9 +290,23 @@ def render(document: Json) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    source = Path(args[0]) if args else DEFAULT_RESULTS
-    document = json.loads(source.read_text())
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.report",
+        description="Regenerate docs/benchmarks.md and its plots from a results file.",
+    )
+    parser.add_argument(
+        "results",
+        nargs="?",
+        type=Path,
+        default=DEFAULT_RESULTS,
+        help="the JSON `python -m bench.run` wrote (default: bench/results/latest.json)",
+    )
+    source: Path = parser.parse_args(sys.argv[1:] if argv is None else argv).results
+    try:
+        document = json.loads(source.read_text())
+    except (OSError, ValueError) as exc:
+        print(f"[bench] cannot read results from {source}: {exc}", file=sys.stderr)
+        return 2
     DOC.write_text(render(document))
     print(f"[bench] wrote {DOC.relative_to(ROOT)} and {PLOTS.relative_to(ROOT)}/*.png")
     return 0
