@@ -255,14 +255,15 @@ class Literals:
 
     def _compile_for_hyperscan(self, every: list[tuple[str, bool]]) -> None:
         """One database of the literals, the guard (if any) in place of the folded ones."""
-        self._guarded = self.guard is not None and bool(self.folded)
+        guard = self.guard if self.folded else None
+        self._guarded = guard is not None
+        self._reach = 0 if guard is None else guard.reach
         listed = [(c, False) for c in self.cased] if self._guarded else every
         self._every = [(literal, len(literal)) for literal, _ in listed]
         expressions = [re.escape(literal.encode("ascii")) for literal, _ in listed]
         flags = [hyperscan.HS_FLAG_CASELESS if any_case else 0 for _, any_case in listed]
-        if self._guarded:
-            assert self.guard is not None
-            expressions.append(self.guard.pattern)
+        if guard is not None:
+            expressions.append(guard.pattern)
             flags.append(hyperscan.HS_FLAG_CASELESS)
         self._database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         self._database.compile(
@@ -299,7 +300,7 @@ class Literals:
         ends: list[int] = []
         every, size, listed = self._every, len(probe), 0
         guard_id = len(every)  # the guard's id, if it was compiled
-        reach = self.guard.reach if self._guarded and self.guard is not None else 0
+        reach = self._reach
         base = start = end = 0
 
         def on_match(index: int, _from: int, to: int, _flags: int, _context: object) -> bool:
