@@ -42,20 +42,31 @@ def _p(name: str, type_: Any) -> sa.BindParameter[Any]:
     return sa.bindparam(f"c_{name}", type_=type_)
 
 
-def _statement() -> sa.Select[Any]:
+def _statement(*, durable: bool) -> sa.Select[Any]:
     now = _p("now", UtcDateTime())
     wanted = (
         sa.func.unnest(_p("digests", _TEXTS), _p("sizes", postgresql.ARRAY(sa.BigInteger)))
         .table_valued("digest", "size")
         .render_derived(name="wanted")
     )
+    source: Any = wanted
+    if not durable:
+        # `set_config(..., is_local => true)` lasts until the statement's own transaction
+        # ends, its commit included; joined to every claimed row, so it runs whenever a
+        # row is claimed (were it skipped, the commit would only be durable).
+        relaxed = sa.select(
+            sa.func.set_config(
+                sa.literal_column("'synchronous_commit'"), sa.literal_column("'off'"), sa.true()
+            ).label("setting")
+        ).cte("relaxed")
+        source = wanted.join(relaxed, sa.true())
     claimed = (
         db_blobs.on_claim(
             postgresql.insert(Blob).from_select(
                 ["digest", "size", "status", "created_at", "touched_at"],
                 sa.select(
                     wanted.c.digest, wanted.c.size, sa.literal_column("'pending'"), now, now
-                ).select_from(wanted),
+                ).select_from(source),
             )
         )
         .returning(Blob.digest, Blob.status)
@@ -102,7 +113,8 @@ def _statement() -> sa.Select[Any]:
     )
 
 
-_CLAIM: Final = _statement()
+_CLAIM: Final = _statement(durable=True)
+_CLAIM_RELAXED: Final = _statement(durable=False)
 
 
 async def claim(
@@ -116,11 +128,16 @@ async def claim(
     clean: Sequence[str],
     scanner: str,
     document: tuple[str, Sequence[str]] | None,
+    durable: bool = True,
 ) -> dict[str, str]:
     """Claim `sizes`' digests, remember the `clean` ones and the `document`; the statuses.
 
     Returns each claimed digest's status after the claim, as `blobs.claim` does. The
     `document` (a `SKILL.md` digest and its triggers) is recorded only if it is claimed.
+    `durable=False`, for a claim that is its own transaction (`UnitOfWork.single`): on
+    PostgreSQL the statement's commit does not wait for the log's flush (SQLite's is
+    relaxed by the unit of work). Within a transaction of the caller's it would relax
+    that whole transaction's commit, so it is only for a statement run alone.
     """
     if document is not None and document[0] not in sizes:
         document = None
@@ -140,7 +157,7 @@ async def claim(
     ordered = sorted(sizes.items())
     rows = await direct.run(
         conn,
-        _CLAIM,
+        _CLAIM if durable else _CLAIM_RELAXED,
         {
             "c_digests": [d for d, _ in ordered],
             "c_sizes": [size for _, size in ordered],

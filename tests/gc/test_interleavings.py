@@ -431,6 +431,36 @@ async def test_a_writer_stalled_past_its_claim_uploads_again(env):
     await assert_nothing_lost(env, ("stalled", pub.version))
 
 
+async def test_a_claim_lost_in_a_crash_is_claimed_again(env):
+    """The claim's commit waits for no fsync (docs/write-path.md, "The claim's commit").
+
+    A crash can lose it while its writer lives on (a PostgreSQL server that restarts):
+    the blob rows and the claims it made are gone, the objects the writer uploaded have no
+    row, and GC reclaims them. The writer's publish finds its claims gone and its blobs
+    without a row, so it claims and uploads them again, and no version loses a blob.
+    """
+    uploaded = env.failpoints.park("write.uploaded")
+    writer = asyncio.create_task(publish(env.registry, "lost-claim"))
+    await reached(uploaded, writer)
+    digests = await store_digests(env.raw)
+    assert await blob_rows(env.registry) == dict.fromkeys(digests, "pending")
+    async with env.registry.engine.begin() as conn:  # what the lost commit had written
+        await conn.execute(sa.text("DELETE FROM blob_claims"))
+        await conn.execute(sa.text("DELETE FROM skill_md_index"))
+        await conn.execute(sa.text("DELETE FROM blobs"))
+    env.clock.advance(2 * HOUR)
+    report = await env.registry.gc.collect()
+    assert (report.blobs_reclaimed, report.untracked_reclaimed) == (len(digests), len(digests))
+    assert await store_digests(env.raw) == set()
+
+    uploaded.release.set()
+    pub = await writer
+    assert (pub.version, pub.created) == (1, True)
+    assert await store_digests(env.raw) == digests
+    assert await blob_rows(env.registry) == dict.fromkeys(digests, "live")
+    await assert_nothing_lost(env, ("lost-claim", 1))
+
+
 async def test_a_writer_claims_an_untracked_object_gc_adopted(env):
     """GC inserted a `deleting` row for an object without one; a writer claims it back."""
     await env.raw.put(SHARED_DIGEST, SHARED)

@@ -58,11 +58,14 @@ async def claim_and_upload(
             clean=scanned_clean,
             scanner=ctx.scanner.fingerprint,
             document=document,
+            durable=False,
         )
 
-    # One idempotent statement on PostgreSQL: no BEGIN or COMMIT of its own. Not durable on
-    # SQLite (no fsync at its commit): a claim lost in a power failure belonged to a write
-    # that died with the machine, and the publish's commit fsyncs the claim's frames too.
+    # One idempotent statement on PostgreSQL: no BEGIN or COMMIT of its own. Not durable
+    # (docs/write-path.md, "The claim's commit"): its commit waits for no fsync, on either
+    # database. A claim lost in a crash fails the publish's blob check ("claim still held",
+    # `blobs.unusable`), which refuses the write; the publish's durable commit makes every
+    # earlier commit durable with it, the claim's included.
     statuses = await ctx.single(claim, write=True, workspace=scope.workspace, durable=False)
     await ctx.hit("write.claimed")
     needed = sorted(d for d in to_store if statuses.get(d) != "live")
