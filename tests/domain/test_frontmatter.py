@@ -1,7 +1,9 @@
 import pytest
 
+from registry.domain import frontmatter
 from registry.domain.frontmatter import (
     FIELDS,
+    LOADED_CACHE_CHARS,
     MAX_FRONTMATTER_BYTES,
     Frontmatter,
     parse_skill_md,
@@ -313,3 +315,70 @@ def test_details_are_json_ready():
         "detail": error.detail,
         "line": 4,
     }
+
+
+# ---------------------------------------------------------------- the loaded cache
+
+
+@pytest.fixture
+def loads(monkeypatch):
+    """How many times the strict YAML loader is built, with an empty cache."""
+    built = []
+    real = frontmatter._StrictLoader
+
+    def counting(source):
+        built.append(source)
+        return real(source)
+
+    monkeypatch.setattr(frontmatter, "_StrictLoader", counting)
+    frontmatter._load_cached.cache_clear()
+    yield built
+    frontmatter._load_cached.cache_clear()
+
+
+def test_a_frontmatter_seen_before_is_not_loaded_again(loads):
+    data = doc(*BASE, "metadata:", "  triggers: |", "    make a pdf", "    build a report")
+    first = parse_skill_md(data, SLUG)
+    again = parse_skill_md(data, SLUG)
+    assert again == first
+    assert again.triggers == ("make a pdf", "build a report")
+    assert len(loads) == 1
+    # Another body, the same frontmatter: still one load.
+    assert parse_skill_md(doc(*BASE, body="# Other\n"), SLUG).body == "# Other\n"
+    assert len(loads) == 2  # BASE alone is another frontmatter
+    parse_skill_md(doc(*BASE, body="# Third\n"), SLUG)
+    assert len(loads) == 2
+
+
+def test_a_remembered_frontmatter_is_still_checked_against_the_slug(loads):
+    data = doc(*BASE)
+    parse_skill_md(data, SLUG)
+    assert refusal(data, slug="other-skill").rule == "name_mismatch"
+    assert len(loads) == 1
+
+
+def test_a_refused_frontmatter_is_refused_every_time(loads):
+    data = doc(*BASE, "name: again")
+    assert refusal(data).rule == "yaml_duplicate_key"
+    assert refusal(data).rule == "yaml_duplicate_key"
+    assert len(loads) == 2
+
+
+def test_what_a_caller_gets_cannot_change_what_is_remembered(loads):
+    data = doc(*BASE, "metadata:", "  author: acme")
+    first = parse_skill_md(data, SLUG)
+    with pytest.raises(TypeError):
+        first.metadata["author"] = "someone else"  # type: ignore[index]
+    assert parse_skill_md(data, SLUG).metadata == {"author": "acme"}
+
+
+def test_a_long_frontmatter_is_not_remembered(loads):
+    short = doc(*BASE, "compatibility: " + "x" * 400, "metadata:")
+    padded = doc(*BASE, "metadata:", *(f"  k{i}: {'v' * 60}" for i in range(300)))
+    assert len(padded) > LOADED_CACHE_CHARS
+    parse_skill_md(padded, SLUG)
+    parse_skill_md(padded, SLUG)
+    assert len(loads) == 2
+    parse_skill_md(short, SLUG)
+    parse_skill_md(short, SLUG)
+    assert len(loads) == 3
