@@ -64,8 +64,8 @@ async def claim_and_upload(
     # One idempotent statement on PostgreSQL: no BEGIN or COMMIT of its own. Not durable
     # (docs/write-path.md, "The claim's commit"): its commit waits for no fsync, on either
     # database. A claim lost in a crash fails the publish's blob check ("claim still held",
-    # `blobs.unusable`), which refuses the write; the publish's durable commit makes every
-    # earlier commit durable with it, the claim's included.
+    # `blobs.unusable`), and the write claims and uploads again; the publish's durable
+    # commit makes every earlier commit durable with it, the claim's included.
     statuses = await ctx.single(claim, write=True, workspace=scope.workspace, durable=False)
     await ctx.hit("write.claimed")
     needed = sorted(d for d in to_store if statuses.get(d) != "live")
