@@ -12,7 +12,7 @@ from bench.report import _speed
 
 def test_the_probes_measure_and_leave_nothing_behind(tmp_path):
     speed = machine.probe(tmp_path)
-    assert set(speed) == {"cpu", "fsync"}
+    assert set(speed) == {"cpu", "fsync", "domain"}
     assert all(value > 0 for value in speed.values())
     assert list(tmp_path.iterdir()) == []
 
@@ -27,4 +27,9 @@ def test_the_report_prints_the_probes_of_a_run_that_has_them():
     sentence = _speed(meta)
     assert "pure Python 1.25 ms at the start, 2.50 ms at the end" in sentence
     assert "`fdatasync` 400 µs at the start, 800 µs at the end" in sentence
+    assert "domain work" not in sentence  # a run before that probe
+    meta["speed"]["start"]["domain"] = 0.00025
+    meta["speed"]["end"]["domain"] = 0.0005
+    sentence = _speed(meta)
+    assert "(validate, hash, scan) 250 µs at the start, 500 µs at the end" in sentence
     assert _speed({}) == ""  # runs before the probes
