@@ -139,7 +139,11 @@ def _sqlite_engine(
     @sa.event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: sa.Connection) -> None:
         if conn.get_execution_options().get(WRITE_TX):
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            # Without a wait, on the loop's thread, when the write lock is free (almost
+            # always); else on the connection's thread, where the busy timeout waits.
+            driver = conn.connection.driver_connection
+            if not (isinstance(driver, sqlite_driver.Connection) and driver.begin_at_once()):
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
         else:
             conn.exec_driver_sql("BEGIN")
 

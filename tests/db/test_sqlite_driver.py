@@ -79,7 +79,9 @@ class _Traced:
         self.runs: list[tuple[str, int]] = []
 
     def __call__(self, statement: str) -> None:
-        self.runs.append((statement.split(maxsplit=1)[0].upper(), threading.get_ident()))
+        words = statement.upper().split()
+        keyword = " ".join(words[:2]) if words[:2] == ["BEGIN", "IMMEDIATE"] else words[0]
+        self.runs.append((keyword, threading.get_ident()))
 
     def threads(self, keyword: str) -> set[int]:
         return {thread for statement, thread in self.runs if statement == keyword}
@@ -119,6 +121,30 @@ async def test_a_rollback_without_a_transaction_costs_no_trip_to_the_thread(tmp_
         await engine.dispose()
 
 
+async def test_a_package_write_makes_three_trips_to_the_thread(
+    sqlite_url, local_store, monkeypatch
+):
+    # Its read (one statement, no transaction) and the claim's and the publish's COMMIT:
+    # every statement of the two write transactions, their BEGIN IMMEDIATE included, runs
+    # on the loop's thread while the write lock is free (docs/write-path.md).
+    monkeypatch.setattr(sqlite_driver, "Connection", _Trips)
+    settings = Settings(database_url=sqlite_url, blob_url=f"file://{local_store.root}")
+    engine = create_engine(sqlite_url, pool_size=1)
+    registry = Registry(engine, local_store, settings)
+    try:
+        await registry.write_package(
+            SCOPE, "trips", package("trips"), expected_head=None, actor="t"
+        )
+        _Trips.trips.clear()
+        await registry.write_package(
+            SCOPE, "trips", package("trips", tag="2"), expected_head=1, actor="t"
+        )
+        assert _Trips.trips == ["statement", "commit", "commit"]
+    finally:
+        await registry.close()
+        await engine.dispose()
+
+
 async def test_inline_statements_run_on_the_calling_thread_with_the_same_results(tmp_path):
     connection = await sqlite_driver.connect(make_url(f"sqlite:///{tmp_path / 'd.db'}"), 1.0)
     traced = _Traced()
@@ -143,11 +169,42 @@ async def test_inline_statements_run_on_the_calling_thread_with_the_same_results
     assert traced.threads("INSERT") == traced.threads("SELECT") == {here}
 
 
+async def test_begin_at_once_takes_a_free_lock_and_leaves_a_busy_one_alone(tmp_path):
+    # The write lock free: taken on the calling thread. Held by another connection: SQLite
+    # answers at once (busy), nothing changes, and the busy timeout the caller's thread
+    # will wait with is the one the connection had.
+    path = tmp_path / "d.db"
+    connection = await sqlite_driver.connect(make_url(f"sqlite:///{path}"), 2.5)
+    holder = sqlite3.connect(path, isolation_level=None, timeout=0)
+    try:
+        cursor = connection.cursor()
+        await cursor.execute("PRAGMA journal_mode=WAL")
+        await cursor.execute("CREATE TABLE t (id INTEGER PRIMARY KEY)")
+        sqlite = connection.sqlite
+        holder.execute("BEGIN IMMEDIATE")
+        assert connection.begin_at_once() is False
+        assert not sqlite.in_transaction
+        assert sqlite.execute("PRAGMA busy_timeout").fetchone() == (2500,)
+        holder.execute("COMMIT")
+        assert connection.begin_at_once() is True
+        assert sqlite.in_transaction
+        assert sqlite.execute("PRAGMA busy_timeout").fetchone() == (2500,)
+        sqlite.execute("INSERT INTO t DEFAULT VALUES")
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            holder.execute("BEGIN IMMEDIATE")  # the lock is this connection's now
+        sqlite.execute("COMMIT")
+        assert holder.execute("SELECT count(*) FROM t").fetchone() == (1,)
+    finally:
+        holder.close()
+        await connection.close()
+
+
 async def test_a_write_runs_its_statements_inline_between_begin_and_commit(sqlite_url, local_store):
-    # The claim and the publish transactions run their statements on the loop's thread;
-    # BEGIN IMMEDIATE (which may wait for the database's lock), COMMIT (the WAL's fsync)
-    # and every read stay on the connection's thread, and the connection leaves the write
-    # with inline off, whether the write succeeded or failed.
+    # The claim and the publish transactions run their statements on the loop's thread,
+    # and so does their BEGIN IMMEDIATE while the write lock is free (it is, here: see
+    # `test_begin_at_once_...` for a busy one); COMMIT (the WAL's fsync) and every read
+    # stay on the connection's thread, and the connection leaves the write with inline
+    # off, whether the write succeeded or failed.
     settings = Settings(database_url=sqlite_url, blob_url=f"file://{local_store.root}")
     traced = _Traced()
     engine = create_engine(sqlite_url, pool_size=1)
@@ -173,6 +230,8 @@ async def test_a_write_runs_its_statements_inline_between_begin_and_commit(sqlit
         await registry.close()
         await engine.dispose()
     here = threading.get_ident()
+    assert traced.threads("BEGIN IMMEDIATE") == {here}
+    assert traced.threads("BEGIN")  # read_package's read transaction
     assert here not in traced.threads("BEGIN")
     assert here not in traced.threads("COMMIT")
     assert traced.threads("INSERT") == traced.threads("DELETE") == {here}
@@ -201,11 +260,12 @@ async def test_a_write_reads_its_head_in_one_statement_with_no_transaction(sqlit
     finally:
         await registry.close()
         await engine.dispose()
-    # (The claim's durability pragmas are another test's subject.)
+    # (The claim's durability pragmas and the busy timeout's around BEGIN IMMEDIATE are
+    # other tests' subjects.)
     keywords = [
         " ".join(s.split()[:2]).upper()
         for s in statements
-        if not s.upper().startswith("PRAGMA SYNCHRONOUS")
+        if not s.upper().startswith(("PRAGMA SYNCHRONOUS", "PRAGMA BUSY_TIMEOUT"))
     ]
     # The read, then the claim and the publish, each BEGIN IMMEDIATE ... COMMIT.
     assert keywords[0].startswith("SELECT")
