@@ -118,9 +118,12 @@ class Connection(aiosqlite.Connection):
     """aiosqlite's connection with `Cursor` as its cursor.
 
     `inline`: run the cursor's statements on the calling thread (`statements_inline`).
+    `at_once`: try them on the calling thread without waiting, and on the connection's
+    thread if SQLite answers busy (`statements_at_once`).
     """
 
     inline: bool = False
+    at_once: bool = False
     # The engine opens every connection with `PRAGMA synchronous=FULL` (registry/db/engine.py).
     synchronous: str = "FULL"
 
@@ -128,10 +131,36 @@ class Connection(aiosqlite.Connection):
         return Cursor(self)
 
     async def call(self, function: Callable[[], T]) -> T:
-        """Run a statement's `function` here if `inline`, else on the connection's thread."""
+        """Run a statement's `function` here if `inline`, else on the connection's thread.
+
+        `at_once`: here if it needs no wait for another connection's lock, else there.
+        """
         if self.inline:
             return function()
+        if self.at_once:
+            done = self._without_waiting(function)
+            if done:
+                return done[0]
         return await self.on_thread(function)
+
+    def _without_waiting(self, function: Callable[[], T]) -> list[T]:
+        """`function` here, with the busy timeout at 0: `[its result]`, or `[]` if busy.
+
+        SQLite answers at once instead of waiting: a statement that would wait for another
+        connection's lock fails busy before it changed anything, and the busy timeout is
+        what it was either way, for the caller to wait with on the connection's thread.
+        """
+        sqlite = self._conn
+        (timeout,) = sqlite.execute("PRAGMA busy_timeout").fetchone()
+        sqlite.execute("PRAGMA busy_timeout=0")
+        try:
+            return [function()]
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+                raise
+            return []
+        finally:
+            sqlite.execute(f"PRAGMA busy_timeout={int(timeout)}")
 
     def durability(self, *, durable: bool) -> None:
         """Before a write transaction: its commit fsyncs the WAL (`FULL`) or not (`NORMAL`).
@@ -153,22 +182,10 @@ class Connection(aiosqlite.Connection):
         is taken (True), or it is busy (False, nothing changed: the caller waits for it on
         the connection's thread, with the busy timeout it had). In WAL mode nothing else in
         `BEGIN IMMEDIATE` waits: it takes the write lock in the shared-memory index and
-        reads no page. Besides the hop it saves, the transaction's next statements run on
-        the thread that began it, whose caches hold the connection (the first statement
-        after a `BEGIN` on the connection's thread cost twice its repeat).
+        reads no page. What it saves is a trip to the connection's thread and that
+        thread's wake-up (docs/write-path.md has the figures).
         """
-        sqlite = self._conn
-        (timeout,) = sqlite.execute("PRAGMA busy_timeout").fetchone()
-        sqlite.execute("PRAGMA busy_timeout=0")
-        try:
-            sqlite.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
-                raise
-            return False
-        finally:
-            sqlite.execute(f"PRAGMA busy_timeout={int(timeout)}")
-        return True
+        return bool(self._without_waiting(lambda: self._conn.execute("BEGIN IMMEDIATE")))
 
     async def rollback(self) -> None:
         """Roll back the open transaction; without one, return at once.
@@ -231,3 +248,23 @@ async def statements_inline(conn: AsyncConnection) -> AsyncIterator[None]:
         yield
     finally:
         driver.inline = False
+
+
+@asynccontextmanager
+async def statements_at_once(conn: AsyncConnection) -> AsyncIterator[None]:
+    """Try `conn`'s statements on the loop's thread without waiting until the block ends.
+
+    For a statement run alone outside a transaction (`UnitOfWork.single`'s reads): a read
+    in WAL mode waits for no writer, and what could make it wait (a checkpoint resetting
+    the log, a recovery) makes SQLite answer busy at once, and the statement goes to the
+    connection's thread as before. On another database it changes nothing.
+    """
+    driver = sqlite_driver_of(conn)
+    if driver is None:
+        yield
+        return
+    driver.at_once = True
+    try:
+        yield
+    finally:
+        driver.at_once = False

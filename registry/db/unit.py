@@ -22,7 +22,9 @@ PostgreSQL database, held across several transactions (`write_with_retry`'s atte
 On SQLite the statements of `publish` and of a `single` write run on the event loop's
 thread once `BEGIN IMMEDIATE` has returned (`sqlite_driver.statements_inline`): under the
 database's write lock none waits, and a trip to the driver's thread costs more than the
-statement. `BEGIN` and `COMMIT` stay on that thread.
+statement. `BEGIN IMMEDIATE` itself, and a `single` read, are tried there without waiting
+and go to the driver's thread only if SQLite answers busy (`begin_at_once`,
+`statements_at_once`). `COMMIT` stays on that thread (the WAL's fsync).
 
 Each runs in its own task (`cancel.guarded`), so cancelling the caller never cuts a
 statement in half, and is retried as a whole on transient errors (before its commit, for
@@ -54,7 +56,7 @@ from registry.db import errors as db_errors
 from registry.db.cancel import check_cancelled, guarded
 from registry.db.engine import dialect_name, write_connection
 from registry.db.locks import GIVE_TURN, TAKE_TURN, lock_key, lock_workspace, lock_workspace_then
-from registry.db.sqlite_driver import sqlite_driver_of, statements_inline
+from registry.db.sqlite_driver import sqlite_driver_of, statements_at_once, statements_inline
 from registry.errors import StorageUnavailable, WorkspaceBusy
 
 T = TypeVar("T")
@@ -170,7 +172,10 @@ class UnitOfWork:
             )
 
         async def once() -> T:
-            async with self._connection(write=write, workspace=workspace, single=True) as conn:
+            async with (
+                self._connection(write=write, workspace=workspace, single=True) as conn,
+                statements_at_once(conn),  # SQLite: a read waits for no writer
+            ):
                 result = await work(conn)
                 if conn.in_transaction():
                     # SQLite: a statement `direct` could not run alone began a transaction.

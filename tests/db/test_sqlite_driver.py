@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
 from typing import ClassVar
@@ -121,12 +122,11 @@ async def test_a_rollback_without_a_transaction_costs_no_trip_to_the_thread(tmp_
         await engine.dispose()
 
 
-async def test_a_package_write_makes_three_trips_to_the_thread(
-    sqlite_url, local_store, monkeypatch
-):
-    # Its read (one statement, no transaction) and the claim's and the publish's COMMIT:
-    # every statement of the two write transactions, their BEGIN IMMEDIATE included, runs
-    # on the loop's thread while the write lock is free (docs/write-path.md).
+async def test_a_package_write_makes_two_trips_to_the_thread(sqlite_url, local_store, monkeypatch):
+    # The claim's and the publish's COMMIT: the read before them (one statement, no
+    # transaction) and every statement of the two write transactions, their BEGIN
+    # IMMEDIATE included, run on the loop's thread while no other connection holds a
+    # lock (docs/write-path.md).
     monkeypatch.setattr(sqlite_driver, "Connection", _Trips)
     settings = Settings(database_url=sqlite_url, blob_url=f"file://{local_store.root}")
     engine = create_engine(sqlite_url, pool_size=1)
@@ -139,7 +139,7 @@ async def test_a_package_write_makes_three_trips_to_the_thread(
         await registry.write_package(
             SCOPE, "trips", package("trips", tag="2"), expected_head=1, actor="t"
         )
-        assert _Trips.trips == ["statement", "commit", "commit"]
+        assert _Trips.trips == ["commit", "commit"]
     finally:
         await registry.close()
         await engine.dispose()
@@ -199,6 +199,39 @@ async def test_begin_at_once_takes_a_free_lock_and_leaves_a_busy_one_alone(tmp_p
         await connection.close()
 
 
+async def test_a_statement_at_once_waits_on_the_thread_only_when_sqlite_is_busy(
+    tmp_path, monkeypatch
+):
+    # A rollback-journal database whose writer holds an exclusive lock: a reader is busy.
+    monkeypatch.setattr(sqlite_driver, "Connection", _Trips)
+    path = tmp_path / "d.db"
+    holder = sqlite3.connect(path, isolation_level=None, timeout=0)
+    holder.execute("CREATE TABLE t (id INTEGER PRIMARY KEY)")
+    holder.execute("INSERT INTO t DEFAULT VALUES")
+    connection = await sqlite_driver.connect(make_url(f"sqlite:///{path}"), 5.0)
+    try:
+        cursor = connection.cursor()
+        connection.at_once = True
+        _Trips.trips.clear()
+        await cursor.execute("SELECT count(*) FROM t")
+        assert await cursor.fetchall() == [(1,)]
+        assert _Trips.trips == []  # nothing held: run here
+        holder.execute("BEGIN EXCLUSIVE")
+        holder.execute("INSERT INTO t DEFAULT VALUES")
+        read = asyncio.create_task(cursor.execute("SELECT count(*) FROM t"))
+        await asyncio.sleep(0)  # the try here failed busy; the thread waits for the lock
+        assert not read.done()
+        assert _Trips.trips == ["statement"]
+        holder.execute("COMMIT")
+        await asyncio.wait_for(read, 10)
+        assert await cursor.fetchall() == [(2,)]
+        assert connection.sqlite.execute("PRAGMA busy_timeout").fetchone() == (5000,)
+    finally:
+        connection.at_once = False
+        holder.close()
+        await connection.close()
+
+
 async def test_a_write_runs_its_statements_inline_between_begin_and_commit(sqlite_url, local_store):
     # The claim and the publish transactions run their statements on the loop's thread,
     # and so does their BEGIN IMMEDIATE while the write lock is free (it is, here: see
@@ -235,7 +268,8 @@ async def test_a_write_runs_its_statements_inline_between_begin_and_commit(sqlit
     assert here not in traced.threads("BEGIN")
     assert here not in traced.threads("COMMIT")
     assert traced.threads("INSERT") == traced.threads("DELETE") == {here}
-    # Reads outside a write transaction (the write's first read, read_package) stayed off.
+    # A read transaction (read_package's) stayed off; the write's first read, one
+    # statement run alone, ran here (test_a_package_write_makes_two_trips_to_the_thread).
     assert traced.threads("SELECT") - {here}
 
 
