@@ -203,7 +203,14 @@ async def test_a_statement_at_once_waits_on_the_thread_only_when_sqlite_is_busy(
     tmp_path, monkeypatch
 ):
     # A rollback-journal database whose writer holds an exclusive lock: a reader is busy.
-    monkeypatch.setattr(sqlite_driver, "Connection", _Trips)
+    sent = asyncio.Event()
+
+    class _Sent(_Trips):
+        async def _execute(self, fn, *args, **kwargs):
+            sent.set()
+            return await super()._execute(fn, *args, **kwargs)
+
+    monkeypatch.setattr(sqlite_driver, "Connection", _Sent)
     path = tmp_path / "d.db"
     holder = sqlite3.connect(path, isolation_level=None, timeout=0)
     holder.execute("CREATE TABLE t (id INTEGER PRIMARY KEY)")
@@ -218,8 +225,9 @@ async def test_a_statement_at_once_waits_on_the_thread_only_when_sqlite_is_busy(
         assert _Trips.trips == []  # nothing held: run here
         holder.execute("BEGIN EXCLUSIVE")
         holder.execute("INSERT INTO t DEFAULT VALUES")
+        sent.clear()
         read = asyncio.create_task(cursor.execute("SELECT count(*) FROM t"))
-        await asyncio.sleep(0)  # the try here failed busy; the thread waits for the lock
+        await sent.wait()  # the try here failed busy; the thread waits for the lock
         assert not read.done()
         assert _Trips.trips == ["statement"]
         holder.execute("COMMIT")
