@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
-from typing import Any, Self, TypeVar
+from typing import Any, Literal, Self, TypeVar
 
 import aiosqlite
 from sqlalchemy.dialects.sqlite.aiosqlite import SQLiteDialect_aiosqlite
@@ -231,27 +231,17 @@ def sqlite_driver_of(conn: AsyncConnection) -> Connection | None:
     return driver if isinstance(driver, Connection) else None
 
 
-@asynccontextmanager
-async def statements_inline(conn: AsyncConnection) -> AsyncIterator[None]:
+def statements_inline(conn: AsyncConnection) -> AbstractAsyncContextManager[None]:
     """Run `conn`'s statements on the loop's thread until the block ends (SQLite only).
 
     For a write transaction whose `BEGIN IMMEDIATE` has returned, and only for statements
     that are small (a package write's, bounded by its file limit). Elsewhere, or on another
     database, it changes nothing.
     """
-    driver = sqlite_driver_of(conn)
-    if driver is None:
-        yield
-        return
-    driver.inline = True
-    try:
-        yield
-    finally:
-        driver.inline = False
+    return _while_set(conn, "inline")
 
 
-@asynccontextmanager
-async def statements_at_once(conn: AsyncConnection) -> AsyncIterator[None]:
+def statements_at_once(conn: AsyncConnection) -> AbstractAsyncContextManager[None]:
     """Try `conn`'s statements on the loop's thread without waiting until the block ends.
 
     For a statement run alone outside a transaction (`UnitOfWork.single`'s reads): a read
@@ -259,12 +249,20 @@ async def statements_at_once(conn: AsyncConnection) -> AsyncIterator[None]:
     the log, a recovery) makes SQLite answer busy at once, and the statement goes to the
     connection's thread as before. On another database it changes nothing.
     """
+    return _while_set(conn, "at_once")
+
+
+@asynccontextmanager
+async def _while_set(
+    conn: AsyncConnection, flag: Literal["inline", "at_once"]
+) -> AsyncIterator[None]:
+    """`flag` on `conn`'s driver connection for the block, if it is this module's."""
     driver = sqlite_driver_of(conn)
     if driver is None:
         yield
         return
-    driver.at_once = True
+    setattr(driver, flag, True)
     try:
         yield
     finally:
-        driver.at_once = False
+        setattr(driver, flag, False)
