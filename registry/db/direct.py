@@ -31,7 +31,9 @@ What stays SQLAlchemy's:
   unit of work translates it as before; a PostgreSQL error the dialect takes for a lost
   connection invalidates the connection first (`connection_invalidated`), so the pool
   drops it and the unit of work retries the transaction on another;
-- the transaction, which the unit of work begins and ends.
+- the transaction, which the unit of work begins and ends. A publish's transaction on
+  PostgreSQL is `DriverTransaction`: the driver's own, its `BEGIN` sent with the
+  transaction's first statements, with SQLAlchemy's transaction events dispatched.
 
 A connection with no transaction open runs the statement only if it is marked `SINGLE`
 (`UnitOfWork.single`): the driver then runs it as its own transaction (PostgreSQL's
@@ -84,6 +86,10 @@ T = TypeVar("T")
 # The execution option of a connection that runs one statement as its own transaction
 # (`UnitOfWork.single`): with no transaction open, the driver runs it in autocommit.
 SINGLE: Final = "skillreg_single_statement"
+_TUPLES_OK: Final = psycopg.pq.ExecStatus.TUPLES_OK
+_IDLE: Final = psycopg.pq.TransactionStatus.IDLE
+_BEGIN: Final = "BEGIN"
+_ONE: Final = False  # a cursor event's `executemany`
 _Processor = Callable[[Any], Any] | None
 
 
@@ -325,41 +331,68 @@ async def run(
     return Rows(compiled.read(raw), rowcount)
 
 
-async def run_together(conn: AsyncConnection, queries: Sequence[Query]) -> list[Rows]:
+async def run_together(
+    conn: AsyncConnection,
+    queries: Sequence[Query],
+    *,
+    transaction: DriverTransaction | None = None,
+) -> list[Rows]:
     """Execute `queries` in order in `conn`'s transaction, in one round trip on PostgreSQL.
 
-    The first error is raised, as from `run`; the statements after it did not run. Where a
-    pipeline cannot carry them (another driver, a statement `run` would hand to SQLAlchemy),
-    they run one by one.
+    `transaction`: the `DriverTransaction` these statements may open; if it has not begun,
+    its `BEGIN` goes out first, in the same round trip (or alone before them, when they
+    cannot go together). The first error is raised, as from `run`; the statements after it
+    did not run. Where a pipeline cannot carry them (another driver, a statement `run` would
+    hand to SQLAlchemy), they run one by one.
     """
     driver = _driver(conn)
     if not isinstance(driver, psycopg.AsyncConnection):
         return [await run(conn, q.statement, q.params) for q in queries]
+    begin = transaction is not None and transaction.opens(driver)
     compiled = [
         _compile(q.statement, conn.dialect, _columns(q.statement, q.params)) for q in queries
     ]
     if any(c is None for c in compiled):
+        if begin:
+            await _pipelined_statements(conn, driver, [(_BEGIN, None)])
         return [await run(conn, q.statement, q.params) for q in queries]
+    sent: list[tuple[str, Any]] = [(_BEGIN, None)] if begin else []
+    for query, one in zip(queries, compiled, strict=True):
+        assert one is not None
+        sent.append(one.bind(query.params))
+    outcomes = await _pipelined_statements(conn, driver, sent)
+    if begin:
+        del outcomes[0]
+    return [
+        Rows(one.read(raw), rowcount)
+        for one, (raw, rowcount) in zip(compiled, outcomes, strict=True)
+        if one is not None
+    ]
+
+
+async def _pipelined_statements(
+    conn: AsyncConnection, driver: psycopg.AsyncConnection[Any], statements: list[tuple[str, Any]]
+) -> list[tuple[list[Any], int]]:
+    """Send `statements` in one pipeline, with the connection's cursor events around them.
+
+    A statement without parameters (the `BEGIN` of a `DriverTransaction`) is not prepared.
+    """
     sync = conn.sync_connection
     assert sync is not None
     dispatch = sync.dispatch
-    executemany = False
     sent = []
-    for query, one in zip(queries, compiled, strict=True):
-        assert one is not None
-        sql, args = one.bind(query.params)
+    for statement in statements:
+        sql, args = statement
         for listener in dispatch.before_cursor_execute:
-            sql, args = listener(sync, None, sql, args, None, executemany)
+            # As `Connection.execute` does: a listener with `retval=True` may change them.
+            sql, args = listener(sync, None, sql, args, None, _ONE)
         sent.append((sql, args))
     outcomes = await _guarded(
         conn, "; ".join(sql for sql, _ in sent), None, many=False, work=_pipelined(driver, sent)
     )
-    results = []
-    for one, (sql, args), (raw, rowcount) in zip(compiled, sent, outcomes, strict=True):
-        assert one is not None
-        dispatch.after_cursor_execute(sync, None, sql, args, None, executemany)
-        results.append(Rows(one.read(raw), rowcount))
-    return results
+    for sql, args in sent:
+        dispatch.after_cursor_execute(sync, None, sql, args, None, _ONE)
+    return outcomes
 
 
 def _bound(compiled: _Compiled, params: Params | Sequence[Params] | None) -> tuple[str, Any] | None:
@@ -453,8 +486,18 @@ async def _on_postgres(
             await cursor.executemany(sql, args)
         else:
             await cursor.execute(sql, args, prepare=_prepare(pg))
-        rows = await cursor.fetchall() if cursor.description is not None else []
+        rows = await cursor.fetchall() if _returned_rows(cursor) else []
         return rows, cursor.rowcount
+
+
+def _returned_rows(cursor: psycopg.AsyncCursor[Any]) -> bool:
+    """Whether the cursor's current result holds rows (psycopg's `description` rule).
+
+    `description` would say the same, at the price of a `Column` object per field at
+    each access (20 of them for the write's head read).
+    """
+    result = cursor.pgresult
+    return result is not None and (bool(result.nfields) or result.status == _TUPLES_OK)
 
 
 async def _pipelined(
@@ -464,9 +507,10 @@ async def _pipelined(
     try:
         async with pg.pipeline():
             for cursor, (sql, args) in zip(cursors, statements, strict=True):
-                await cursor.execute(sql, args, prepare=_prepare(pg))
+                prepare = None if args is None else _prepare(pg)
+                await cursor.execute(sql, args, prepare=prepare)
         return [
-            (await cursor.fetchall() if cursor.description is not None else [], cursor.rowcount)
+            (await cursor.fetchall() if _returned_rows(cursor) else [], cursor.rowcount)
             for cursor in cursors
         ]
     finally:
@@ -479,15 +523,95 @@ def _driver(conn: AsyncConnection) -> DriverConnection | psycopg.AsyncConnection
     sync = conn.sync_connection
     if sync is None:
         return None
-    if not sync.in_transaction() and not sync.get_execution_options().get(SINGLE):
-        return None
     driver = sync.connection.driver_connection
-    if isinstance(driver, DriverConnection):
-        return driver
-    if isinstance(driver, psycopg.AsyncConnection) and (sync.in_transaction() or driver.autocommit):
-        # Outside a transaction only in autocommit: psycopg would begin one of its own.
+    if isinstance(driver, psycopg.AsyncConnection):
+        # Outside SQLAlchemy's transaction only in autocommit (psycopg would begin one of
+        # its own): each statement its own transaction (`SINGLE`), or inside the one a
+        # `DriverTransaction` began.
+        return driver if sync.in_transaction() or driver.autocommit else None
+    if isinstance(driver, DriverConnection) and (
+        sync.in_transaction() or sync.get_execution_options().get(SINGLE)
+    ):
         return driver
     return None
+
+
+class DriverTransaction:
+    """PostgreSQL: a write transaction on psycopg itself, begun by its first statements.
+
+    Its `BEGIN` goes out with them, in one round trip (`run_together(..., transaction=)`).
+
+    psycopg begins a transaction by sending `BEGIN` alone and waiting for its reply, even in
+    a pipeline, and SQLAlchemy's transaction costs two hops into its greenlet (begin and
+    commit). Here the driver is in autocommit for the transaction's life, so psycopg adds
+    nothing, and the transaction's first statements begin it explicitly; the statements
+    that follow (through `run`, or SQLAlchemy's `execute`) run inside it; `commit` and
+    `rollback` send `COMMIT` and `ROLLBACK` (psycopg sends them whenever the server has a
+    transaction open, autocommit or not). SQLAlchemy's `begin`, `commit` and `rollback`
+    events are dispatched as for its own transactions, and errors are raised as
+    SQLAlchemy's (`_guarded`).
+
+    `end` must run when the transaction is over, whatever happened: it takes the driver out
+    of autocommit again, or invalidates the connection if it cannot (a transaction still
+    open, a lost connection), so that no pooled connection is ever left in autocommit.
+    """
+
+    __slots__ = ("_begun", "_conn", "_pg", "_sync")
+
+    def __init__(self, conn: AsyncConnection, pg: psycopg.AsyncConnection[Any]) -> None:
+        sync = conn.sync_connection
+        assert sync is not None
+        self._conn, self._pg, self._sync = conn, pg, sync
+        self._begun = False
+
+    @classmethod
+    async def start(cls, conn: AsyncConnection) -> DriverTransaction | None:
+        """Begin one on `conn` (`BEGIN` not sent yet), or None: not a psycopg connection."""
+        sync = conn.sync_connection
+        if sync is None or sync.in_transaction():
+            return None
+        pg = sync.connection.driver_connection
+        if not isinstance(pg, psycopg.AsyncConnection) or pg.autocommit:
+            return None
+        transaction = cls(conn, pg)
+        await pg.set_autocommit(True)
+        sync.dispatch.begin(sync)
+        return transaction
+
+    def opens(self, driver: object) -> bool:
+        """Whether statements sent now on `driver` must begin the transaction first."""
+        if self._begun or driver is not self._pg:
+            return False
+        self._begun = True
+        return True
+
+    async def commit(self) -> None:
+        """Send `COMMIT` (nothing if the transaction never began)."""
+        self._sync.dispatch.commit(self._sync)
+        await _guarded(self._conn, "COMMIT", None, many=False, work=self._pg.commit())
+
+    async def rollback(self) -> None:
+        """Send `ROLLBACK` (nothing if no transaction is open, or the connection is lost)."""
+        self._sync.dispatch.rollback(self._sync)
+        if self._sync.invalidated:
+            return
+        await _guarded(self._conn, "ROLLBACK", None, many=False, work=self._pg.rollback())
+
+    async def end(self) -> None:
+        """Take the driver out of autocommit, or invalidate the connection."""
+        pg = self._pg
+        try:
+            if not pg.closed and pg.pgconn.transaction_status == _IDLE:
+                await pg.set_autocommit(False)
+                return
+        except BaseException:
+            await self._invalidate()
+            raise
+        await self._invalidate()
+
+    async def _invalidate(self) -> None:
+        if not self._sync.invalidated:
+            await self._conn.invalidate()
 
 
 async def _through_sqlalchemy(

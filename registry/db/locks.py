@@ -57,21 +57,32 @@ async def lock_workspace(conn: AsyncConnection, workspace: str, *, indexed: bool
         )
 
 
+_LOCK_TIMEOUT: Final = sa.text("SELECT set_config('lock_timeout', :ms, true)")
+
+
 async def lock_workspace_then(
-    conn: AsyncConnection, workspace: str, then: direct.Query
+    conn: AsyncConnection,
+    workspace: str,
+    then: direct.Query,
+    *,
+    lock_timeout_ms: int | None = None,
+    transaction: direct.DriverTransaction | None = None,
 ) -> direct.Rows | None:
     """Take the workspace's lock (`indexed`), then run `then`: one round trip on PostgreSQL.
 
-    The two statements go out together (`direct.run_together`): the server runs `then` as
+    The statements go out together (`direct.run_together`): the server runs `then` as
     soon as it grants the lock, with a snapshot taken after the grant, so it reads what the
     lock protects, and the lock is not held while its reply travels back to the client
     before `then` is sent. If the lock is refused (`lock_timeout`), `then` does not run.
+    `lock_timeout_ms` shortens the wait for this transaction (`SET LOCAL`, sent first in
+    the same round trip); `transaction` is the `DriverTransaction` they begin, if any.
     On SQLite the transaction's `BEGIN IMMEDIATE` is the lock: nothing runs, and None says
     that the caller runs `then` itself, under that lock.
     """
     if conn.dialect.name != "postgresql":
         return None
-    _locked, rows = await direct.run_together(
-        conn, [direct.Query(_LOCK_INDEXED, {"key": lock_key("workspace", workspace)}), then]
-    )
-    return rows
+    queries = [direct.Query(_LOCK_INDEXED, {"key": lock_key("workspace", workspace)}), then]
+    if lock_timeout_ms is not None:
+        queries.insert(0, direct.Query(_LOCK_TIMEOUT, {"ms": str(lock_timeout_ms)}))
+    results = await direct.run_together(conn, queries, transaction=transaction)
+    return results[-1]

@@ -14,7 +14,8 @@ Five kinds, one method each:
 - `publish(workspace, work)`: the locked transaction of a package write. Its commit is not
   idempotent: if the commit itself fails, the outcome is unknown and `CommitOutcomeUnknown`
   is raised for the caller to settle (docs/write-path.md); `work` may also ask for a rollback
-  (nothing to change) by returning `Outcome(value, commit=False)`.
+  (nothing to change) by returning `Outcome(value, commit=False)`. On PostgreSQL it is
+  the driver's own transaction (`direct.DriverTransaction`), its `BEGIN` sent with the lock.
 
 And one lock that is not a transaction: `turn(name)`, a turn among the processes sharing a
 PostgreSQL database, held across several transactions (`write_with_retry`'s attempts).
@@ -44,7 +45,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
-from typing import Final, Generic, TypeVar, overload
+from typing import Final, Generic, Protocol, TypeVar, overload
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncTransaction
@@ -104,6 +105,14 @@ class Outcome(Generic[T]):
 
     value: T
     commit: bool = True
+
+
+class _Transaction(Protocol):
+    """What a publish ends its transaction with: SQLAlchemy's, or `direct.DriverTransaction`."""
+
+    async def commit(self) -> None: ...
+
+    async def rollback(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -211,14 +220,18 @@ class UnitOfWork:
         """
 
         async def once() -> T:
-            async with self._connection(write=True, workspace=workspace) as conn:
-                transaction = await self._begin(conn, write=True)
+            async with (
+                self._connection(write=True, workspace=workspace) as conn,
+                self._publishing(conn) as (transaction, on_driver),
+            ):
                 try:
                     # SQLite: the database's write lock is held from here on, so no
                     # statement waits for another connection; `COMMIT` stays off the loop.
                     async with statements_inline(conn):
                         await hit("publish.begin")
-                        opened = await self._lock(conn, workspace, then=opening)
+                        opened = await self._lock(
+                            conn, workspace, then=opening, transaction=on_driver
+                        )
                         await hit("publish.locked")
                         if opened is None:
                             # SQLite: `BEGIN IMMEDIATE` took the lock; the read follows it.
@@ -405,38 +418,72 @@ class UnitOfWork:
                 default_ms = int(self.sqlite_busy_timeout * 1000)
                 await conn.run_sync(_set_busy_timeout, default_ms)
 
+    @asynccontextmanager
+    async def _publishing(
+        self, conn: AsyncConnection
+    ) -> AsyncIterator[tuple[_Transaction, direct.DriverTransaction | None]]:
+        """A publish's transaction, and the driver's own if it is one.
+
+        On PostgreSQL it runs on the driver, its `BEGIN` sent with the lock
+        (`direct.DriverTransaction`); on SQLite it is SQLAlchemy's (`BEGIN IMMEDIATE`).
+        Yields the transaction to commit or roll back, and the driver's, if it is one.
+        """
+        on_driver = await direct.DriverTransaction.start(conn)
+        if on_driver is None:
+            yield await self._begin(conn, write=True), None
+            return
+        try:
+            yield on_driver, on_driver
+        finally:
+            await on_driver.end()
+
     @overload
     async def _lock(self, conn: AsyncConnection, workspace: str) -> None: ...
 
     @overload
     async def _lock(
-        self, conn: AsyncConnection, workspace: str, *, then: direct.Query
+        self,
+        conn: AsyncConnection,
+        workspace: str,
+        *,
+        then: direct.Query,
+        transaction: direct.DriverTransaction | None = None,
     ) -> direct.Rows | None: ...
 
     async def _lock(
-        self, conn: AsyncConnection, workspace: str, *, then: direct.Query | None = None
+        self,
+        conn: AsyncConnection,
+        workspace: str,
+        *,
+        then: direct.Query | None = None,
+        transaction: direct.DriverTransaction | None = None,
     ) -> direct.Rows | None:
         """Take the workspace lock, waiting at most what the write has left to wait.
 
         `then` (PostgreSQL): the statement to run once the lock is granted, in the same
         round trip, with the rest of the transaction planned with index scans
         (`lock_workspace_then`); its rows are returned. None: the lock is the transaction's
-        own (SQLite), the caller runs `then`.
+        own (SQLite), the caller runs `then`. `transaction`: the `DriverTransaction` that
+        the lock's round trip begins.
         """
         budget = write_budget.current()
         postgres = dialect_name(conn) == "postgresql"
+        shortened: int | None = None
         if budget is not None and postgres:
             if budget.lock_left <= 0:
                 raise WorkspaceBusy(workspace, budget.lock_timeout)
             if budget.lock_left < self.lock_timeout - _LOCK_SLACK:
-                ms = max(1, int(budget.lock_left * 1000))
-                await conn.exec_driver_sql(f"SET LOCAL lock_timeout = {ms}")
+                shortened = max(1, int(budget.lock_left * 1000))
+                if then is None:
+                    await conn.exec_driver_sql(f"SET LOCAL lock_timeout = {shortened}")
         started = time.monotonic()
         try:
             if then is None:
                 await lock_workspace(conn, workspace)
                 return None
-            return await lock_workspace_then(conn, workspace, then)
+            return await lock_workspace_then(
+                conn, workspace, then, lock_timeout_ms=shortened, transaction=transaction
+            )
         finally:
             if budget is not None and postgres:
                 budget.charge_lock(time.monotonic() - started)

@@ -24,6 +24,7 @@ from tests.support.packages import as_bytes, package, publish, skill_md
 from tests.support.roundtrips import RoundTrips
 from tests.support.scopes import ACME
 from tests.support.state import blob_rows, db_state, live_claims, store_digests
+from tests.support.wire import WireTrace
 
 
 async def test_create_then_read_back_byte_for_byte(registry):
@@ -245,7 +246,10 @@ async def test_a_write_makes_two_write_transactions(make_registry):
     writes: list[str] = []
 
     def on_begin(conn):
-        if conn.get_execution_options().get(WRITE_TX):
+        # PostgreSQL's publish is the driver's own transaction (`direct.DriverTransaction`):
+        # psycopg in autocommit, its `BEGIN` sent with the lock.
+        on_driver = getattr(conn.connection.driver_connection, "autocommit", False)
+        if on_driver or conn.get_execution_options().get(WRITE_TX):
             writes.append("transaction")
 
     def on_statement(conn, _cursor, statement, *_args):
@@ -326,8 +330,9 @@ async def test_the_locked_transaction_is_three_round_trips_on_postgresql(make_re
     )
     update = clock.trips
     if postgres:
-        assert new_skill == [["SELECT", "SELECT"], ["WITH"]]
-        assert update == [["SELECT", "SELECT"], ["WITH"]]
+        # The transaction's `BEGIN` goes out with them (`direct.DriverTransaction`).
+        assert new_skill == [["BEGIN", "SELECT", "SELECT"], ["WITH"]]
+        assert update == [["BEGIN", "SELECT", "SELECT"], ["WITH"]]
     else:
         # context, claims, statuses, live, manifest, entries, then the version's rows
         steps = ["SELECT", "DELETE", "SELECT", "UPDATE", "INSERT", "INSERT"]
@@ -336,6 +341,40 @@ async def test_the_locked_transaction_is_three_round_trips_on_postgresql(make_re
     # The same rows as ever: one version each, its sources, its event.
     info = await registry.package_info(ACME, "pdf-report")
     assert info.head == 2
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_a_write_on_postgresql_is_five_round_trips_on_the_wire(make_registry):
+    """Counted in libpq's own trace, which sees what psycopg sends on its own too.
+
+    The read, the claim, then the publish: its `BEGIN` with the lock and the context (a
+    `direct.DriverTransaction`; psycopg would send `BEGIN` alone and wait for its reply),
+    the staging statement, the commit. A statement's first execution on a connection is
+    prepared in a round trip of its own, once per connection (`prepares`).
+    """
+    registry = await make_registry()
+    with WireTrace(registry.engine) as wire:
+        await publish(registry, files=package("pdf-report", files=10), sources=["chat:1"])
+        for head in (1, 2):
+            since = wire.mark()
+            files = package("pdf-report", files=10, tag=f"v{head}")
+            await publish(registry, files=files, expected=head, sources=[f"chat:{head}"])
+            trips = wire.trips(since)
+            assert trips == [
+                ["SELECT"],
+                ["WITH"],
+                ["BEGIN", "SELECT", "SELECT"],
+                ["WITH"],
+                ["COMMIT"],
+            ], trips
+        # Every statement was prepared on this connection before.
+        assert wire.prepares(since) == 0
+    wire.close()
+    # The connection went back to the pool out of autocommit: its next transaction is one.
+    async with registry.engine.connect() as conn:
+        raw = await conn.get_raw_connection()
+        assert raw.driver_connection.autocommit is False
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
