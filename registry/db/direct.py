@@ -35,10 +35,11 @@ What stays SQLAlchemy's:
   PostgreSQL is `DriverTransaction`: the driver's own, its `BEGIN` sent with the
   transaction's first statements, with SQLAlchemy's transaction events dispatched.
 
-A connection with no transaction open runs the statement only if it is marked `SINGLE`
-(`UnitOfWork.single`): the driver then runs it as its own transaction (PostgreSQL's
-connection is in autocommit; SQLite's driver runs a statement outside a transaction so),
-which for one statement is one snapshot, with no `BEGIN` or `COMMIT`.
+A connection with no transaction open runs the statement directly only where the driver
+runs it as its own transaction (`UnitOfWork.single`): PostgreSQL's driver in autocommit
+(`single_statements`, or SQLAlchemy's `isolation_level="AUTOCOMMIT"`), SQLite's connection
+marked `SINGLE` (its driver runs a statement outside a transaction so). For one statement
+that is one snapshot, with no `BEGIN` or `COMMIT`.
 
 Several rows with RETURNING run on SQLite as one execution per row, in one call on the
 driver (the rows in order, as SQLAlchemy's "insertmanyvalues" returns them).
@@ -65,7 +66,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections import namedtuple
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -599,19 +601,46 @@ class DriverTransaction:
 
     async def end(self) -> None:
         """Take the driver out of autocommit, or invalidate the connection."""
-        pg = self._pg
-        try:
-            if not pg.closed and pg.pgconn.transaction_status == _IDLE:
-                await pg.set_autocommit(False)
-                return
-        except BaseException:
-            await self._invalidate()
-            raise
-        await self._invalidate()
+        await _leave_autocommit(self._conn, self._pg)
 
-    async def _invalidate(self) -> None:
-        if not self._sync.invalidated:
-            await self._conn.invalidate()
+
+@asynccontextmanager
+async def single_statements(conn: AsyncConnection) -> AsyncIterator[None]:
+    """PostgreSQL: inside the block each statement `run` sends is its own transaction.
+
+    The driver is put in autocommit directly, as for a `DriverTransaction`, rather than
+    through SQLAlchemy's `isolation_level="AUTOCOMMIT"`, whose setting and reset on the
+    way back to the pool cost two hops into its greenlet. After the block the driver
+    leaves autocommit, or the connection is invalidated if it cannot. Elsewhere (SQLite, a
+    transaction already open, a driver in autocommit already) it changes nothing.
+    """
+    sync = conn.sync_connection
+    pg = None if sync is None or sync.in_transaction() else sync.connection.driver_connection
+    if not isinstance(pg, psycopg.AsyncConnection) or pg.autocommit:
+        yield
+        return
+    await pg.set_autocommit(True)
+    try:
+        yield
+    finally:
+        await _leave_autocommit(conn, pg)
+
+
+async def _leave_autocommit(conn: AsyncConnection, pg: psycopg.AsyncConnection[Any]) -> None:
+    """Take `pg` out of autocommit, or invalidate `conn`: no transaction may be open then."""
+    try:
+        if not pg.closed and pg.pgconn.transaction_status == _IDLE:
+            await pg.set_autocommit(False)
+            return
+    except BaseException:
+        await _invalidate(conn)
+        raise
+    await _invalidate(conn)
+
+
+async def _invalidate(conn: AsyncConnection) -> None:
+    if not conn.invalidated:
+        await conn.invalidate()
 
 
 async def _through_sqlalchemy(

@@ -166,7 +166,8 @@ class UnitOfWork:
 
         A single statement is atomic and sees one snapshot by itself, so it runs in
         autocommit: no `BEGIN` and no `COMMIT`, two round trips fewer on PostgreSQL and two
-        trips to the driver's thread fewer on SQLite (through `direct`, marked `SINGLE`).
+        trips to the driver's thread fewer on SQLite (through `direct`: on PostgreSQL the
+        driver in autocommit, `direct.single_statements`; on SQLite marked `SINGLE`).
         `work` must be one statement (or, if `write`, idempotent statements each safe on
         its own). A SQLite write runs in a write transaction as usual (`BEGIN IMMEDIATE`
         waits for the database's lock), its statements inline; `durable=False` lets its
@@ -373,13 +374,14 @@ class UnitOfWork:
             ) from None
         try:
             async with self.engine.connect() as raw:
+                if single and dialect_name(raw) == "postgresql":
+                    # The driver in autocommit (`direct.single_statements`).
+                    async with direct.single_statements(raw):
+                        yield raw
+                    return
                 conn = raw
-                if single and dialect_name(raw) == "sqlite":
+                if single:
                     conn = await raw.execution_options(**{direct.SINGLE: True})
-                elif single:
-                    conn = await raw.execution_options(
-                        isolation_level="AUTOCOMMIT", **{direct.SINGLE: True}
-                    )
                 elif not write and dialect_name(raw) == "postgresql":
                     conn = await raw.execution_options(
                         isolation_level="REPEATABLE READ", postgresql_readonly=True

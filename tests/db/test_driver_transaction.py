@@ -22,7 +22,7 @@ from registry.db.engine import create_engine, write_connection
 from registry.db.locks import lock_workspace
 from registry.db.tables import Skill
 from registry.db.unit import Outcome, UnitOfWork
-from registry.errors import WorkspaceBusy
+from registry.errors import StorageUnavailable, WorkspaceBusy
 from tests.support.wire import WireTrace
 
 pytestmark = [
@@ -224,4 +224,44 @@ async def test_a_shortened_lock_wait_goes_out_with_the_lock(database_url):
         trips = wire.trips()
         assert trips == [["BEGIN", "SELECT", "SELECT", "SELECT"], ["ROLLBACK"], ["DEALLOCATE"]]
         wire.close()
+        await _pooled_connection_is_transactional(unit)
+
+
+# ---------------------------------------------------------------- one statement, autocommit
+
+
+async def test_a_single_statement_commits_alone_and_leaves_autocommit(database_url):
+    # `UnitOfWork.single` on PostgreSQL: the driver in autocommit for the one statement
+    # (`direct.single_statements`), and out of it once the connection goes back.
+    async with _unit(database_url) as unit:
+        with WireTrace(unit.engine) as wire:
+            await unit.single(lambda conn: direct.run(conn, _INSERT, _skill("a")), write=True)
+        assert wire.trips() == [["INSERT"]]
+        wire.close()
+        assert await _slugs(unit) == ["a"]
+        await _pooled_connection_is_transactional(unit)
+
+
+async def test_a_failed_single_statement_leaves_autocommit(database_url):
+    async with _unit(database_url) as unit:
+        await unit.single(lambda conn: direct.run(conn, _INSERT, _skill("a")), write=True)
+        with pytest.raises(StorageUnavailable):
+            await unit.single(lambda conn: direct.run(conn, _INSERT, _skill("a")), write=True)
+        assert await _slugs(unit) == ["a"]
+        await _pooled_connection_is_transactional(unit)
+
+
+async def test_a_single_statement_on_a_lost_connection_is_retried_on_another(database_url):
+    async with _unit(database_url) as unit:
+        async with unit.engine.connect() as conn:
+            pid = (await conn.execute(_PID)).scalar()
+        killer = create_engine(database_url)
+        try:
+            async with killer.connect() as other:
+                await other.execute(sa.select(sa.func.pg_terminate_backend(pid)))
+        finally:
+            await killer.dispose()
+        # The pooled connection is dead; the statement fails on it and runs on a new one.
+        ran_on = await unit.single(lambda conn: direct.run(conn, _PID), write=False)
+        assert ran_on.scalar() != pid
         await _pooled_connection_is_transactional(unit)

@@ -253,8 +253,9 @@ async def test_a_write_makes_two_write_transactions(make_registry):
             writes.append("transaction")
 
     def on_statement(conn, _cursor, statement, *_args):
-        autocommit = conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT"
-        if autocommit and "INSERT INTO blobs" in statement:
+        # PostgreSQL: a statement run as its own transaction, the driver in autocommit.
+        autocommit = getattr(conn.connection.driver_connection, "autocommit", False)
+        if autocommit and not conn.in_transaction() and "INSERT INTO blobs" in statement:
             writes.append("claim statement")
 
     event.listen(registry.engine.sync_engine, "begin", on_begin)
