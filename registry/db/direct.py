@@ -577,7 +577,11 @@ class DriverTransaction:
             return None
         transaction = cls(conn, pg)
         await pg.set_autocommit(True)
-        sync.dispatch.begin(sync)
+        try:
+            sync.dispatch.begin(sync)
+        except BaseException:
+            await _leave_autocommit(conn, pg)
+            raise
         return transaction
 
     def opens(self, driver: object) -> bool:

@@ -45,6 +45,11 @@ async def test_the_phase_counter_puts_every_statement_of_a_write_in_a_phase(make
             assert sum(sum(f["kinds"].values()) for f in figures.values()) == len(statements)
             for phase in figures.values():
                 assert phase["commits"] <= phase["transactions"]
+            # One transaction each: the read, the claim, the publish (on PostgreSQL the
+            # driver's own, `direct.DriverTransaction`, whose statements SQLAlchemy does
+            # not see inside a transaction).
+            one_each = [figures[p]["transactions"] for p in ("read", "claim", "publish")]
+            assert one_each == [1, 1, 1], figures
     finally:
         sa.event.remove(registry.engine.sync_engine, "before_cursor_execute", listener)
     # Outside `count`, nothing is counted.

@@ -172,6 +172,24 @@ async def test_a_cancelled_publish_rolls_back_and_leaves_autocommit(database_url
         await _pooled_connection_is_transactional(unit)
 
 
+async def test_a_begin_listener_that_fails_leaves_the_driver_out_of_autocommit(database_url):
+    async with _unit(database_url) as unit:
+
+        def refuse(_conn) -> None:
+            raise _Refused
+
+        async def work(_conn, _opened) -> Outcome[None]:
+            raise AssertionError("the transaction began")
+
+        sa.event.listen(unit.engine.sync_engine, "begin", refuse)
+        try:
+            with pytest.raises(_Refused):
+                await unit.publish("w", _COUNT, work)
+        finally:
+            sa.event.remove(unit.engine.sync_engine, "begin", refuse)
+        await _pooled_connection_is_transactional(unit)
+
+
 async def test_a_driver_transaction_left_open_invalidates_its_connection(database_url):
     # `end` without a commit or a rollback: the connection cannot leave autocommit with a
     # transaction open, so it is dropped, and its transaction with it.
