@@ -18,7 +18,12 @@ driver connection itself:
 What stays SQLAlchemy's:
 - the statement: built with Core, compiled by the connection's dialect once per set of
   columns (an insert's or an update's columns are its parameters' keys, as in
-  `Connection.execute`), with the bound literals `construct_params` fills in;
+  `Connection.execute`), with the bound literals `construct_params` fills in. Where
+  filling them in is only lookups (a value by its key or its compiled name, else the
+  statement's own literal), the lookups are resolved once at compile time (`_sources`):
+  `construct_params` walks every bound parameter of the statement for each row (binding a
+  write's statements: 0.61-0.64 ms with it, 0.40-0.43 ms without on SQLite; 0.27-0.30 and
+  0.16-0.18 ms on PostgreSQL);
 - the types: every parameter and result column goes through its type's own processors
   for the dialect (`TypeEngine.dialect_impl(dialect).bind_processor`/`result_processor`),
   so a timestamp is stored and read back exactly as through `Connection.execute`;
@@ -93,6 +98,9 @@ _IDLE: Final = psycopg.pq.TransactionStatus.IDLE
 _BEGIN: Final = "BEGIN"
 _ONE: Final = False  # a cursor event's `executemany`
 _Processor = Callable[[Any], Any] | None
+# A bound parameter's key, its compiled name, and its own value or `_REQUIRED`.
+_Source = tuple[str, str, Any]
+_REQUIRED: Final = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +145,8 @@ class _Compiled:
     sql: str
     positional: bool
     names: tuple[str, ...]
+    # Where each of `names` takes its value from (`_sources`), or None: `construct_params`.
+    sources: tuple[_Source, ...] | None
     binders: tuple[_Processor, ...]
     # An expanding parameter's name -> what its placeholder becomes for an empty list.
     expanding: Mapping[str, str]
@@ -145,17 +155,18 @@ class _Compiled:
 
     def bind(self, params: Params) -> tuple[str, Any]:
         """The SQL and its values."""
-        values = self.compiled.construct_params(params)
+        values = self.values(params)
         if not self.positional:
             return self._bind_named(values)
         if not self.expanding:
             return self.sql, tuple(
-                value if binder is None else binder(value)
-                for binder, value in zip(self.binders, (values[n] for n in self.names), strict=True)
+                [
+                    value if binder is None else binder(value)
+                    for binder, value in zip(self.binders, values, strict=True)
+                ]
             )
         sql, flat = self.sql, []
-        for name, binder in zip(self.names, self.binders, strict=True):
-            value = values[name]
+        for name, binder, value in zip(self.names, self.binders, values, strict=True):
             if name not in self.expanding:
                 flat.append(value if binder is None else binder(value))
                 continue
@@ -164,11 +175,33 @@ class _Compiled:
             flat.extend(v if binder is None else binder(v) for v in value)
         return sql, tuple(flat)
 
-    def _bind_named(self, values: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    def values(self, params: Params) -> list[Any]:
+        """Each of `names`' value, as `construct_params` would give it.
+
+        A parameter's value comes from `params` by its key (or its compiled name), else
+        from the statement's own bound value; a required one that `params` lacks goes to
+        `construct_params`, which raises SQLAlchemy's error for it.
+        """
+        if self.sources is not None:
+            values = []
+            for key, name, default in self.sources:
+                if key in params:
+                    values.append(params[key])
+                elif name in params:
+                    values.append(params[name])
+                elif default is _REQUIRED:
+                    break
+                else:
+                    values.append(default)
+            else:
+                return values
+        constructed = self.compiled.construct_params(params)
+        return [constructed[name] for name in self.names]
+
+    def _bind_named(self, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
         # `%(name)s` placeholders (psycopg): an expanding list becomes `name__1, ...`.
         sql, named = self.sql, {}
-        for name, binder in zip(self.names, self.binders, strict=True):
-            value = values[name]
+        for name, binder, value in zip(self.names, self.binders, values, strict=True):
             if name not in self.expanding:
                 named[name] = value if binder is None else binder(value)
                 continue
@@ -243,6 +276,7 @@ def _compiled(statement: Any, dialect: Dialect, keys: frozenset[str] | None) -> 
         sql=compiled.string,
         positional=compiled.positional,
         names=names,
+        sources=_sources(compiled, names),
         binders=tuple(_binder(b.type, dialect) for b in binds),
         expanding=expanding,
         readers=tuple(
@@ -250,6 +284,33 @@ def _compiled(statement: Any, dialect: Dialect, keys: frozenset[str] | None) -> 
         ),
         row=row,
     )
+
+
+def _sources(compiled: SQLCompiler, names: tuple[str, ...]) -> tuple[_Source, ...] | None:
+    """Where `construct_params` takes each of `names`' value from, or None if not only so.
+
+    For each bound parameter: its key, its compiled name (`construct_params` looks a value
+    up by both, in that order) and its own value (`_REQUIRED` if it is required). None when
+    `construct_params` does more than that for this statement: escaped names, a value
+    computed at execution (`callable_`), values collected at compile time (a `text`
+    clause's own parameters, merged in first), or a
+    statement whose expanding parameters are already rendered.
+    """
+    if (
+        compiled.escaped_bind_names
+        or getattr(compiled, "_collected_params", None)
+        or compiled._render_postcompile  # noqa: SLF001 - no public flag
+    ):
+        return None
+    by_name: dict[str, _Source] = {}
+    for bind, name in compiled.bind_names.items():
+        if bind.callable is not None:
+            return None
+        # As in `construct_params`, a later parameter of the same name wins.
+        by_name[name] = (bind.key, name, _REQUIRED if bind.required else bind.value)
+    if any(name not in by_name for name in names):
+        return None
+    return tuple(by_name[name] for name in names)
 
 
 def _binder(type_: Any, dialect: Dialect) -> _Processor:

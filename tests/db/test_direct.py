@@ -358,6 +358,57 @@ async def test_a_cancelled_transaction_sends_nothing_more(engine):
         assert (await conn.scalar(sa.select(sa.func.count()).select_from(Skill))) == 0
 
 
+_DIALECTS = {
+    "sqlite": lambda: create_engine("sqlite+aiosqlite://").dialect,
+    "postgresql": lambda: create_engine("postgresql+psycopg://u@localhost/d").dialect,
+}
+_LITERALS = sa.select(Blob.digest).where(
+    Blob.digest == sa.bindparam("digest"), Blob.size > 5, Blob.status != "deleting"
+)
+_DEFAULTED = sa.select(Blob.digest).where(Blob.size > sa.bindparam("size", value=7))
+_SAME_NAME = sa.select(Blob.digest).where(
+    Blob.digest == sa.bindparam("d"), Blob.status == sa.bindparam("d")
+)
+_BOUND_CASES = [
+    # (statement, parameters, values come without `construct_params`)
+    (_LITERALS, {"digest": "a"}, True),
+    (_DEFAULTED, {}, True),
+    (_DEFAULTED, {"size": 3}, True),
+    (_SAME_NAME, {"d": "x"}, True),
+    (_STATUSES, {"digests": ["a", "b"]}, True),
+    (_TAKE, {"write_id": "w1"}, True),
+    (_MOVE, {"skill_id": 4, "head": 2, "updated_at": NOW}, True),
+    (_CLAIMS, {"write_id": "w", "digest": "d", "workspace": "w", "expires_at": NOW}, True),
+    (sa.select(sa.bindparam("now", callable_=lambda: 42)), {}, False),
+    (sa.text("SELECT :x, :y").bindparams(x=1), {"y": 2}, True),
+    (sa.text("SELECT :x, :y").params(x=3), {"y": 2}, False),
+    (sa.select(sa.bindparam("x")).params(x=5), {}, False),
+]
+
+
+@pytest.mark.parametrize("dialect_name", sorted(_DIALECTS))
+@pytest.mark.parametrize(("statement", "params", "fast"), _BOUND_CASES)
+def test_bound_values_are_construct_params(dialect_name, statement, params, fast):
+    # Each parameter's value, looked up without `construct_params` where only lookups
+    # are needed, is the one `construct_params` gives: from the parameters by key, else
+    # the statement's own bound literal or default.
+    dialect = _DIALECTS[dialect_name]()
+    compiled = direct._compile(statement, dialect, direct._columns(statement, params))
+    assert compiled is not None
+    assert (compiled.sources is not None) is fast
+    constructed = compiled.compiled.construct_params(params)
+    assert compiled.values(params) == [constructed[name] for name in compiled.names]
+
+
+@pytest.mark.parametrize("dialect_name", sorted(_DIALECTS))
+def test_a_missing_required_parameter_is_sqlalchemys_error(dialect_name):
+    compiled = direct._compile(_TAKE, _DIALECTS[dialect_name](), None)
+    assert compiled is not None
+    assert compiled.sources is not None
+    with pytest.raises(sa.exc.InvalidRequestError, match="'write_id'"):
+        compiled.values({"other": 1})
+
+
 def test_timestamps_take_the_same_path_as_sqlalchemys():
     # The bind processor is the type's own for the dialect: a naive value is refused.
     dialect = create_engine("sqlite+aiosqlite://").dialect
