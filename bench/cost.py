@@ -106,7 +106,7 @@ class PhaseCounter:
         self.phase = "read"
         self.counted: dict[str, Counter[str]] = {}
         # Connections inside a transaction SQLAlchemy does not track: a PostgreSQL
-        # publish runs on the driver (`direct.DriverTransaction`), announced by the
+        # publish runs on the driver (`driver_transaction.DriverTransaction`), announced by the
         # `begin` event and ended by `commit` or `rollback`.
         self._open: set[int] = set()
 

@@ -66,7 +66,7 @@ async def lock_workspace_then(
     then: direct.Query,
     *,
     lock_timeout_ms: int | None = None,
-    transaction: direct.DriverTransaction | None = None,
+    transaction: direct.Opening | None = None,
 ) -> direct.Rows | None:
     """Take the workspace's lock (`indexed`), then run `then`: one round trip on PostgreSQL.
 

@@ -15,7 +15,8 @@ Five kinds, one method each:
   idempotent: if the commit itself fails, the outcome is unknown and `CommitOutcomeUnknown`
   is raised for the caller to settle (docs/write-path.md); `work` may also ask for a rollback
   (nothing to change) by returning `Outcome(value, commit=False)`. On PostgreSQL it is
-  the driver's own transaction (`direct.DriverTransaction`), its `BEGIN` sent with the lock.
+  the driver's own transaction (`driver_transaction.DriverTransaction`), its `BEGIN` sent
+  with the lock.
 
 And one lock that is not a transaction: `turn(name)`, a turn among the processes sharing a
 PostgreSQL database, held across several transactions (`write_with_retry`'s attempts).
@@ -52,7 +53,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncTransactio
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from registry.db import budget as write_budget
-from registry.db import direct
+from registry.db import direct, driver_transaction
 from registry.db import errors as db_errors
 from registry.db.cancel import check_cancelled, guarded
 from registry.db.engine import dialect_name, write_connection
@@ -108,7 +109,7 @@ class Outcome(Generic[T]):
 
 
 class _Transaction(Protocol):
-    """What a publish ends its transaction with: SQLAlchemy's, or `direct.DriverTransaction`."""
+    """What a publish ends its transaction with: SQLAlchemy's, or a `DriverTransaction`."""
 
     async def commit(self) -> None: ...
 
@@ -167,7 +168,7 @@ class UnitOfWork:
         A single statement is atomic and sees one snapshot by itself, so it runs in
         autocommit: no `BEGIN` and no `COMMIT`, two round trips fewer on PostgreSQL and two
         trips to the driver's thread fewer on SQLite (through `direct`: on PostgreSQL the
-        driver in autocommit, `direct.single_statements`; on SQLite marked `SINGLE`).
+        driver in autocommit, `driver_transaction.single_statements`; on SQLite marked `SINGLE`).
         `work` must be one statement (or, if `write`, idempotent statements each safe on
         its own). A SQLite write runs in a write transaction as usual (`BEGIN IMMEDIATE`
         waits for the database's lock), its statements inline; `durable=False` lets its
@@ -375,8 +376,8 @@ class UnitOfWork:
         try:
             async with self.engine.connect() as raw:
                 if single and dialect_name(raw) == "postgresql":
-                    # The driver in autocommit (`direct.single_statements`).
-                    async with direct.single_statements(raw):
+                    # The driver in autocommit (`driver_transaction.single_statements`).
+                    async with driver_transaction.single_statements(raw):
                         yield raw
                     return
                 conn = raw
@@ -423,14 +424,14 @@ class UnitOfWork:
     @asynccontextmanager
     async def _publishing(
         self, conn: AsyncConnection
-    ) -> AsyncIterator[tuple[_Transaction, direct.DriverTransaction | None]]:
+    ) -> AsyncIterator[tuple[_Transaction, driver_transaction.DriverTransaction | None]]:
         """A publish's transaction, and the driver's own if it is one.
 
         On PostgreSQL it runs on the driver, its `BEGIN` sent with the lock
-        (`direct.DriverTransaction`); on SQLite it is SQLAlchemy's (`BEGIN IMMEDIATE`).
+        (`driver_transaction.DriverTransaction`); on SQLite it is SQLAlchemy's (`BEGIN IMMEDIATE`).
         Yields the transaction to commit or roll back, and the driver's, if it is one.
         """
-        on_driver = await direct.DriverTransaction.start(conn)
+        on_driver = await driver_transaction.DriverTransaction.start(conn)
         if on_driver is None:
             yield await self._begin(conn, write=True), None
             return
@@ -449,7 +450,7 @@ class UnitOfWork:
         workspace: str,
         *,
         then: direct.Query,
-        transaction: direct.DriverTransaction | None = None,
+        transaction: driver_transaction.DriverTransaction | None = None,
     ) -> direct.Rows | None: ...
 
     async def _lock(
@@ -458,7 +459,7 @@ class UnitOfWork:
         workspace: str,
         *,
         then: direct.Query | None = None,
-        transaction: direct.DriverTransaction | None = None,
+        transaction: driver_transaction.DriverTransaction | None = None,
     ) -> direct.Rows | None:
         """Take the workspace lock, waiting at most what the write has left to wait.
 

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from registry.db import compiled as compiled_module
 from registry.db import direct
 from registry.db import errors as db_errors
 from registry.db.cancel import TransactionCancelled, guarded
@@ -26,6 +27,7 @@ from registry.db.engine import create_engine
 from registry.db.tables import Blob, BlobClaim, Event, Skill
 from registry.db.tables.base import UtcDateTime
 from tests.support.roundtrips import RoundTrips
+from tests.support.rows import skill_row
 
 NOW = datetime(2026, 12, 2, 3, 4, 5, 678901, tzinfo=UTC)
 
@@ -54,20 +56,7 @@ _EVENTS = sa.select(Event.kind, Event.payload, Event.created_at).order_by(Event.
 
 
 def _skill(slug: str, *, auto_improve: bool = True) -> dict[str, object]:
-    return {
-        "workspace": "w",
-        "agent": "personal",
-        "slug": slug,
-        "kind": "saved",
-        "head": 1,
-        "head_size": 10,
-        "state": "active",
-        "auto_improve": auto_improve,
-        "learning_paused": False,
-        "use_paused": False,
-        "created_at": NOW,
-        "updated_at": NOW,
-    }
+    return skill_row(slug, now=NOW, head_size=10, auto_improve=auto_improve)
 
 
 @pytest.fixture
@@ -393,7 +382,9 @@ def test_bound_values_are_construct_params(dialect_name, statement, params, fast
     # are needed, is the one `construct_params` gives: from the parameters by key, else
     # the statement's own bound literal or default.
     dialect = _DIALECTS[dialect_name]()
-    compiled = direct._compile(statement, dialect, direct._columns(statement, params))
+    compiled = compiled_module.compile_statement(
+        statement, dialect, compiled_module.columns_of(statement, params)
+    )
     assert compiled is not None
     assert (compiled.sources is not None) is fast
     constructed = compiled.compiled.construct_params(params)
@@ -402,7 +393,7 @@ def test_bound_values_are_construct_params(dialect_name, statement, params, fast
 
 @pytest.mark.parametrize("dialect_name", sorted(_DIALECTS))
 def test_a_missing_required_parameter_is_sqlalchemys_error(dialect_name):
-    compiled = direct._compile(_TAKE, _DIALECTS[dialect_name](), None)
+    compiled = compiled_module.compile_statement(_TAKE, _DIALECTS[dialect_name](), None)
     assert compiled is not None
     assert compiled.sources is not None
     with pytest.raises(sa.exc.InvalidRequestError, match="'write_id'"):

@@ -1,4 +1,4 @@
-"""A publish's transaction on PostgreSQL, run on psycopg itself (`direct.DriverTransaction`).
+"""A publish's transaction on PostgreSQL, run on psycopg itself (`DriverTransaction`).
 
 The driver is in autocommit while the transaction runs, and the transaction's `BEGIN` goes
 out with the lock and the write context. What must hold: its statements are one
@@ -17,12 +17,13 @@ import pytest
 import sqlalchemy as sa
 
 from registry.db import budget as write_budget
-from registry.db import direct
+from registry.db import direct, driver_transaction
 from registry.db.engine import create_engine, write_connection
 from registry.db.locks import lock_workspace
 from registry.db.tables import Skill
 from registry.db.unit import Outcome, UnitOfWork
 from registry.errors import StorageUnavailable, WorkspaceBusy
+from tests.support.rows import skill_row
 from tests.support.wire import WireTrace
 
 pytestmark = [
@@ -37,20 +38,17 @@ _PID = sa.select(sa.func.pg_backend_pid())
 
 
 def _skill(slug: str) -> dict[str, object]:
-    return {
-        "workspace": "w",
-        "agent": "personal",
-        "slug": slug,
-        "kind": "saved",
-        "head": 1,
-        "head_size": 1,
-        "state": "active",
-        "auto_improve": True,
-        "learning_paused": False,
-        "use_paused": False,
-        "created_at": NOW,
-        "updated_at": NOW,
-    }
+    return skill_row(slug, now=NOW)
+
+
+async def _terminate(database_url: str, pid: int) -> None:
+    """End backend `pid` from another session, its transaction with it."""
+    killer = create_engine(database_url)
+    try:
+        async with killer.connect() as other:
+            await other.execute(sa.select(sa.func.pg_terminate_backend(pid)))
+    finally:
+        await killer.dispose()
 
 
 class _Refused(Exception):
@@ -137,12 +135,7 @@ async def test_a_publish_whose_connection_is_lost_is_retried_and_the_connection_
             await direct.run(conn, _INSERT, _skill(f"attempt-{len(attempts)}"))
             if len(attempts) == 1:
                 # Another session ends this one's backend, its transaction with it.
-                killer = create_engine(database_url)
-                try:
-                    async with killer.connect() as other:
-                        await other.execute(sa.select(sa.func.pg_terminate_backend(pid)))
-                finally:
-                    await killer.dispose()
+                await _terminate(database_url, pid)
                 await direct.run(conn, _PID)  # fails: the connection is gone
             return Outcome(None)
 
@@ -195,7 +188,7 @@ async def test_a_driver_transaction_left_open_invalidates_its_connection(databas
     # transaction open, so it is dropped, and its transaction with it.
     async with _unit(database_url) as unit:
         async with unit.engine.connect() as conn:
-            transaction = await direct.DriverTransaction.start(conn)
+            transaction = await driver_transaction.DriverTransaction.start(conn)
             assert transaction is not None
             await direct.run_together(
                 conn, [direct.Query(_INSERT, _skill("a"))], transaction=transaction
@@ -250,7 +243,7 @@ async def test_a_shortened_lock_wait_goes_out_with_the_lock(database_url):
 
 async def test_a_single_statement_commits_alone_and_leaves_autocommit(database_url):
     # `UnitOfWork.single` on PostgreSQL: the driver in autocommit for the one statement
-    # (`direct.single_statements`), and out of it once the connection goes back.
+    # (`driver_transaction.single_statements`), and out of it once the connection goes back.
     async with _unit(database_url) as unit:
         with WireTrace(unit.engine) as wire:
             await unit.single(lambda conn: direct.run(conn, _INSERT, _skill("a")), write=True)
@@ -273,12 +266,7 @@ async def test_a_single_statement_on_a_lost_connection_is_retried_on_another(dat
     async with _unit(database_url) as unit:
         async with unit.engine.connect() as conn:
             pid = (await conn.execute(_PID)).scalar()
-        killer = create_engine(database_url)
-        try:
-            async with killer.connect() as other:
-                await other.execute(sa.select(sa.func.pg_terminate_backend(pid)))
-        finally:
-            await killer.dispose()
+        await _terminate(database_url, pid)
         # The pooled connection is dead; the statement fails on it and runs on a new one.
         ran_on = await unit.single(lambda conn: direct.run(conn, _PID), write=False)
         assert ran_on.scalar() != pid

@@ -13,6 +13,7 @@ from registry.db import direct
 from registry.db.engine import create_engine, write_connection
 from registry.db.locks import lock_workspace, lock_workspace_then
 from registry.db.tables import Skill
+from tests.support.rows import skill_row
 from tests.support.state import until_waiting_for_advisory_lock
 
 NOW = datetime(2026, 12, 2, tzinfo=UTC)
@@ -20,20 +21,7 @@ _SLUGS = sa.select(Skill.slug).where(Skill.workspace == sa.bindparam("workspace"
 
 
 def _skill(workspace: str, slug: str) -> dict[str, object]:
-    return {
-        "workspace": workspace,
-        "agent": "personal",
-        "slug": slug,
-        "kind": "saved",
-        "head": 1,
-        "head_size": 1,
-        "state": "active",
-        "auto_improve": True,
-        "learning_paused": False,
-        "use_paused": False,
-        "created_at": NOW,
-        "updated_at": NOW,
-    }
+    return skill_row(slug, now=NOW, workspace=workspace)
 
 
 class _Statements:

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from registry.db.engine import create_engine
 from registry.db.migrate import current_revision, head_revision
 from registry.db.tables import Blob, Skill
+from tests.support.rows import skill_row
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 DIGEST = "ab" * 32
@@ -51,20 +52,7 @@ async def test_blob_status_check(engine):
 
 
 def _skill(slug: str = "pdf-report", state: str = "active") -> dict[str, object]:
-    return {
-        "workspace": "acme",
-        "agent": "personal",
-        "slug": slug,
-        "kind": "saved",
-        "head": 1,
-        "head_size": 0,
-        "state": state,
-        "auto_improve": True,
-        "learning_paused": False,
-        "use_paused": False,
-        "created_at": NOW,
-        "updated_at": NOW,
-    }
+    return skill_row(slug, now=NOW, workspace="acme", head_size=0, state=state)
 
 
 async def test_live_slug_is_unique_per_scope(engine):

@@ -246,8 +246,8 @@ async def test_a_write_makes_two_write_transactions(make_registry):
     writes: list[str] = []
 
     def on_begin(conn):
-        # PostgreSQL's publish is the driver's own transaction (`direct.DriverTransaction`):
-        # psycopg in autocommit, its `BEGIN` sent with the lock.
+        # PostgreSQL's publish is the driver's own transaction (`DriverTransaction`): psycopg
+        # in autocommit, its `BEGIN` sent with the lock.
         on_driver = getattr(conn.connection.driver_connection, "autocommit", False)
         if on_driver or conn.get_execution_options().get(WRITE_TX):
             writes.append("transaction")
@@ -331,7 +331,7 @@ async def test_the_locked_transaction_is_three_round_trips_on_postgresql(make_re
     )
     update = clock.trips
     if postgres:
-        # The transaction's `BEGIN` goes out with them (`direct.DriverTransaction`).
+        # The transaction's `BEGIN` goes out with them (`driver_transaction.DriverTransaction`).
         assert new_skill == [["BEGIN", "SELECT", "SELECT"], ["WITH"]]
         assert update == [["BEGIN", "SELECT", "SELECT"], ["WITH"]]
     else:
@@ -350,7 +350,7 @@ async def test_a_write_on_postgresql_is_five_round_trips_on_the_wire(make_regist
     """Counted in libpq's own trace, which sees what psycopg sends on its own too.
 
     The read, the claim, then the publish: its `BEGIN` with the lock and the context (a
-    `direct.DriverTransaction`; psycopg would send `BEGIN` alone and wait for its reply),
+    `DriverTransaction`; psycopg would send `BEGIN` alone and wait for its reply),
     the staging statement, the commit. A statement's first execution on a connection is
     prepared in a round trip of its own, once per connection (`prepares`).
     """
