@@ -265,5 +265,5 @@ def bound(compiled: Compiled, params: Params | Sequence[Params] | None) -> tuple
         return compiled.bind(params or {})
     if compiled.expanding:
         return None  # SQLAlchemy refuses expanding parameters in an executemany
-    bound = [compiled.bind(p) for p in params]
-    return bound[0][0], [b[1] for b in bound]
+    rows = [compiled.bind(p) for p in params]
+    return rows[0][0], [values for _sql, values in rows]
