@@ -20,7 +20,7 @@ import unicodedata
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 import yaml
 
@@ -176,16 +176,24 @@ def _line_of(source: str, mark: _Mark | None) -> int | None:
     return source.count("\n", 0, mark.index) + 2
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing what makes a small document costly or ambiguous.
+if TYPE_CHECKING:
+    # What the refusals extend, as type checkers see it; at run time they are a mixin, put
+    # before either loader's parser, composer and constructor.
+    _Loader = yaml.SafeLoader
+else:
+    _Loader = object
 
-    That is anchors and aliases, merge keys, duplicate keys and deep nesting.
+
+class _Refusals(_Loader):
+    """The refusals of the frontmatter's loaders, over PyYAML's safe loading.
+
+    Anchors and aliases, merge keys, duplicate keys and deep nesting are refused, as is a
+    value PyYAML's constructors cannot build (an impossible date, a tag a value does not
+    fit), which they report with whatever Python exception they meet.
     """
 
-    def __init__(self, source: str) -> None:
-        super().__init__(source)
-        self._source = source
-        self._depth = 0
+    _source: str
+    _depth: int
 
     def _refuse(self, rule: str, detail: str, mark: _Mark | None) -> FrontmatterInvalid:
         return FrontmatterInvalid(rule, detail, _line_of(self._source, mark))
@@ -208,6 +216,25 @@ class _StrictLoader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+    def construct_object(
+        self,
+        node: yaml.Node,
+        deep: bool = False,  # noqa: FBT001, FBT002, ARG002 - PyYAML's signature
+    ) -> object:
+        # Always deep: PyYAML builds a mapping, a set or a list in two steps, the second one
+        # later and outside this call unless `deep`; deep, a failure is met here, at its node.
+        try:
+            return super().construct_object(node, deep=True)
+        except (FrontmatterInvalid, yaml.YAMLError):
+            raise
+        except Exception:  # noqa: BLE001 - whatever PyYAML's constructor met in the input
+            kind = node.tag.rpartition(":")[2] if node.tag.startswith("tag:yaml.org,") else "value"
+            raise self._refuse(
+                RULE_INVALID_YAML,
+                f"the value is not a valid YAML {kind}; quote it to keep it as text",
+                node.start_mark,
+            ) from None
 
     def construct_mapping(
         self,
@@ -232,6 +259,15 @@ class _StrictLoader(yaml.SafeLoader):
                     )
                 seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+
+class _StrictLoader(_Refusals, yaml.SafeLoader):
+    """PyYAML's safe loader, pure Python, with the refusals."""
+
+    def __init__(self, source: str) -> None:
+        super().__init__(source)
+        self._source = source
+        self._depth = 0
 
 
 @functools.lru_cache(maxsize=LOADED_CACHE_SIZE)

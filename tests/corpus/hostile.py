@@ -227,6 +227,8 @@ CASES: list[HostileCase] = [
     _front("byte-order-mark", b"\xef\xbb\xbf" + VALID_SKILL_MD, "no_frontmatter"),
     _front("unterminated-frontmatter", f"---\nname: {SLUG}\n".encode(), "unterminated_frontmatter"),
     _front("malformed-yaml", f"---\nname: [{SLUG}\n---\n".encode(), "invalid_yaml"),
+    _front("yaml-impossible-date", skill_md(extra="license: 2020-02-30\n"), "invalid_yaml"),
+    _front("yaml-tagged-non-bool", skill_md(extra="license: !!bool maybe\n"), "invalid_yaml"),
     _front("yaml-not-a-mapping", b"---\n- a\n- b\n---\n", "not_a_mapping"),
     _front("non-utf8", skill_md(description="caf\xe9").replace(b"\xc3\xa9", b"\xe9"), "not_utf8"),
     _front("alias-bomb", _BILLION_LAUGHS, "yaml_alias"),

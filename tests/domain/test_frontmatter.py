@@ -176,6 +176,32 @@ def test_yaml_errors_name_the_skill_md_line(lines, line):
     assert f"(line {line})" in str(error)
 
 
+@pytest.mark.parametrize(
+    ("value", "line"),
+    [
+        ("license: 2020-02-30", 4),  # a timestamp by its shape, no such day
+        ("license: 0000-01-01", 4),
+        ("license: " + "1" * 5_000, 4),  # an int by its shape, over Python's digit limit
+        ("license: !!int zz", 4),
+        ("license: !!int 0x", 4),
+        ("license: !!int ''", 4),
+        ("license: !!float zz", 4),
+        ("license: !!bool maybe", 4),
+        ("license: !!timestamp nope", 4),
+        ("metadata:\n  k: v\n  x: !!set [a]", 6),  # inside a mapping: its own line
+        ("metadata: {k: v, x: 2020-02-30}", 4),
+    ],
+)
+def test_values_yaml_cannot_construct_are_refused_on_their_line(value, line):
+    # PyYAML's constructors raise ValueError, KeyError, TypeError, AttributeError or
+    # IndexError on these; each is a refusal of the file, with the line of the value.
+    error = refusal(doc(*BASE, *value.split("\n")))
+    assert (error.rule, error.line) == ("invalid_yaml", line)
+    assert "quote it" in error.detail
+    assert "zz" not in str(error)  # no content quoted
+    assert "maybe" not in str(error)
+
+
 def test_yaml_error_lines_count_crlf_lines_once():
     data = doc(*BASE, "  indented: wrong").replace(b"\n", b"\r\n")
     assert refusal(data).line == 4
