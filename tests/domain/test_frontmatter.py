@@ -348,15 +348,15 @@ def test_details_are_json_ready():
 
 @pytest.fixture
 def loads(monkeypatch):
-    """How many times the strict YAML loader is built, with an empty cache."""
+    """How many times a frontmatter's YAML is loaded, with an empty cache."""
     built = []
-    real = frontmatter._StrictLoader
+    real = frontmatter._load
 
     def counting(source):
         built.append(source)
         return real(source)
 
-    monkeypatch.setattr(frontmatter, "_StrictLoader", counting)
+    monkeypatch.setattr(frontmatter, "_load", counting)
     frontmatter._load_cached.cache_clear()
     yield built
     frontmatter._load_cached.cache_clear()

@@ -39,6 +39,10 @@ ALLOWED = {
     "hashlib",
     "json",
     "yaml",
+    # The frontmatter's loaders (registry/domain/frontmatter.py): PyYAML's constructor and
+    # its libyaml parser, over a str in memory.
+    "yaml.constructor",
+    "yaml._yaml",
     "blake3",
     # The content check's one-pass literal search (registry/domain/literals.py): a regex
     # engine over bytes in memory, like `re`.
