@@ -282,7 +282,7 @@ _LibyamlLoader: type[_Refusals] | None = None
 try:
     from yaml._yaml import CParser
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    pass
+    pass  # `_LibyamlLoader` stays None: the Python loader reads every frontmatter
 else:
 
     class _ParsedByLibyaml(
@@ -337,7 +337,7 @@ def _load(source: str) -> tuple[object, dict[str, int]]:
         try:
             return _read(_LibyamlLoader(source), source)
         except (FrontmatterInvalid, yaml.YAMLError):
-            pass
+            pass  # read again below, so the refusal is worded and placed as always
     try:
         # The reader refuses unprintable characters as soon as it is built.
         return _read(_StrictLoader(source), source)
