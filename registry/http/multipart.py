@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from pydantic import ValidationError
-from python_multipart.exceptions import MultipartParseError
+from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from registry.domain.model import PackageFile
@@ -132,7 +132,9 @@ async def read_upload(
         async for chunk in chunks:
             parser.write(chunk)
         parser.finalize()
-    except MultipartParseError as exc:
+    except FormParserError as exc:
+        # The base class: `write` raises `MultipartParseError`, the constructor refuses a
+        # boundary longer than the parser takes with a bare `FormParserError`.
         raise HttpProblem("bad_request", f"malformed multipart body: {exc}") from None
     if not collector.ended:
         raise HttpProblem("bad_request", "the multipart body ended before its final boundary")
