@@ -247,3 +247,34 @@ async def test_settings_are_read_and_replaced_conditionally(served):
         SETTINGS, json={"skills": ["nope"]}, headers={**owner, "If-Match": "*"}
     )
     assert (unknown.status_code, unknown.json()["code"]) == (404, "skill_not_found")
+
+
+async def test_the_advertised_etag_of_unconfigured_settings_is_an_if_match(served):
+    await publish(served.registry, "single", SINGLE)
+    owner = served.auth("owner")
+    read = await served.client.get(SETTINGS, headers=owner)
+    assert read.headers["etag"] == '"0"'
+    body = {"skills": ["single"]}
+    # What a client read before anyone configured the scope is a compare-and-swap on "never
+    # configured": it creates the settings once, and is stale after.
+    created = await served.client.put(SETTINGS, json=body, headers={**owner, "If-Match": '"0"'})
+    assert (created.status_code, created.headers["etag"]) == (200, '"1"'), created.text
+    again = await served.client.put(SETTINGS, json=body, headers={**owner, "If-Match": '"0"'})
+    assert (again.status_code, again.headers["etag"]) == (412, '"1"')
+
+
+async def test_if_match_tags_that_are_no_revision_fail_cleanly(served):
+    owner = served.auth("owner")
+    done = await served.client.put(SETTINGS, json={}, headers={**owner, "If-None-Match": "*"})
+    assert done.status_code == 200, done.text
+    # A digit of another script (`str.isdigit` says yes, `int` says no), more digits than
+    # `int` converts, a number no revision column holds, and no number at all.
+    for tag in ('"\u00b2"', f'"{"9" * 5000}"', f'"{2**63}"', '"x1"', '"1.5"'):
+        r = await served.client.put(
+            SETTINGS, json={}, headers={**owner, "If-Match": tag.encode("latin-1")}
+        )
+        assert (r.status_code, r.json()["code"], r.headers["etag"]) == (
+            412,
+            "precondition_failed",
+            '"1"',
+        ), tag

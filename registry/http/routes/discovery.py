@@ -2,19 +2,24 @@
 
 `PUT .../discovery` replaces the settings, conditionally like every write: `If-None-Match:
 *` the first time, `If-Match: "<revision>"` after (412 with the current revision when
-stale, 428 with neither). The index itself is served by registry/http/routes/wellknown.py.
+stale, 428 with neither). The ETag a scope never configured advertises, `"0"`, is an
+`If-Match` too: it configures the scope only if nobody did meanwhile, as `If-None-Match: *`
+does (`If-Match: *` needs settings that were configured). A tag that names no revision
+(not ASCII digits, or past the 32-bit column) matches nothing: 412. The index itself is served by
+registry/http/routes/wellknown.py.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Final
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from registry.domain.model import ANY, ExpectedHead
+from registry.domain.numbers import MAX_VERSION, decimal
 from registry.http.auth import Caller, authorize, registry_of
 from registry.http.preconditions import parse_condition
 from registry.http.problems import HttpProblem
@@ -26,6 +31,8 @@ from registry.services.discovery.settings import DiscoverySettings
 router = APIRouter(prefix="/v1/workspaces/{workspace}", tags=["discovery"])
 
 Authorized = Annotated[Caller, Depends(authorize)]
+# The settings' revision is a 32-bit column, as a version number is.
+MAX_REVISION: Final = MAX_VERSION
 SlugItem = Annotated[str, Field(pattern=SLUG_PATTERN, max_length=64)]
 
 
@@ -105,9 +112,12 @@ def _expected(request: Request, current: DiscoverySettings) -> ExpectedHead:
         condition = parse_condition(if_match)
         if condition.any and current.enabled:
             return ANY
-        revisions = [int(t.strip('"')) for t in condition.tags if t.strip('"').isdigit()]
-        if current.enabled and current.revision in revisions:
-            return current.revision
+        # A tag that is no revision (not ASCII digits, or past the column) matches nothing.
+        revisions = {decimal(t.strip('"'), MAX_REVISION) for t in condition.tags}
+        if current.revision in revisions:
+            # "0", what GET advertises before the scope is configured, is a compare-and-swap
+            # on "never configured", as `If-None-Match: *` is.
+            return current.revision if current.enabled else None
         raise HttpProblem(
             "precondition_failed",
             f"If-Match does not match the settings' ETag {_etag(current.revision)}",
