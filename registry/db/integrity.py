@@ -15,7 +15,17 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db.gc import claimed, referenced
 from registry.db.retention import holders
-from registry.db.tables import Base, Blob, BlobClaim, Manifest, ManifestEntry, Skill, Version
+from registry.db.tables import (
+    Base,
+    Blob,
+    BlobClaim,
+    Manifest,
+    ManifestEntry,
+    ScopeCount,
+    Skill,
+    Version,
+    WorkspaceUsage,
+)
 from registry.domain.model import DEFAULT_AGENT
 
 _NOT_HOLDERS: Final = frozenset({"manifest_entries", "versions"})
@@ -115,6 +125,53 @@ async def version_mismatches(conn: AsyncConnection, limit: int) -> list[tuple[st
             )
         out.append((label, "; ".join(what)))
     return out
+
+
+async def counter_mismatches(conn: AsyncConnection, limit: int) -> list[str]:
+    """Usage counters that disagree with a recount of `skills`, described one per line.
+
+    The triggers of migration 0010 keep `scope_counts` and `workspace_usage`; a row that
+    was edited by hand, or a trigger dropped, shows here. Rows at zero and missing rows
+    are the same figure.
+    """
+    live = Skill.state != "deleted"
+    counted = {
+        (r.workspace, r.agent, r.kind): r.live_skills
+        for r in await conn.execute(sa.select(ScopeCount))
+    }
+    recounted = {
+        (r.workspace, r.agent, r.kind): r.n
+        for r in await conn.execute(
+            sa.select(Skill.workspace, Skill.agent, Skill.kind, sa.func.count().label("n"))
+            .where(live)
+            .group_by(Skill.workspace, Skill.agent, Skill.kind)
+        )
+    }
+    used = {r.workspace: r.live_bytes for r in await conn.execute(sa.select(WorkspaceUsage))}
+    summed = {
+        r.workspace: int(r.n)
+        for r in await conn.execute(
+            sa.select(Skill.workspace, sa.func.sum(Skill.head_size).label("n"))
+            .where(live)
+            .group_by(Skill.workspace)
+        )
+    }
+    out = []
+    for workspace, agent, kind in sorted(counted.keys() | recounted.keys()):
+        have, want = (
+            counted.get((workspace, agent, kind), 0),
+            recounted.get((workspace, agent, kind), 0),
+        )
+        if have != want:
+            out.append(f"scope {workspace}/{agent} counts {have} live {kind} skills, it has {want}")
+    for workspace in sorted(used.keys() | summed.keys()):
+        have, want = used.get(workspace, 0), summed.get(workspace, 0)
+        if have != want:
+            out.append(
+                f"workspace {workspace} counts {have} B in use, "
+                f"its live skills' heads hold {want} B"
+            )
+    return out[:limit]
 
 
 async def manifests_after(conn: AsyncConnection, after: int, limit: int) -> list[ManifestRow]:

@@ -38,10 +38,12 @@ from registry.db.tables import (
     ManifestEntry,
     Proposal,
     ScanResult,
+    ScopeCount,
     Skill,
     SourceExclusion,
     Version,
     VersionSource,
+    WorkspaceUsage,
 )
 from registry.domain.manifest import Manifest as DomainManifest
 from registry.domain.manifest import ManifestEntry as DomainEntry
@@ -62,12 +64,11 @@ class WriteContext:
     has_pending_proposal: bool
     # The capacity and quota figures, read only when the write may need them: skills of
     # the new skill's kind in the scope (no live skill yet), and the workspace's bytes in
-    # use (the package grows). None: not read.
+    # use (the package grows), each one row of the counters the triggers on `skills`
+    # keep (`ScopeCount`, `WorkspaceUsage`). None: not read.
     live_of_kind: int | None = None
     usage: int | None = None
 
-
-_Others = sa.orm.aliased(Skill, name="others")
 
 # One row whatever exists: the live skill of the bound slug (if any) and its head version,
 # outer-joined to a constant row.
@@ -102,22 +103,27 @@ _WRITE_CONTEXT: Final = sa.select(
     sa.case(
         (
             Skill.id.is_(None),
-            sa.select(sa.func.count())
-            .where(
-                _Others.workspace == sa.bindparam("workspace"),
-                _Others.agent == sa.bindparam("agent"),
-                _Others.kind == sa.bindparam("kind"),
-                _Others.state != "deleted",
-            )
-            .scalar_subquery(),
+            sa.func.coalesce(
+                sa.select(ScopeCount.live_skills)
+                .where(
+                    ScopeCount.workspace == sa.bindparam("workspace"),
+                    ScopeCount.agent == sa.bindparam("agent"),
+                    ScopeCount.kind == sa.bindparam("kind"),
+                )
+                .scalar_subquery(),
+                0,
+            ),
         )
     ).label("live_of_kind"),
     sa.case(
         (
             sa.bindparam("total_size", type_=sa.BigInteger) > sa.func.coalesce(Skill.head_size, 0),
-            sa.select(sa.func.coalesce(sa.func.sum(_Others.head_size), 0))
-            .where(_Others.workspace == sa.bindparam("workspace"), _Others.state != "deleted")
-            .scalar_subquery(),
+            sa.func.coalesce(
+                sa.select(WorkspaceUsage.live_bytes)
+                .where(WorkspaceUsage.workspace == sa.bindparam("workspace"))
+                .scalar_subquery(),
+                0,
+            ),
         )
     ).label("usage"),
 ).select_from(_LIVE_WITH_HEAD)

@@ -15,7 +15,16 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import direct
-from registry.db.tables import Event, Manifest, ManifestEntry, Skill, Version, VersionSource
+from registry.db.tables import (
+    Event,
+    Manifest,
+    ManifestEntry,
+    ScopeCount,
+    Skill,
+    Version,
+    VersionSource,
+    WorkspaceUsage,
+)
 from registry.domain.manifest import Manifest as DomainManifest
 from registry.domain.manifest import ManifestEntry as DomainEntry
 from registry.domain.model import Scope
@@ -192,21 +201,24 @@ async def manifest_entries(
 
 
 async def count_live(conn: AsyncConnection, scope: Scope, kind: str) -> int:
-    """Skills of one capacity budget in `scope` that are not deleted."""
+    """Skills of one capacity budget in `scope` that are not deleted (one counter row)."""
     count = await conn.scalar(
-        sa.select(sa.func.count())
-        .select_from(Skill)
-        .where(in_scope(scope), Skill.kind == kind, Skill.state != "deleted")
+        sa.select(ScopeCount.live_skills).where(
+            ScopeCount.workspace == scope.workspace,
+            ScopeCount.agent == scope.agent,
+            ScopeCount.kind == kind,
+        )
     )
     return int(count or 0)
 
 
 async def workspace_usage(conn: AsyncConnection, workspace: str) -> int:
-    """Bytes of the head packages of every skill in `workspace` that is not deleted."""
+    """Bytes of the head packages of every skill in `workspace` that is not deleted.
+
+    One counter row, kept by the triggers on `skills` (migration 0010).
+    """
     used = await conn.scalar(
-        sa.select(sa.func.coalesce(sa.func.sum(Skill.head_size), 0)).where(
-            Skill.workspace == workspace, Skill.state != "deleted"
-        )
+        sa.select(WorkspaceUsage.live_bytes).where(WorkspaceUsage.workspace == workspace)
     )
     return int(used or 0)
 

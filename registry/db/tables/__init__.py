@@ -32,9 +32,11 @@ from registry.db.tables.core import (
     Manifest,
     ManifestEntry,
     ScanResult,
+    ScopeCount,
     Skill,
     Version,
     VersionSource,
+    WorkspaceUsage,
 )
 from registry.db.tables.discovery import DiscoveryArtifact, DiscoveryScope, DiscoverySkill
 from registry.db.tables.history import (
@@ -107,6 +109,7 @@ __all__ = [
     "PendingWrite",
     "Proposal",
     "ScanResult",
+    "ScopeCount",
     "SearchCursor",
     "SearchDocument",
     "Skill",
@@ -116,4 +119,5 @@ __all__ = [
     "UtcDateTime",
     "Version",
     "VersionSource",
+    "WorkspaceUsage",
 ]

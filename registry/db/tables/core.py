@@ -66,6 +66,35 @@ class Skill(Base):
     )
 
 
+class ScopeCount(Base):
+    """How many skills of one capacity budget (`kind`) a scope holds that are not deleted.
+
+    Kept by triggers on `skills` (migration 0010), in the transaction that changes a skill,
+    so the capacity check reads one row instead of counting the scope's skills under the
+    workspace lock. `skillreg fsck` compares it with a count of `skills`.
+    """
+
+    __tablename__ = "scope_counts"
+
+    workspace: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    agent: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    kind: Mapped[str] = mapped_column(sa.String(16), primary_key=True)
+    live_skills: Mapped[int] = mapped_column(sa.BigInteger)
+
+
+class WorkspaceUsage(Base):
+    """The bytes of the head packages of a workspace's skills that are not deleted.
+
+    Kept by triggers on `skills` (migration 0010) like `ScopeCount`: the quota check reads
+    one row instead of summing every skill of the workspace under its lock.
+    """
+
+    __tablename__ = "workspace_usage"
+
+    workspace: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    live_bytes: Mapped[int] = mapped_column(sa.BigInteger)
+
+
 class Blob(Base):
     """One stored object, global across workspaces, with its claim and GC bookkeeping.
 

@@ -144,6 +144,8 @@ async def _check_structure(ctx: Context, report: FsckReport) -> None:
                     tuple(users),
                 )
             )
+        for what in await db_integrity.counter_mismatches(conn, limit):
+            report.problem(Problem("usage_counter_mismatch", what))
         for write_id, digest in await db_integrity.dangling_claims(conn, limit):
             report.problem(
                 Problem(
