@@ -240,3 +240,35 @@ async def test_install_update_and_the_update_status(make_registry):
         assert "proposal #" in job_page
         page = (await client.get(f"/console/{WS}/marketplace")).text
         assert "waits" in page
+
+
+async def test_numbers_that_are_no_numbers_are_refused_not_a_server_error(site):
+    await _two_versions(site)
+    await site.signin("owner")
+    # A digit of another script (`str.isdigit` says yes, `int` says no), more digits than
+    # `int` converts, and a number past any version.
+    bad = ("\u00b2", "9" * 5000, str(2**31))
+    for value in bad:
+        proposal = str(2**63) if value == str(2**31) else value  # proposal ids are 64-bit
+        for query in ({"from": value}, {"to": value}, {"from": f"p{proposal}"}):
+            answer = await site.client.get(skill_path("hello", "diff"), params=query)
+            assert answer.status_code == 400, (query, answer.text[:200])
+        for form in (
+            {"version": value, "expected_head": "2"},
+            {"version": "1", "expected_head": value},
+        ):
+            answer = await site.post(skill_path("hello", "restore"), form)
+            assert answer.status_code == 400, (form, answer.text[:200])
+        answer = await site.post(
+            skill_path("hello", "approve"), {"version": "2", "finding": f"{value}:SKILL.md"}
+        )
+        assert answer.status_code == 400, answer.text[:200]
+        answer = await site.post(
+            f"/console/{WS}/decisions", {"decision": "apply", "pick": [f"personal:{proposal}"]}
+        )
+        assert answer.status_code == 422, answer.text[:200]
+    history = await site.registry.history(SCOPE, "hello")
+    assert [v.number for v in history.items] == [2, 1]
+    # Nothing given is the default, as before: the head against its parent.
+    answer = await site.client.get(skill_path("hello", "diff"))
+    assert answer.status_code == 200

@@ -29,6 +29,7 @@ from registry.console.routing import (
 )
 from registry.domain.approvals import FindingRef
 from registry.domain.model import PackageFile, Scope
+from registry.domain.numbers import MAX_VERSION, decimal
 from registry.domain.states import Action
 from registry.domain.textdiff import is_text
 from registry.errors import (
@@ -44,17 +45,18 @@ router = APIRouter(prefix="/console", route_class=ConsoleRoute, include_in_schem
 
 
 def number(form: FormData, name: str) -> int | None:
-    value = field(form, name)
-    return int(value) if value.isdigit() else None
+    """A version the form names (ASCII digits, at most `MAX_VERSION`), else None."""
+    return decimal(field(form, name), MAX_VERSION)
 
 
 def findings(form: FormData) -> list[FindingRef]:
-    """The findings a form approves, each sent as `ordinal:path`."""
+    """The findings a form approves, each sent as `ordinal:path` (others are left out)."""
     out = []
     for value in form.getlist("finding"):
-        ordinal, _, path = str(value).partition(":")
-        if ordinal.isdigit() and path:
-            out.append(FindingRef(path, int(ordinal)))
+        text, _, path = str(value).partition(":")
+        ordinal = decimal(text, MAX_VERSION)
+        if ordinal is not None and path:
+            out.append(FindingRef(path, ordinal))
     return out
 
 

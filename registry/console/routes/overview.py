@@ -18,6 +18,7 @@ from registry.console.routing import (
     registry_of,
     viewer_of,
 )
+from registry.domain.numbers import MAX_ID, decimal
 from registry.services.history.proposals import Decision
 
 router = APIRouter(prefix="/console", route_class=ConsoleRoute, include_in_schema=False)
@@ -65,9 +66,10 @@ async def decide_many(request: Request, workspace: str) -> Response:
     decision = form.get("decision")
     items: list[ws.DecisionItem] = []
     for picked in form.getlist("pick"):
-        agent, _, number = str(picked).rpartition(":")
-        if agent and number.isdigit() and decision in _BATCH:
-            items.append(ws.DecisionItem(agent, int(number), decision))  # type: ignore[arg-type]
+        agent, _, text = str(picked).rpartition(":")
+        number = decimal(text, MAX_ID)
+        if agent and number is not None and decision in _BATCH:
+            items.append(ws.DecisionItem(agent, number, decision))  # type: ignore[arg-type]
     if not items:
         found = await ws.open_decisions(registry_of(request), workspace)
         return page(

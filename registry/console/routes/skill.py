@@ -12,6 +12,7 @@ from registry.console.routing import ConsoleRoute, message_page, page, registry_
 from registry.console.tree import file_tree
 from registry.domain.frontmatter import parse_skill_md
 from registry.domain.model import Scope
+from registry.domain.numbers import MAX_ID, MAX_VERSION, decimal
 from registry.domain.textdiff import is_text
 from registry.errors import NotInstalled, RegistryError, VersionUnavailable
 from registry.services.history.diff import DiffTarget, ProposalRef
@@ -119,13 +120,18 @@ async def history(
     )
 
 
-def parse_target(text: str | None, default: int) -> DiffTarget:
-    """`pN` is proposal N, a number is a version; anything else is `default`."""
-    if text and text.startswith("p") and text[1:].isdigit():
-        return ProposalRef(int(text[1:]))
-    if text and text.isdigit():
-        return int(text)
-    return default
+def parse_target(text: str | None, default: int) -> DiffTarget | None:
+    """`pN` is proposal N, a number is a version, nothing is `default`; else None.
+
+    Numbers are ASCII digits within their column (`registry.domain.numbers.decimal`):
+    `int()` reads other scripts' digits, refuses thousands of them with a `ValueError`.
+    """
+    if not text:
+        return default
+    if text.startswith("p"):
+        proposal = decimal(text[1:], MAX_ID)
+        return None if proposal is None else ProposalRef(proposal)
+    return decimal(text, MAX_VERSION)
 
 
 def target_text(target: DiffTarget) -> str:
@@ -147,6 +153,10 @@ async def diff(
     query = request.query_params
     a = parse_target(query.get("from"), max(1, status.head - 1))
     b = parse_target(query.get("to"), status.head)
+    if a is None or b is None:
+        return message_page(
+            request, 400, "Refused", "`from` and `to` name a version (N) or a proposal (pN)."
+        )
     changes = await reg.diff(scope, slug, a, b, full=full)
     versions = (await reg.history(scope, slug, limit=100)).items
     return page(
