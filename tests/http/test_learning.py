@@ -210,3 +210,29 @@ async def test_learning_status_and_loads_over_http(served):
     assert [(i["slug"], i["version"]) for i in loads.json()["items"]] == [(SLUG, 1)]
     pinned = await served.client.get(f"{SKILLS}/{SLUG}/versions/1", headers=served.auth("read"))
     assert pinned.json()["version"] == 1
+
+
+async def test_a_batch_decision_refuses_a_credential_as_its_actor(served):
+    v1 = learned(text=prose(1))
+    v2 = learned(text=prose(1) + " " + prose(2, 20), script=b"2\n")
+    await put(served, SLUG, v1, create=True)
+    # A person's edit turns automatic improvements off: the learning write is a proposal.
+    await put(served, SLUG, learned(text=prose(3)))
+    proposed = (await put(served, SLUG, v2, origin="learning")).json()
+    assert proposed["proposal_kind"] is not None, proposed
+    actor = "AKIAQWERTYUIOPASDFGH"  # shaped like an AWS access key id
+    batch = await served.client.post(
+        f"{W}/decisions",
+        json={
+            "decisions": [{"proposal": proposed["proposal"], "decision": "apply"}],
+            "actor": actor,
+        },
+        headers=served.auth("owner"),
+    )
+    assert (batch.status_code, batch.json()["code"]) == (422, "content_blocked"), batch.text
+    assert batch.json()["details"]["path"] == "meta:actor"
+    assert actor not in batch.text
+    # Nothing was decided: the proposal is still open, the head unchanged.
+    open_ = await served.client.get(f"{W}/decisions", headers=served.auth("read"))
+    assert [d["id"] for d in open_.json()["items"]] == [proposed["proposal"]]
+    assert (await state(served, SLUG))["head"] == 2

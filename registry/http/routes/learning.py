@@ -15,7 +15,15 @@ from pydantic import Field, TypeAdapter
 
 from registry.http.auth import Caller, authorize, registry_of
 from registry.http.problems import HttpProblem
-from registry.http.routes.common import DEFAULT, Agent, Slug, Workspace, make_scope, problems
+from registry.http.routes.common import (
+    DEFAULT,
+    Agent,
+    Slug,
+    Workspace,
+    make_scope,
+    problems,
+    refuse_credentials,
+)
 from registry.http.schemas import NAME_PATTERN, ActorOptions, FileEntry, _Model
 from registry.services.history.decisions import DecisionOutcome, DecisionRequest
 from registry.services.history.loads import LoadRecord
@@ -95,6 +103,7 @@ async def decide_many(
     request: Request, workspace: Workspace, body: DecisionBatch, caller: Authorized
 ) -> DecisionOutcomes:
     """Each decision is a compare-and-swap on its proposal's skill; a stale one fails alone."""
+    refuse_credentials(request, actor=body.actor)
     registry = registry_of(request)
     if any((i.files is not None) != (i.decision == "alternative") for i in body.decisions):
         raise HttpProblem(
