@@ -39,7 +39,9 @@ from registry.http.routes import (
     targets,
     wellknown,
 )
+from registry.http.routes.discovery import DiscoverySettingsBody
 from registry.http.routes.history import RestoreBody, StateChange
+from registry.http.routes.learning import DecisionBatch, LoadBody
 from registry.http.routes.proposals import DecisionBody
 from registry.http.schemas import (
     InstallRequest,
@@ -48,6 +50,7 @@ from registry.http.schemas import (
     Problem,
     UpdateRequest,
 )
+from registry.services.materialize.wire import RecordRequest, TargetRegistration
 
 TITLE: Final = "skill-registry"
 DESCRIPTION: Final = (
@@ -64,6 +67,11 @@ _EXTRA_SCHEMAS: Final = (
     DecisionBody,
     InstallRequest,
     UpdateRequest,
+    DecisionBatch,
+    LoadBody,
+    DiscoverySettingsBody,
+    TargetRegistration,
+    RecordRequest,
     Problem,
 )
 # Seconds a shutting-down worker may take to finish its job before it is interrupted

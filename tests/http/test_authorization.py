@@ -448,3 +448,53 @@ async def test_the_token_is_checked_before_the_body_is_parsed(served):
     r = await served.client.post(paths["restore"], json={"version": "one"}, headers=owner)
     assert (r.status_code, r.json()["code"]) == (422, "request_invalid")
     assert r.json()["errors"][0]["loc"] == ["body", "version"]
+
+
+TARGET = "0f0e0d0c-0b0a-4908-8706-050403020100"
+
+
+async def test_routes_with_a_json_body_authorize_before_they_parse_it(served):
+    """The token, its workspace and its role decide before the body: 401, 404, 403, then 400."""
+    await _setup(served)
+    routes = {  # route name -> method, path in acme
+        "decide_many": ("POST", "/v1/workspaces/acme/decisions"),
+        "record_load": ("POST", "/v1/workspaces/acme/skills/demo/loads"),
+        "put_discovery_settings": ("PUT", "/v1/workspaces/acme/discovery"),
+        "register_target": ("PUT", f"/v1/workspaces/acme/targets/{TARGET}"),
+        "record_applied": ("PUT", f"/v1/workspaces/acme/targets/{TARGET}/skills/demo"),
+    }
+    wrong = []
+    for name, (method, path) in routes.items():
+        needed = ROLES[name]
+        assert needed is not None
+        allowed = next(r for r in Role if r.allows(needed))
+        callers: list[tuple[dict[str, str], int, str]] = [
+            ({}, 401, "unauthenticated"),
+            (served.auth(allowed.value, other=True), 404, "not_found"),
+            *(
+                (served.auth(role.value), 403, "forbidden")
+                for role in Role
+                if not role.allows(needed)
+            ),
+        ]
+        for headers, status, code in callers:
+            for body in (b"{not json", b'{"decisions": 3, "version": "one"}', b""):
+                r = await served.client.request(
+                    method,
+                    path,
+                    content=body,
+                    headers={"Content-Type": "application/json", **headers},
+                )
+                if (r.status_code, r.json().get("code")) != (status, code):
+                    wrong.append((name, status, body, r.status_code, r.text[:120]))
+        # With a token that may, the body decides: 400 if it does not parse, else 422.
+        may = {**served.auth(allowed.value), "Content-Type": "application/json"}
+        for body, status, code in (
+            (b"{not json", 400, "bad_request"),
+            (b"", 400, "bad_request"),
+            (b'{"decisions": 3, "version": "one", "agent": 3}', 422, "request_invalid"),
+        ):
+            r = await served.client.request(method, path, content=body, headers=may)
+            if (r.status_code, r.json().get("code")) != (status, code):
+                wrong.append((name, "allowed", body, r.status_code, r.text[:120]))
+    assert wrong == []

@@ -23,7 +23,15 @@ from registry.domain.numbers import MAX_VERSION, decimal
 from registry.http.auth import Caller, authorize, registry_of
 from registry.http.preconditions import parse_condition
 from registry.http.problems import HttpProblem
-from registry.http.routes.common import DEFAULT, Agent, Workspace, make_scope, problems
+from registry.http.routes.common import (
+    DEFAULT,
+    Agent,
+    Workspace,
+    json_body,
+    json_request_body,
+    make_scope,
+    problems,
+)
 from registry.http.routes.wellknown import PREFIX
 from registry.http.schemas import SLUG_PATTERN
 from registry.services.discovery.settings import DiscoverySettings
@@ -138,16 +146,17 @@ def _expected(request: Request, current: DiscoverySettings) -> ExpectedHead:
     summary="Replace what the scope publishes (If-Match, or If-None-Match: * the first time)",
     response_model=DiscoverySettingsView,
     responses=problems(400, 403, 404, 412, 422, 428, 429),
+    openapi_extra=json_request_body(DiscoverySettingsBody),
 )
 async def put_discovery_settings(
     request: Request,
     *,
     workspace: Workspace,
-    body: DiscoverySettingsBody,
     caller: Authorized,
     agent: Agent = DEFAULT,
 ) -> Response:
     """Publish everything or the skills listed, publicly or not; one event per change."""
+    body = await json_body(request, DiscoverySettingsBody)
     registry = registry_of(request)
     scope = make_scope(workspace, agent)
     expected = _expected(request, await registry.discovery.settings(scope))

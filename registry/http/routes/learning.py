@@ -20,6 +20,8 @@ from registry.http.routes.common import (
     Agent,
     Slug,
     Workspace,
+    json_body,
+    json_request_body,
     make_scope,
     problems,
     refuse_credentials,
@@ -98,11 +100,13 @@ class DecisionOutcomes(_Model):
     summary="Apply, apply an alternative or keep the current head, for several proposals",
     response_model=DecisionOutcomes,
     responses=problems(400, 403, 404, 413, 422, 429),
+    openapi_extra=json_request_body(DecisionBatch),
 )
 async def decide_many(
-    request: Request, workspace: Workspace, body: DecisionBatch, caller: Authorized
+    request: Request, workspace: Workspace, caller: Authorized
 ) -> DecisionOutcomes:
     """Each decision is a compare-and-swap on its proposal's skill; a stale one fails alone."""
+    body = await json_body(request, DecisionBatch)
     refuse_credentials(request, actor=body.actor)
     registry = registry_of(request)
     if any((i.files is not None) != (i.decision == "alternative") for i in body.decisions):
@@ -254,18 +258,19 @@ class LoadBody(_Model):
     summary="Record the exact version a runtime loaded for a conversation (a load)",
     response_model=LoadRecord,
     responses=problems(400, 403, 404, 422, 429),
+    openapi_extra=json_request_body(LoadBody),
 )
 async def record_load(
     request: Request,
     *,
     workspace: Workspace,
     slug: Slug,
-    body: LoadBody,
     caller: Authorized,
     agent: Agent = DEFAULT,
 ) -> LoadRecord:
     """Idempotent; never a success signal. The version stays readable (retention keeps it)."""
     del caller
+    body = await json_body(request, LoadBody)
     return await registry_of(request).record_load(
         make_scope(workspace, agent), slug, body.version, body.conversation
     )

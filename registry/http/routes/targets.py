@@ -25,7 +25,16 @@ from fastapi.responses import JSONResponse
 
 from registry.http.auth import Caller, authorize, registry_of
 from registry.http.preconditions import parse_condition
-from registry.http.routes.common import DEFAULT, Agent, Slug, Workspace, make_scope, problems
+from registry.http.routes.common import (
+    DEFAULT,
+    Agent,
+    Slug,
+    Workspace,
+    json_body,
+    json_request_body,
+    make_scope,
+    problems,
+)
 from registry.services.materialize.source import Place
 from registry.services.materialize.wire import (
     TARGET_ID_PATTERN,
@@ -100,12 +109,12 @@ async def get_desired(
     summary="Bind a target to the scope, or record where it is now",
     response_model=TargetRegistered,
     responses=problems(400, 403, 404, 409, 422),
+    openapi_extra=json_request_body(TargetRegistration),
 )
 async def register_target(
     request: Request,
     workspace: Workspace,
     target_id: TargetId,
-    body: TargetRegistration,
     caller: Authorized,
 ) -> TargetRegistered:
     """Idempotent: the same registration again changes nothing (`changed: false`).
@@ -114,6 +123,7 @@ async def register_target(
     `state_conflict` if its id is taken elsewhere.
     """
     del caller
+    body = await json_body(request, TargetRegistration)
     scope = make_scope(workspace, body.agent)
     place = Place(target_id, body.path, body.host, body.mode)
     changed = await registry_of(request).targets.register(scope, place)
@@ -126,6 +136,7 @@ async def register_target(
     summary="Record what a target holds for one skill (compare-and-swap)",
     response_model=RecordResult,
     responses=problems(400, 403, 404, 409, 422),
+    openapi_extra=json_request_body(RecordRequest),
 )
 async def record_applied(
     request: Request,
@@ -133,7 +144,6 @@ async def record_applied(
     target_id: TargetId,
     slug: Slug,
     *,
-    body: RecordRequest,
     caller: Authorized,
 ) -> RecordResult:
     """Set the record to `record` if it still is `expected`, with one outbox event.
@@ -142,6 +152,7 @@ async def record_applied(
     record is neither `expected` nor already `record`.
     """
     del caller
+    body = await json_body(request, RecordRequest)
     new = body.record.applied(slug)
     changed = await registry_of(request).targets.record(
         workspace,
