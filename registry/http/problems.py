@@ -20,6 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from blobstore import BlobStoreError
 from registry import errors
@@ -235,6 +236,20 @@ async def _on_validation_error(request: Request, exc: Exception) -> Response:
     )
 
 
+# Not an HTTP status: nginx's "client closed request", for the metrics and the access log.
+CLIENT_CLOSED: Final = 499
+
+
+async def _on_client_disconnect(request: Request, exc: Exception) -> Response:
+    """The client went away before its body was read: its doing, not an error of ours.
+
+    Nobody reads the answer; it only gives the metrics and the access log a status.
+    """
+    del exc
+    _log.info("client disconnected during %s %s", request.method, request.url.path)
+    return Response(status_code=CLIENT_CLOSED)
+
+
 async def _on_unexpected(request: Request, exc: Exception) -> Response:
     reference = correlation_id()
     _log.error(
@@ -258,4 +273,5 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(BlobStoreError, _on_registry_error)
     app.add_exception_handler(HTTPException, _on_http_exception)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
+    app.add_exception_handler(ClientDisconnect, _on_client_disconnect)
     app.add_exception_handler(Exception, _on_unexpected)

@@ -245,3 +245,29 @@ async def test_text_the_database_cannot_hold_is_refused_as_invalid(served):
     r = await served.client.get(SKILLS, params={"after": "a\x00b"}, headers=served.auth("read"))
     assert r.status_code == 422
     await nothing_stored(served, before)
+
+
+async def test_a_client_that_disconnects_mid_upload_is_no_server_error(served, caplog):
+    before = await snapshot(served)
+    host, port = served.url.removeprefix("http://").split(":")
+    _, writer = await asyncio.open_connection(host, int(port))
+    token = served.tokens["write"]
+    writer.write(
+        f"PUT {BLOBS}/{'a' * 64} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+        f"Content-Type: application/octet-stream\r\nContent-Length: {CHUNK * 4}\r\n\r\n".encode()
+        + b"x" * CHUNK
+    )
+    await writer.drain()
+    await asyncio.sleep(0.2)
+    writer.close()  # the rest of the body never comes
+    route = "/v1/workspaces/{workspace}/blobs/{digest}"
+    for _ in range(100):  # the server notices the disconnect and answers no one
+        text = (await served.client.get("/metrics")).text
+        if f'route="{route}",status="499"' in text:
+            break
+        await asyncio.sleep(0.05)
+    assert f'route="{route}",status="499"' in text
+    assert f'route="{route}",status="500"' not in text
+    assert "unexpected error" not in caplog.text
+    assert "Traceback" not in caplog.text
+    await nothing_stored(served, before)
