@@ -258,10 +258,9 @@ async def test_a_client_that_disconnects_mid_upload_is_no_server_error(served, c
         + b"x" * CHUNK
     )
     await writer.drain()
-    await asyncio.sleep(0.2)
-    writer.close()  # the rest of the body never comes
+    writer.close()  # the rest of the body never comes: the server reads a disconnect
     route = "/v1/workspaces/{workspace}/blobs/{digest}"
-    for _ in range(100):  # the server notices the disconnect and answers no one
+    for _ in range(100):  # observed, not timed: the server may record it after a few requests
         text = (await served.client.get("/metrics")).text
         if f'route="{route}",status="499"' in text:
             break
