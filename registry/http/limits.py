@@ -15,6 +15,19 @@
   be reused; a refused or long body is not read: the response gets `Connection: close`
   and the server drops the connection instead.
 
+The 413 is raised only where the app can still answer with it: in an endpoint that reads
+its body, before its response started. A `StreamingResponse` (the archive downloads)
+calls `receive` too, from a task that waits for `http.disconnect` while another task
+sends the response. A 413 raised there after the headers went out cuts the download
+off, and one raised before them is no better: anyio cancels only a task that has
+started, so the scheduled sending task still runs up to its first real wait and writes
+a 200 on the way; Starlette then fails with "response already started" and the client
+gets a truncated 200. So a GET or HEAD body, which no route here reads (RFC 9110,
+9.3.1: it has no defined meaning), is never refused: the app sees it empty and only its
+bytes are counted; and a message that passes the limit after any response started is
+counted and handed on empty. What is still unread when the response goes out is left
+to the rule above: drained when short, else the connection is closed.
+
 Before any of that, the request's framing is checked, whatever server runs the app: a
 request with both `Content-Length` and `Transfer-Encoding` is refused with 400 and
 `Connection: close` (RFC 9112, 6.3: the two can be read differently by a proxy in front
@@ -131,9 +144,12 @@ class _Body:
         # HTTP/1.1: a request has a body only if it declares a length or a transfer coding.
         chunked = _header(scope, b"transfer-encoding") is not None
         self.complete = not chunked and not self.declared
+        # See the module docstring: the app gets such a body empty and never a 413 for it.
+        self.unread = scope.get("method") in ("GET", "HEAD")
         self.limit: int | None = None
         self.received = 0
         self.refused = False
+        self.started = False
 
     def _route_limit(self) -> int:
         # Called on the first receive: routing has happened, the scope names the endpoint.
@@ -141,22 +157,29 @@ class _Body:
         content_type = (_header(self.scope, b"content-type") or "").lower()
         return body_limit(route, content_type, self.limiter.settings)
 
+    def _may_refuse(self) -> bool:
+        return not self.unread and not self.started
+
     async def receive(self) -> Message:
         if self.limit is None:
             self.limit = self._route_limit()
-            if self.declared is not None and self.declared > self.limit:
+            if self._may_refuse() and self.declared is not None and self.declared > self.limit:
                 self.refused = True
                 raise too_large(self.limit)
         message = await self.inner_receive()
-        if message["type"] == "http.request":
-            size = len(message.get("body", b""))
-            self.received += size
-            self.limiter.metrics.body_bytes.inc(size)
-            if self.received > self.limit:
-                self.refused = True
-                raise too_large(self.limit)
-            if not message.get("more_body", False):
-                self.complete = True
+        if message["type"] != "http.request":
+            return message
+        size = len(message.get("body", b""))
+        self.received += size
+        self.limiter.metrics.body_bytes.inc(size)
+        over = self.received > self.limit
+        if over and self._may_refuse():
+            self.refused = True
+            raise too_large(self.limit)
+        if not message.get("more_body", False):
+            self.complete = True
+        if over or self.unread:
+            return {**message, "body": b""}
         return message
 
     async def _drain(self) -> None:
@@ -184,6 +207,8 @@ class _Body:
             if not any(k.lower() == b"connection" for k, _ in headers):
                 headers.append((b"connection", b"close"))
             message = {**message, "headers": headers}
+        if message["type"] == "http.response.start":
+            self.started = True
         await self.inner_send(message)
 
 

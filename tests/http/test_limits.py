@@ -11,9 +11,16 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
+import h11
+from blake3 import blake3
+from starlette.types import Message, Receive, Scope, Send
+
+from registry.http.limits import BodyLimit
+from registry.http.metrics import Metrics
 from registry.settings import Settings
-from tests.http.helpers import BLOBS, SKILLS, digest
+from tests.http.helpers import BLOBS, SKILLS, digest, publish
 from tests.support.packages import skill_md
 from tests.support.state import blob_rows, db_state, live_claims, store_digests
 
@@ -270,3 +277,130 @@ async def test_a_client_that_disconnects_mid_upload_is_no_server_error(served, c
     assert "unexpected error" not in caplog.text
     assert "Traceback" not in caplog.text
     await nothing_stored(served, before)
+
+
+@dataclass
+class Exchange:
+    status: int
+    body: bytes
+    complete: bool  # the response ended where its framing said, not with the connection
+
+
+async def exchange(served, request: h11.Request, body: Iterator[bytes]) -> Exchange:
+    """Send `request` with `body` and read the whole answer, both at once like a client."""
+    host, port = served.url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    conn = h11.Connection(h11.CLIENT)
+
+    async def upload() -> None:
+        try:
+            writer.write(conn.send(request))
+            for chunk in body:
+                writer.write(conn.send(h11.Data(data=chunk)))
+                await writer.drain()
+            writer.write(conn.send(h11.EndOfMessage()))
+            await writer.drain()
+        except (ConnectionError, OSError, h11.LocalProtocolError):
+            pass  # the server answered and hung up on the rest of the body
+
+    sending = asyncio.create_task(upload())
+    async with asyncio.timeout(120):  # a hang guard, not a timing assertion
+        answer = await read_response(reader, conn)
+    sending.cancel()
+    writer.close()
+    return answer
+
+
+async def read_response(reader: asyncio.StreamReader, conn: h11.Connection) -> Exchange:
+    answer = Exchange(0, b"", complete=False)
+    while True:
+        try:
+            event = conn.next_event()
+        except h11.RemoteProtocolError:
+            return answer  # the connection ended inside the response
+        if event is h11.NEED_DATA:
+            try:
+                conn.receive_data(await reader.read(CHUNK))
+            except ConnectionError:
+                conn.receive_data(b"")
+        elif isinstance(event, h11.Response):
+            answer.status = event.status_code
+        elif isinstance(event, h11.Data):
+            answer.body += event.data
+        elif isinstance(event, h11.EndOfMessage):
+            answer.complete = True
+            return answer
+        elif isinstance(event, h11.ConnectionClosed):
+            return answer
+
+
+async def test_a_get_with_a_large_body_still_gets_the_whole_streamed_archive(served, caplog):
+    # Incompressible files, so the archive streams as many pieces, long after its headers.
+    files = {
+        "SKILL.md": skill_md("streamed"),
+        **{f"data/{i}.bin": blake3(b"%d" % i).digest(length=512 * KiB) for i in range(4)},
+    }
+    assert (await publish(served, "streamed", files)).status_code == 201
+    path = f"{SKILLS}/streamed/archive"
+    expected = (await served.client.get(path, headers=served.auth("read"))).content
+    assert len(expected) > 2 * MiB
+    auth = ("Authorization", f"Bearer {served.tokens['read']}")
+    answers = []
+    # Over the 64 KiB a request may send to this route: one the server drains before the
+    # headers go out, one it is still reading while the archive streams.
+    for size in (3 * CHUNK, 16 * CHUNK):
+        framings = {
+            "Content-Length": ("Content-Length", str(size)),
+            "chunked": ("Transfer-Encoding", "chunked"),
+        }
+        for framing, header in framings.items():
+            request = h11.Request(
+                method="GET", target=path, headers=[("Host", "test"), auth, header]
+            )
+            answer = await exchange(served, request, iter([b"x" * CHUNK] * (size // CHUNK)))
+            answers.append((size, framing, answer.status, answer.complete, answer.body == expected))
+    # A body that no GET route reads is no reason to refuse or cut off the download.
+    assert answers == [
+        (size, framing, 200, True, True)
+        for size in (3 * CHUNK, 16 * CHUNK)
+        for framing in ("Content-Length", "chunked")
+    ]
+    assert "Exception in ASGI application" not in caplog.text
+
+
+async def test_bytes_past_the_limit_after_the_response_started_are_dropped_not_refused():
+    """An app that reads its body only after it started to answer gets no 413 mid-answer."""
+    incoming = [{"type": "http.request", "body": b"x" * CHUNK, "more_body": True}] * 5
+    incoming.append({"type": "http.request", "body": b"", "more_body": False})
+    sent: list[Message] = []
+    seen = bytearray()
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        while True:
+            message = await receive()
+            seen.extend(message["body"])
+            if not message["more_body"]:
+                break
+        await send({"type": "http.response.body", "body": b"done"})
+
+    async def receive() -> Message:
+        return incoming.pop(0)
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    limited = BodyLimit(app, settings=Settings(), metrics=Metrics())
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/",
+        "headers": [(b"transfer-encoding", b"chunked")],
+    }
+    await limited(scope, receive, send)
+    # The start drained 256 KiB; the rest passed the 64 KiB limit and reached the app empty.
+    assert seen == b""
+    assert incoming == []
+    assert [m.get("status") for m in sent] == [200, None]
+    assert (b"connection", b"close") in sent[0]["headers"]
+    assert sent[1]["body"] == b"done"
