@@ -171,7 +171,7 @@ async def decide_many(
     requests += [DecisionRequest(p, "keep_current") for p in keep]
     for value in alternative:
         proposal, directory = _alternative(value)
-        files = await asyncio.to_thread(read_folder, directory, max_files=state.settings.max_files)
+        files = await asyncio.to_thread(read_folder, directory, limits=state.settings.limits())
         requests.append(DecisionRequest(proposal, "alternative", files=files))
     if not requests:
         msg = "name at least one decision (--apply, --keep or --alternative)"

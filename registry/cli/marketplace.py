@@ -106,7 +106,7 @@ async def catalog_publish(
 ) -> None:
     """Publish the skill folder DIRECTORY as the next version of a listing."""
     expected = parse_expect(expect)
-    files = await asyncio.to_thread(read_folder, directory, max_files=state.settings.max_files)
+    files = await asyncio.to_thread(read_folder, directory, limits=state.settings.limits())
     async with state.open() as reg:
         pub = await reg.marketplace.publish_listing(
             listing, files, actor=actor, message=message, expected_head=expected

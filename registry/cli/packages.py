@@ -127,7 +127,7 @@ async def publish(
     expected = parse_expect(expect)
     approvals = [parse_approval(a) for a in approve]
     name = await asyncio.to_thread(_folder_name, directory) if slug is None else slug
-    files = await asyncio.to_thread(read_folder, directory, max_files=state.settings.max_files)
+    files = await asyncio.to_thread(read_folder, directory, limits=state.settings.limits())
     async with state.open() as reg:
         pub = await reg.write_package(
             scope,

@@ -155,7 +155,7 @@ async def decide(
         raise click.UsageError(msg)
     files = None
     if directory is not None:
-        files = await asyncio.to_thread(read_folder, directory, max_files=state.settings.max_files)
+        files = await asyncio.to_thread(read_folder, directory, limits=state.settings.limits())
     async with state.open() as reg:
         result = await reg.decide(
             make_scope(workspace, agent),

@@ -2,18 +2,36 @@
 
 Reading keeps executable bits, skips `.git/` and the patterns of a `.skillregignore` file
 (gitignore-like: `name`, `*.tmp`, `dir/`, `/rooted`, `**` segments) and refuses symlinks
-and special files instead of following them: a package is regular files only.
+and special files instead of following them: a package is regular files only. The ignore
+rules are applied first, so an ignored link is skipped like any ignored entry.
+
+A folder is input from outside, and it may change while it is read. So the reader walks
+it by descriptors: each folder is opened relative to its parent's descriptor, each file
+relative to its folder's, always with `O_NOFOLLOW` (a link swapped in is refused, never
+followed), files also with `O_NONBLOCK` (a FIFO swapped in cannot block the read), and
+what an entry is, and how large, is decided by `fstat` on the open descriptor, not by an
+earlier look at its name. No full path is built, so a deep tree cannot overflow
+`PATH_MAX`; the walk keeps its own stack, so it cannot overflow Python's. A folder deeper
+than the depth limit is refused before it is opened, and a file is read to at most its
+size limit plus one byte. Whatever cannot be read, a folder included, is refused: a
+package is never published with files missing. Every refusal is a `PathRejected` or a
+`LimitExceeded` naming the package path and the rule (docs/package-format.md).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
+from typing import Final
 
+from registry.domain.limits import Limits
 from registry.domain.model import PackageFile
+from registry.domain.paths import RULE_TOO_DEEP
 from registry.errors import LimitExceeded, PathRejected
 
 IGNORE_FILE = ".skillregignore"
@@ -21,6 +39,20 @@ ALWAYS_IGNORED = (".git/",)
 # A folder with far more entries than any package may hold is refused while walking,
 # before its files are read.
 _WALK_ENTRY_LIMIT = 10_000
+
+RULE_UNREADABLE: Final = "unreadable"
+RULE_SYMLINK: Final = "symlink"
+RULE_SPECIAL_FILE: Final = "special_file"
+RULE_NOT_UTF8: Final = "not_utf8"
+RULE_NOT_A_DIRECTORY: Final = "not_a_directory"
+RULE_NOT_EMPTY: Final = "not_empty"
+RULE_ESCAPES_TARGET: Final = "escapes_target"
+
+_DIRECTORY: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NOCTTY: a terminal device swapped in is not made the process's controlling terminal.
+_FILE: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_NEW_FILE: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_CHUNK: Final = 1024 * 1024
 
 
 class IgnoreRules:
@@ -55,60 +87,217 @@ def _match_path(pattern: str, rel: str) -> bool:
     return fnmatchcase(rel, pattern)
 
 
-def read_folder(root: Path, *, max_files: int | None = None) -> dict[str, PackageFile]:
-    """Read a skill folder into `{relative posix path: PackageFile}`."""
+def read_folder(
+    root: Path | str, *, limits: Limits | None = None, max_files: int | None = None
+) -> dict[str, PackageFile]:
+    """Read a skill folder into `{relative posix path: PackageFile}`.
+
+    `limits` (the documented defaults if None) bounds the walk: the number of files, the
+    bytes of each and of all, and the depth of folders; pass the configured ones
+    (`Settings.limits()`). `max_files`, the older form, replaces only the file count.
+    `root` itself may be a link to a folder; nothing inside it may be.
+    """
     root = Path(root)
-    if not root.is_dir():
-        raise PathRejected(str(root), "not_a_directory", "the package must be a folder")
-    rules = _ignore_rules(root)
-    files: dict[str, PackageFile] = {}
-    seen = 0
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        base = Path(dirpath)
-        rel_dir = base.relative_to(root).as_posix()
-        dirnames[:] = _kept_dirs(base, rel_dir, dirnames, rules)
-        for name in sorted(filenames):
-            rel = _join(rel_dir, name)
-            seen += 1
-            if seen > _WALK_ENTRY_LIMIT:
-                raise LimitExceeded("max_files", _WALK_ENTRY_LIMIT, seen)
-            if rules.ignored(rel, is_dir=False):
-                continue
-            files[rel] = _read_regular(base / name, rel)
-            if max_files is not None and len(files) > max_files:
-                raise LimitExceeded("max_files", max_files, len(files))
-    return files
+    limits = limits or Limits()
+    if max_files is not None:
+        limits = replace(limits, max_files=max_files)
+    try:
+        root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        raise PathRejected(
+            str(root), RULE_NOT_A_DIRECTORY, "the package must be a folder"
+        ) from None
+    except OSError as exc:
+        raise PathRejected(str(root), RULE_UNREADABLE, _reason(exc)) from None
+    try:
+        return _Walk(limits).read(root_fd)
+    finally:
+        os.close(root_fd)
 
 
-def _ignore_rules(root: Path) -> IgnoreRules:
-    ignore_file = root / IGNORE_FILE
-    if ignore_file.is_file() and not ignore_file.is_symlink():
-        return IgnoreRules([*ALWAYS_IGNORED, *ignore_file.read_text("utf-8").splitlines()])
-    return IgnoreRules(ALWAYS_IGNORED)
+@dataclass
+class _Folder:
+    """A folder being walked: its package path, descriptor and the entries still to see."""
+
+    rel: str
+    fd: int
+    entries: Iterator[tuple[str, int]]
+
+
+@dataclass
+class _Walk:
+    limits: Limits
+    files: dict[str, PackageFile] = field(default_factory=dict)
+    seen: int = 0
+    total: int = 0
+
+    def read(self, root_fd: int) -> dict[str, PackageFile]:
+        rules = self._ignore_rules(root_fd)
+        # Depth-first with an explicit stack: one open descriptor per level, at most
+        # `max_depth` + 1 of them, since a deeper folder is refused before it is opened.
+        stack = [_Folder("", os.dup(root_fd), iter(()))]
+        try:
+            stack[0].entries = self._list(stack[0])
+            while stack:
+                folder = stack[-1]
+                entry = next(folder.entries, None)
+                if entry is None:
+                    os.close(stack.pop().fd)
+                    continue
+                name, kind = entry
+                rel = _join(folder.rel, name)
+                if kind == stat.S_IFLNK:
+                    is_dir = _points_to_folder(folder.fd, name)
+                else:
+                    is_dir = kind == stat.S_IFDIR
+                if rules.ignored(rel, is_dir=is_dir):
+                    continue
+                if kind == stat.S_IFLNK:
+                    raise PathRejected(rel, RULE_SYMLINK, "symbolic links are not packaged")
+                if kind == stat.S_IFDIR:
+                    stack.append(self._enter(folder.fd, name, rel))
+                elif kind == stat.S_IFREG:
+                    self._add(rel, self._read_file(folder.fd, name, rel))
+                else:
+                    raise PathRejected(rel, RULE_SPECIAL_FILE, "only regular files are packaged")
+        finally:
+            for folder in stack:
+                os.close(folder.fd)
+        return self.files
+
+    def _ignore_rules(self, root_fd: int) -> IgnoreRules:
+        try:
+            os.stat(IGNORE_FILE, dir_fd=root_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return IgnoreRules(ALWAYS_IGNORED)
+        except OSError as exc:
+            raise PathRejected(IGNORE_FILE, RULE_UNREADABLE, _reason(exc)) from None
+        try:
+            file = self._read_file(root_fd, IGNORE_FILE, IGNORE_FILE)
+        except PathRejected as exc:
+            if exc.rule != RULE_SPECIAL_FILE:
+                raise
+            # A folder of that name is walked like any other; a FIFO is refused there.
+            return IgnoreRules(ALWAYS_IGNORED)
+        try:
+            text = file.data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise PathRejected(
+                IGNORE_FILE, RULE_NOT_UTF8, f"byte {exc.start} is not UTF-8"
+            ) from None
+        return IgnoreRules([*ALWAYS_IGNORED, *text.splitlines()])
+
+    def _list(self, folder: _Folder) -> Iterator[tuple[str, int]]:
+        """The folder's entries, sorted, as (name, file type from the listing)."""
+        entries: list[tuple[str, int]] = []
+        try:
+            with os.scandir(folder.fd) as listing:
+                for entry in listing:
+                    self.seen += 1
+                    if self.seen > _WALK_ENTRY_LIMIT:
+                        raise LimitExceeded("max_files", _WALK_ENTRY_LIMIT, self.seen)
+                    entries.append((entry.name, _kind(entry)))
+        except OSError as exc:
+            raise PathRejected(folder.rel or ".", RULE_UNREADABLE, _reason(exc)) from None
+        return iter(sorted(entries))
+
+    def _enter(self, parent_fd: int, name: str, rel: str) -> _Folder:
+        depth = rel.count("/") + 1
+        if depth > self.limits.max_depth:
+            raise PathRejected(
+                rel,
+                RULE_TOO_DEEP,
+                f"a folder {depth} segments deep, at most {self.limits.max_depth} allowed",
+            )
+        try:
+            fd = os.open(name, _DIRECTORY, dir_fd=parent_fd)
+        except OSError as exc:
+            raise _refusal(rel, exc) from None
+        folder = _Folder(rel, fd, iter(()))
+        try:
+            folder.entries = self._list(folder)
+        except BaseException:
+            os.close(fd)
+            raise
+        return folder
+
+    def _read_file(self, dir_fd: int, name: str, rel: str) -> PackageFile:
+        limit = self.limits.max_file_bytes
+        try:
+            fd = os.open(name, _FILE, dir_fd=dir_fd)
+        except OSError as exc:
+            raise _refusal(rel, exc) from None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise PathRejected(rel, RULE_SPECIAL_FILE, "only regular files are packaged")
+            if info.st_size > limit:
+                raise LimitExceeded("max_file_bytes", limit, info.st_size, path=rel)
+            # Read one byte past the limit: a file that grew since `fstat` is caught too.
+            data = _read_at_most(fd, limit + 1)
+        except OSError as exc:
+            raise PathRejected(rel, RULE_UNREADABLE, _reason(exc)) from None
+        finally:
+            os.close(fd)
+        if len(data) > limit:
+            raise LimitExceeded("max_file_bytes", limit, max(len(data), info.st_size), path=rel)
+        return PackageFile(data, executable=bool(info.st_mode & stat.S_IXUSR))
+
+    def _add(self, rel: str, file: PackageFile) -> None:
+        self.files[rel] = file
+        if len(self.files) > self.limits.max_files:
+            raise LimitExceeded("max_files", self.limits.max_files, len(self.files))
+        self.total += len(file.data)
+        if self.total > self.limits.max_package_bytes:
+            raise LimitExceeded("max_package_bytes", self.limits.max_package_bytes, self.total)
+
+
+def _kind(entry: os.DirEntry[str]) -> int:
+    """The entry's file type as the listing gives it (`S_IFLNK` for a link, never followed)."""
+    if entry.is_symlink():
+        return stat.S_IFLNK
+    if entry.is_dir(follow_symlinks=False):
+        return stat.S_IFDIR
+    if entry.is_file(follow_symlinks=False):
+        return stat.S_IFREG
+    return stat.S_IFIFO  # any other kind: refused as a special file
+
+
+def _points_to_folder(dir_fd: int, name: str) -> bool:
+    """Whether the link `name` leads to a folder (for `dir/` ignore patterns; not read)."""
+    try:
+        return stat.S_ISDIR(os.stat(name, dir_fd=dir_fd).st_mode)
+    except OSError:
+        return False
+
+
+def _read_at_most(fd: int, size: int) -> bytes:
+    chunks: list[bytes] = []
+    remaining = size
+    while remaining > 0:
+        chunk = os.read(fd, min(remaining, _CHUNK))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def _refusal(rel: str, exc: OSError) -> PathRejected:
+    """The refusal for an entry that could not be opened."""
+    if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a link: it was swapped in after listing
+        return PathRejected(rel, RULE_SYMLINK, "symbolic links are not packaged")
+    if exc.errno in (errno.ENXIO, errno.ENODEV):  # a socket or a device without a driver
+        return PathRejected(rel, RULE_SPECIAL_FILE, "only regular files are packaged")
+    return PathRejected(rel, RULE_UNREADABLE, _reason(exc))
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
 
 
 def _join(rel_dir: str, name: str) -> str:
-    return name if rel_dir == "." else f"{rel_dir}/{name}"
-
-
-def _kept_dirs(base: Path, rel_dir: str, dirnames: list[str], rules: IgnoreRules) -> list[str]:
-    kept = []
-    for name in sorted(dirnames):
-        rel = _join(rel_dir, name)
-        if (base / name).is_symlink():
-            raise PathRejected(rel, "symlink", "symbolic links are not packaged")
-        if not rules.ignored(rel, is_dir=True):
-            kept.append(name)
-    return kept
-
-
-def _read_regular(path: Path, rel: str) -> PackageFile:
-    info = path.lstat()
-    if stat.S_ISLNK(info.st_mode):
-        raise PathRejected(rel, "symlink", "symbolic links are not packaged")
-    if not stat.S_ISREG(info.st_mode):
-        raise PathRejected(rel, "special_file", "only regular files are packaged")
-    return PackageFile(path.read_bytes(), executable=bool(info.st_mode & stat.S_IXUSR))
+    return f"{rel_dir}/{name}" if rel_dir else name
 
 
 def write_folder(target: Path, files: Mapping[str, PackageFile]) -> None:
