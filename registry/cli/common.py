@@ -47,6 +47,43 @@ FOLDER = click.Path(exists=True, file_okay=False, path_type=Path)
 """A folder the command reads. One rule for every path a command reads: one that is missing,
 or of the wrong kind (a file where a folder is expected, a folder where a file is), is a
 usage error (exit 2), found by click before the command runs."""
+
+
+class OutputFolder(click.Path):
+    """A folder a command writes: missing (it is made) or a folder, never a file.
+
+    As for `FOLDER`, a path that cannot be one is a usage error (exit 2) found before the
+    command runs: an existing file, a path under a file, a name the system refuses as
+    too long. Whether the folder is empty is the writer's rule (refused, exit 3).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(file_okay=False, path_type=Path)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        path = super().convert(value, param, ctx)
+        assert isinstance(path, Path)  # path_type=Path
+        try:
+            path.stat()
+        except FileNotFoundError:
+            pass
+        except NotADirectoryError:
+            self.fail(f"{str(path)!r}: {self._file_above(path)!r} is a file.", param, ctx)
+        except OSError as exc:
+            self.fail(f"{str(path)!r}: {exc.strerror}.", param, ctx)
+        return path
+
+    @staticmethod
+    def _file_above(path: Path) -> str:
+        for parent in reversed(path.parents):
+            if parent.is_file():
+                return str(parent)
+        return str(path.parent)
+
+
+OUTPUT_FOLDER = OutputFolder()
+"""A folder a command writes into (`get --out`)."""
+
 agent_option = click.option(
     "--agent", default=DEFAULT_AGENT, show_default=True, help="The agent inside the workspace."
 )

@@ -2,7 +2,8 @@
 
 Exit codes: 0 success, 1 unexpected error, 2 usage, 3 refused input, 4 conflict,
 5 not found (the table is in registry/cli/exits.py). A path a command reads that is
-missing or of the wrong kind is a usage error (`common.FOLDER`).
+missing or of the wrong kind is a usage error (`common.FOLDER`), and so is a folder it
+writes that is a file or lies under one (`common.OUTPUT_FOLDER`).
 """
 
 from __future__ import annotations

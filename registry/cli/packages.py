@@ -14,6 +14,7 @@ from rich.table import Table
 
 from registry.cli.common import (
     FOLDER,
+    OUTPUT_FOLDER,
     CliState,
     agent_option,
     json_option,
@@ -222,7 +223,7 @@ async def show(state: CliState, out: Output, *, ref: str, agent: str) -> None:
 
 @click.command()
 @click.argument("ref")
-@click.option("--out", "target", required=True, type=click.Path(path_type=Path))
+@click.option("--out", "target", required=True, type=OUTPUT_FOLDER)
 @agent_option
 @json_option
 @run_async

@@ -132,3 +132,44 @@ def test_publish_refuses_a_file_over_the_configured_size_before_reading_it(tmp_p
         "path": "huge.bin",
     }
     nothing_stored(run)
+
+
+# ---------------------------------------------------------------- get --out
+
+
+@pytest.fixture
+def published(run, tmp_path) -> Invoke:
+    assert run("publish", skill(tmp_path / "src"), "-w", "acme").exit_code == 0
+    return run
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        ("file", "is a file"),
+        ("under_a_file", "is a file"),
+        ("name_too_long", "File name too long"),
+    ],
+)
+def test_get_out_that_cannot_be_a_folder_is_a_usage_error(published, tmp_path, make, expected):
+    afile = tmp_path / "afile"
+    afile.write_bytes(b"mine\n")
+    out = {
+        "file": afile,
+        "under_a_file": afile / "sub",
+        "name_too_long": tmp_path / ("n" * 300),
+    }[make]
+    result = published("get", "acme/demo", "--out", out)
+    assert result.exit_code == 2, result.output
+    assert expected in result.output
+    assert afile.read_bytes() == b"mine\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "blobs", "registry.db", "src"]
+
+
+def test_get_out_into_a_folder_that_is_not_empty_is_refused(published, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_bytes(b"mine\n")
+    body = refused(published("get", "acme/demo", "--out", out, "--json"), 3)
+    assert body["details"]["rule"] == "not_empty"
+    assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]

@@ -14,6 +14,9 @@ How the failures that need another process or privileges are staged here:
   the entry is the link (or FIFO) on disk from the start, and every lookup by name
   (`os.lstat`, `Path.lstat`, `os.scandir`'s entries) reports the regular file it was a
   moment before. Only a read that asks the open descriptor can tell.
+- a full disk part way through a write: the write runs in a child process whose file size
+  limit (`RLIMIT_FSIZE`) is smaller than the package's second file, so the kernel refuses
+  that write with `EFBIG` as it would refuse one with `ENOSPC`.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import io
 import os
 import pathlib
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -30,7 +35,7 @@ import pytest
 from registry.domain.limits import Limits
 from registry.domain.model import PackageFile
 from registry.errors import LimitExceeded, PathRejected
-from registry.services.materialize.folder import read_folder
+from registry.services.materialize.folder import read_folder, write_folder
 from tests.support.nesting import nest, unnest
 
 SKILL_MD = b"---\nname: demo\ndescription: A demo skill.\n---\n# demo\n"
@@ -391,3 +396,77 @@ def test_a_folder_reads_with_modes_and_skips_what_is_ignored(tmp_path):
     assert sorted(files) == [".skillregignore", "SKILL.md", "scripts/run.py"]
     assert files["scripts/run.py"] == PackageFile(b"print(1)\n", executable=True)
     assert files["SKILL.md"] == PackageFile(SKILL_MD, executable=False)
+
+
+# ---------------------------------------------------------------- writing
+
+_WRITE_UNDER_A_FILE_SIZE_LIMIT = """
+import resource, signal, sys
+from pathlib import Path
+from registry.domain.model import PackageFile
+from registry.services.materialize.folder import write_folder
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+files = {
+    "SKILL.md": PackageFile(b"---\\nname: demo\\ndescription: d\\n---\\n"),
+    "big.bin": PackageFile(b"z" * 100_000),
+}
+try:
+    write_folder(Path(sys.argv[1]), files)
+except OSError as exc:
+    print(exc.errno)
+    sys.exit(7)
+"""
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["missing", "empty"])
+def test_a_write_that_fails_part_way_leaves_no_partial_package(tmp_path, existing):
+    parent = tmp_path / "out"
+    parent.mkdir()
+    target = parent / "demo"
+    if existing:
+        target.mkdir()
+    child = subprocess.run(
+        [sys.executable, "-c", _WRITE_UNDER_A_FILE_SIZE_LIMIT, str(target)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert child.returncode == 7, child.stderr  # the write failed, with an OSError
+    assert sorted(p.name for p in parent.iterdir()) == (["demo"] if existing else [])
+    if existing:
+        assert list(target.iterdir()) == []  # still the empty folder: no SKILL.md alone
+
+
+def test_a_write_lands_whole_with_modes_in_a_missing_or_empty_folder(tmp_path):
+    files = {
+        "SKILL.md": PackageFile(SKILL_MD),
+        "scripts/run.py": PackageFile(b"print(1)\n", executable=True),
+    }
+    for target in (tmp_path / "new" / "demo", tmp_path / "empty"):
+        if target.name == "empty":
+            target.mkdir()
+        write_folder(target, files)
+        assert read_folder(target) == files
+        assert sorted(p.name for p in target.parent.iterdir() if p.name.startswith(".")) == []
+
+
+def test_a_write_into_a_folder_that_is_not_empty_is_refused_and_changes_nothing(tmp_path):
+    target = tmp_path / "demo"
+    target.mkdir()
+    (target / "keep.txt").write_bytes(b"mine\n")
+    with pytest.raises(PathRejected) as caught:
+        write_folder(target, {"SKILL.md": PackageFile(SKILL_MD)})
+    assert caught.value.rule == "not_empty"
+    assert sorted(p.name for p in target.iterdir()) == ["keep.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo"]
+
+
+@pytest.mark.parametrize("path", ["../evil.txt", "a/../../evil.txt", "/etc/evil.txt"])
+def test_a_write_refuses_a_path_that_leaves_the_folder(tmp_path, path):
+    target = tmp_path / "demo"
+    with pytest.raises(PathRejected) as caught:
+        write_folder(target, {"SKILL.md": PackageFile(SKILL_MD), path: PackageFile(b"x")})
+    assert (caught.value.path, caught.value.rule) == (path, "escapes_target")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

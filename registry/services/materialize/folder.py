@@ -16,14 +16,21 @@ than the depth limit is refused before it is opened, and a file is read to at mo
 size limit plus one byte. Whatever cannot be read, a folder included, is refused: a
 package is never published with files missing. Every refusal is a `PathRejected` or a
 `LimitExceeded` naming the package path and the rule (docs/package-format.md).
+
+Writing builds the package in a new sibling folder and renames it into place once every
+file is written and synced, so a failure part way (a full disk) leaves the target as it
+was and removes the partial copy: a `SKILL.md` is never left without its siblings.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import secrets
+import shutil
 import stat
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
@@ -300,17 +307,111 @@ def _join(rel_dir: str, name: str) -> str:
     return f"{rel_dir}/{name}" if rel_dir else name
 
 
-def write_folder(target: Path, files: Mapping[str, PackageFile]) -> None:
-    """Write a package into `target` (which must be empty or missing), keeping modes."""
-    target = Path(target)
-    target.mkdir(parents=True, exist_ok=True)
-    if any(target.iterdir()):
-        raise PathRejected(str(target), "not_empty", "the output folder must be empty")
-    resolved = target.resolve()
-    for rel, file in sorted(files.items()):
-        destination = (resolved / rel).resolve()
-        if resolved not in destination.parents:
-            raise PathRejected(rel, "escapes_target", "the path leaves the output folder")
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        destination.write_bytes(file.data)
-        destination.chmod(0o755 if file.executable else 0o644)
+# ---------------------------------------------------------------- writing
+
+
+def write_folder(target: Path | str, files: Mapping[str, PackageFile]) -> None:
+    """Write a package into `target` (which must be empty or missing), keeping modes.
+
+    The files go into a new hidden sibling of `target`, each written, given its mode and
+    synced; the sibling is then renamed onto `target` (a missing one, or an empty folder,
+    which the rename replaces). On any failure the sibling is removed and `target` is as
+    it was. Links in `target` are resolved first: a link to a folder is written through.
+    """
+    plan = [(_segments(rel), file) for rel, file in sorted(files.items())]
+    target = Path(target).resolve()
+    _check_missing_or_empty(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    parent_fd = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        temp = _make_sibling(parent_fd)
+        try:
+            _write_tree(parent_fd, temp, plan)
+            _rename_into_place(parent_fd, temp, target)
+        except BaseException:
+            shutil.rmtree(temp, dir_fd=parent_fd, ignore_errors=True)
+            raise
+        os.fsync(parent_fd)
+    finally:
+        os.close(parent_fd)
+
+
+def _segments(rel: str) -> list[str]:
+    segments = rel.split("/")
+    if rel.startswith("/") or any(s in ("", ".", "..") for s in segments):
+        raise PathRejected(rel, RULE_ESCAPES_TARGET, "the path leaves the output folder")
+    return segments
+
+
+def _check_missing_or_empty(target: Path) -> None:
+    try:
+        with os.scandir(target) as listing:
+            empty = next(listing, None) is None
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:
+        raise PathRejected(
+            str(target), RULE_NOT_A_DIRECTORY, "the output must be a folder"
+        ) from None
+    if not empty:
+        raise PathRejected(str(target), RULE_NOT_EMPTY, "the output folder must be empty")
+
+
+def _make_sibling(parent_fd: int) -> str:
+    # A short fixed-length name: the target's own name may already be as long as allowed.
+    # Mode 0o777 under the umask, as `mkdir` gives, since this folder becomes the target.
+    while True:
+        name = f".skillreg-out-{secrets.token_hex(8)}.tmp"
+        try:
+            os.mkdir(name, 0o777, dir_fd=parent_fd)
+        except FileExistsError:
+            continue
+        return name
+
+
+def _write_tree(parent_fd: int, temp: str, plan: list[tuple[list[str], PackageFile]]) -> None:
+    folders: dict[tuple[str, ...], int] = {(): os.open(temp, _DIRECTORY, dir_fd=parent_fd)}
+    try:
+        for segments, file in plan:
+            dir_fd = _folder_fd(folders, segments[:-1])
+            fd = os.open(segments[-1], _NEW_FILE, 0o600, dir_fd=dir_fd)
+            try:
+                view = memoryview(file.data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fchmod(fd, 0o755 if file.executable else 0o644)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        for fd in folders.values():
+            os.fsync(fd)
+    finally:
+        for fd in folders.values():
+            os.close(fd)
+
+
+def _folder_fd(folders: dict[tuple[str, ...], int], segments: list[str]) -> int:
+    key: tuple[str, ...] = ()
+    for segment in segments:
+        parent, key = folders[key], (*key, segment)
+        if key not in folders:
+            with suppress(FileExistsError):
+                os.mkdir(segment, 0o777, dir_fd=parent)
+            folders[key] = os.open(segment, _DIRECTORY, dir_fd=parent)
+    return folders[key]
+
+
+def _rename_into_place(parent_fd: int, temp: str, target: Path) -> None:
+    try:
+        os.rename(temp, target.name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+    except OSError as exc:
+        # The target was filled, or made a file, after it was checked.
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+            raise PathRejected(
+                str(target), RULE_NOT_EMPTY, "the output folder must be empty"
+            ) from None
+        if exc.errno == errno.ENOTDIR:
+            raise PathRejected(
+                str(target), RULE_NOT_A_DIRECTORY, "the output must be a folder"
+            ) from None
+        raise
