@@ -202,8 +202,8 @@ class Registry(OwnerControls, Searching):
             origin=origin,
             actor=actor,
             message=message,
-            sources=tuple(sources),
-            approve=tuple(approve),
+            sources=sources,
+            approve=approve,
             keep_auto_improve=keep_auto_improve,
         )
         publication = await write_package(self.ctx, request, files)

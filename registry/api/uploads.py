@@ -72,8 +72,8 @@ class Uploads:
             origin=origin,
             actor=actor,
             message=message,
-            sources=tuple(sources),
-            approve=tuple(approve),
+            sources=sources,
+            approve=approve,
             keep_auto_improve=keep_auto_improve,
         )
         publication = await uploads.publish_uploaded(self.ctx, request, files)

@@ -12,7 +12,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Final, final
 
-from registry.errors import InvalidName
+from registry.domain.arguments import RULE_RANGE, RULE_TYPE, type_name
+from registry.domain.numbers import MAX_VERSION
+from registry.errors import ArgumentInvalid, InvalidName
 
 DEFAULT_AGENT: Final = "personal"
 
@@ -102,7 +104,28 @@ class AnyHead:
 ANY: Final = AnyHead()
 
 ExpectedHead = int | None | AnyHead
-"""`None`: the skill must not exist yet; `int`: the head must be this version; `ANY`: no check."""
+"""`None`: the skill must not exist yet; `int`: the head must be this version; `ANY`: no check.
+
+0 is a head no skill has (versions start at 1): a write expecting it succeeds only as the
+no-op re-save of the head's own package (the HTTP layer's "already applied" retry)."""
+
+
+def check_expected_head(value: object) -> ExpectedHead:
+    """`value` if it is an `ExpectedHead`, else `ArgumentInvalid` (before any work).
+
+    A bool is refused although Python counts it an int (`True` would expect version 1),
+    and so is a number no version column holds (below 0, above `MAX_VERSION`).
+    """
+    if value is None or isinstance(value, AnyHead):
+        return value
+    if not isinstance(value, int) or isinstance(value, bool):
+        detail = f"None, ANY or a version number, not {type_name(value)}"
+        raise ArgumentInvalid("expected_head", RULE_TYPE, detail)
+    if not 0 <= value <= MAX_VERSION:
+        # Not the number itself: `str()` refuses an int of more than 4,300 digits.
+        where = "negative" if value < 0 else f"above {MAX_VERSION}"
+        raise ArgumentInvalid("expected_head", RULE_RANGE, f"a version number, not {where}")
+    return value
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,6 +65,7 @@ from registry.errors.missing import (
 )
 from registry.errors.refused import (
     ArchiveRejected,
+    ArgumentInvalid,
     BlobDigestMismatch,
     BlobsMissing,
     CapacityExceeded,
@@ -87,6 +88,7 @@ __all__ = [
     "ATTRIBUTE_ONLY",
     "AccessDenied",
     "ArchiveRejected",
+    "ArgumentInvalid",
     "BlobDigestMismatch",
     "BlobUnknown",
     "BlobsMissing",

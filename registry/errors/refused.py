@@ -24,6 +24,24 @@ class InvalidName(RefusedInput, code="invalid_name"):
 
 
 @dataclass(eq=False, repr=False)
+class ArgumentInvalid(RefusedInput, code="argument_invalid"):
+    """An argument of a library call has the wrong type, or a value its rule refuses.
+
+    `argument` names it as the call spells it (`expected_head`, `sources/2`,
+    `files['a.txt']`, `PackageFile.executable`); `rule` is a stable name
+    (docs/write-path.md, "Arguments"); `detail` says what was found (a type, a position),
+    never the value itself.
+    """
+
+    argument: str
+    rule: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"argument {self.argument} refused: {self.rule}{in_parens(self.detail)}"
+
+
+@dataclass(eq=False, repr=False)
 class PathRejected(RefusedInput, code="path_rejected"):
     """A path inside a package breaks a path rule."""
 

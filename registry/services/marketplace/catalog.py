@@ -97,8 +97,8 @@ async def publish_listing(
         origin=origin,
         actor=actor,
         message=message,
-        sources=tuple(sources),
-        approve=tuple(approve),
+        sources=sources,
+        approve=approve,
     )
     return await publish.write_package(ctx, request, files)
 

@@ -44,9 +44,9 @@ async def edit(
         origin=Origin.EDIT,
         actor=actor,
         message=message,
-        sources=tuple(sources),
+        sources=sources,
         keep_auto_improve=keep_auto_improve,
-        approve=tuple(approve),
+        approve=approve,
         keep_draft=keep_draft,
         decides=decides,
     )

@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from typing import Final
 
 from registry.domain.approvals import Approval, FindingRef, Verdict
-from registry.domain.model import ExpectedHead, Origin, Scope
+from registry.domain.arguments import (
+    check_flag,
+    check_members,
+    check_text,
+    check_texts,
+    check_type,
+)
+from registry.domain.model import ExpectedHead, Origin, Scope, check_expected_head
 from registry.domain.similarity import ChangedFile, Sketch
 
 MARKETPLACE_ORIGINS: Final = frozenset({Origin.MARKETPLACE_INSTALL, Origin.MARKETPLACE_UPDATE})
@@ -111,6 +118,25 @@ class WriteRequest:
     propose: bool = False
     applies_pending: int | None = None
     undoes: Undone | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse what a caller got wrong before any work (docs/write-path.md, "Arguments").
+
+        Every entry point builds its request first, so a wrong type, a text no database
+        stores as given, or an expected head no version column holds is `ArgumentInvalid`
+        before anything is read, hashed, claimed or uploaded. `sources` and `approve` are
+        kept as tuples. The checks cost one pass over the metadata, no I/O.
+        """
+        check_type("scope", self.scope, Scope, "a Scope")
+        check_type("slug", self.slug, str, "a str")
+        object.__setattr__(self, "expected_head", check_expected_head(self.expected_head))
+        check_type("origin", self.origin, Origin, "an Origin")
+        check_text("actor", self.actor)
+        check_text("message", self.message)
+        object.__setattr__(self, "sources", check_texts("sources", self.sources))
+        check_flag("keep_auto_improve", self.keep_auto_improve)
+        approve = check_members("approve", self.approve, FindingRef, "FindingRef")
+        object.__setattr__(self, "approve", approve)
 
     @property
     def changes(self) -> SkillChanges:

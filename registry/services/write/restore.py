@@ -27,7 +27,14 @@ from registry.db import approvals as db_approvals
 from registry.db import skills as db_skills
 from registry.domain.approvals import Approval
 from registry.domain.manifest import Manifest
-from registry.domain.model import ExpectedHead, Origin, Publication, Scope, check_slug
+from registry.domain.model import (
+    ExpectedHead,
+    Origin,
+    Publication,
+    Scope,
+    check_expected_head,
+    check_slug,
+)
 from registry.errors import HeadConflict
 from registry.services.context import Context
 from registry.services.read import locate
@@ -107,6 +114,7 @@ async def restore(
 ) -> Publication:
     """Make `version`'s package the head again as a new version (see the module docstring)."""
     check_slug(slug)
+    check_expected_head(expected_head)  # before the version is read and checked
     stored = await stored_version(ctx, scope, slug, version)
     for _ in range(_UNDONE_ATTEMPTS):
         head = await suppression.head_manifest(ctx, scope, slug)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import nullcontext
+from dataclasses import replace
 
 from tenacity import (
     AsyncRetrying,
@@ -39,7 +40,7 @@ from tenacity import (
     wait_random_exponential,
 )
 
-from registry.domain.model import FileInput, Origin, Publication, Scope
+from registry.domain.model import ANY, FileInput, Origin, Publication, Scope
 from registry.errors import HeadConflict, SkillNotFound
 from registry.services.context import Context
 from registry.services.read import Package, read_package
@@ -79,6 +80,11 @@ async def write_with_retry(
         wait=wait_random_exponential(multiplier=wait, max=wait_max),
         reraise=True,
     )
+    # Built once, before any read: a malformed argument is refused before the first attempt.
+    request = WriteRequest(
+        scope=scope, slug=slug, expected_head=ANY, origin=origin, actor=actor, message=message,
+        sources=sources,
+    )  # fmt: skip
     key = (scope.workspace, scope.agent, slug)
     # A write nested in its own change runs inside its caller's turns.
     shared = nullcontext() if ctx.turns.holds(key) else ctx.uow.turn("\0".join(key))
@@ -92,14 +98,6 @@ async def write_with_retry(
                 files = change(current)
                 if inspect.isawaitable(files):
                     files = await files
-                request = WriteRequest(
-                    scope=scope,
-                    slug=slug,
-                    expected_head=None if current is None else current.version,
-                    origin=origin,
-                    actor=actor,
-                    message=message,
-                    sources=tuple(sources),
-                )
-                return await write_package(ctx, request, files)
+                expected = None if current is None else current.version
+                return await write_package(ctx, replace(request, expected_head=expected), files)
     raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
