@@ -12,7 +12,12 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Final, final
 
-from registry.domain.arguments import RULE_RANGE, RULE_TYPE, type_name
+from registry.domain.arguments import (
+    RULE_RANGE,
+    RULE_TYPE,
+    check_flag,
+    type_name,
+)
 from registry.domain.numbers import MAX_VERSION
 from registry.errors import ArgumentInvalid, InvalidName
 
@@ -130,27 +135,41 @@ def check_expected_head(value: object) -> ExpectedHead:
 
 @dataclass(frozen=True, slots=True)
 class PackageFile:
-    """One file of a package: its bytes and whether it is executable."""
+    """One file of a package: its bytes and whether it is executable.
+
+    `data` may be given as any bytes-like object; it is kept as immutable `bytes` (a
+    `bytearray` or a `memoryview` is copied, so its owner may change it afterwards; a
+    `bytes` is kept as it is). Anything else, and an `executable` that is not a bool,
+    raises `ArgumentInvalid`.
+    """
 
     data: bytes
     executable: bool = False
+
+    def __post_init__(self) -> None:
+        if type(self.data) is not bytes:
+            object.__setattr__(self, "data", _as_bytes("PackageFile.data", self.data))
+        check_flag("PackageFile.executable", self.executable)
 
 
 FileInput = bytes | PackageFile
 """What `write_package` accepts per path: raw bytes (not executable) or a `PackageFile`."""
 
 
-def as_package_file(value: object) -> PackageFile:
-    """Normalise a file input to a `PackageFile` (`TypeError` for anything else).
+def as_package_file(value: object, *, argument: str = "file") -> PackageFile:
+    """Normalise a file input to a `PackageFile` (`ArgumentInvalid` naming `argument`).
 
     Typed `object`: callers outside the type checker's reach (JSON, plugins) pass anything.
     """
     if isinstance(value, PackageFile):
         return value
+    return PackageFile(_as_bytes(argument, value))
+
+
+def _as_bytes(argument: str, value: object) -> bytes:
     if isinstance(value, bytes | bytearray | memoryview):
-        return PackageFile(bytes(value))
-    msg = f"a package file must be bytes or PackageFile, not {type(value).__name__}"
-    raise TypeError(msg)
+        return bytes(value)  # a `bytes` comes back as itself, not copied
+    raise ArgumentInvalid(argument, RULE_TYPE, f"bytes, not {type_name(value)}")
 
 
 @dataclass(frozen=True, slots=True)

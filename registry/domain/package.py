@@ -8,17 +8,17 @@ can skip digests already scanned clean.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from registry.domain.arguments import RULE_TYPE, type_name
 from registry.domain.frontmatter import RULE_MISSING_SKILL_MD, Frontmatter, parse_skill_md
 from registry.domain.model import PackageFile, as_package_file, check_slug
 from registry.domain.paths import SKILL_MD, check_path_set, normalize_paths
-from registry.errors import FrontmatterInvalid, LimitExceeded
+from registry.errors import ArgumentInvalid, FrontmatterInvalid, LimitExceeded
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from registry.domain.limits import Limits
     from registry.domain.model import FileInput
 
@@ -41,12 +41,15 @@ def validate_package(files: Mapping[str, FileInput], slug: str, limits: Limits) 
 
     Checks run cheapest first, and the first broken rule raises:
 
-    1. `slug` is a valid slug (`InvalidName`);
-    2. at most `limits.max_files` files (`LimitExceeded("max_files")`);
+    1. `slug` is a valid slug (`InvalidName`); `files` is a mapping (`ArgumentInvalid`);
+    2. at most `limits.max_files` files, as counted, not as `len()` says
+       (`LimitExceeded("max_files")`), each path a `str` (`ArgumentInvalid`);
     3. every path passes the path rules, and no two raw paths share a normalised form
        (`PathRejected`, see `registry.domain.paths`);
     4. the paths can coexist: no case-folding collision, no file that is also a directory;
-    5. every file at most `limits.max_file_bytes` (`LimitExceeded("max_file_bytes", path=)`);
+    5. every file is bytes-like or a `PackageFile` (`ArgumentInvalid` naming
+       `files[<path>]`) and at most `limits.max_file_bytes`
+       (`LimitExceeded("max_file_bytes", path=)`);
     6. the package at most `limits.max_package_bytes` (`LimitExceeded("max_package_bytes")`);
     7. a root `SKILL.md`, exact case (`FrontmatterInvalid("missing_skill_md")`), whose
        frontmatter is valid and names `slug` (`FrontmatterInvalid`).
@@ -55,17 +58,16 @@ def validate_package(files: Mapping[str, FileInput], slug: str, limits: Limits) 
     point order, so the error does not depend on the mapping's order.
     """
     check_slug(slug)
-    if len(files) > limits.max_files:
-        raise LimitExceeded("max_files", limits.max_files, len(files))
+    given = _counted(files, limits)
 
-    raw_of = normalize_paths(files, limits)
+    raw_of = normalize_paths(given, limits)
     check_path_set(raw_of, raw=raw_of)
 
     normalised: dict[str, PackageFile] = {}
     total = 0
     for path in sorted(raw_of):
         raw = raw_of[path]
-        file = as_package_file(files[raw])
+        file = as_package_file(given[raw], argument=f"files[{raw!r}]")
         size = len(file.data)
         if size > limits.max_file_bytes:
             raise LimitExceeded("max_file_bytes", limits.max_file_bytes, size, path=raw)
@@ -80,3 +82,25 @@ def validate_package(files: Mapping[str, FileInput], slug: str, limits: Limits) 
         hint = f"; found {near[0]!r}, but the name is case-sensitive" if near else ""
         raise FrontmatterInvalid(RULE_MISSING_SKILL_MD, f"the root holds no SKILL.md{hint}")
     return ValidatedPackage(files=normalised, frontmatter=parse_skill_md(skill_md.data, slug))
+
+
+def _counted(files: object, limits: Limits) -> dict[str, object]:
+    """The caller's files as a plain dict, refused if they are more than the limit.
+
+    A mapping's `len()` is its own word (a subclass may say 1 and hold 150), so the limit
+    is checked on the copy, which is also what the rest of the validation reads: a mapping
+    whose items change while they are read cannot pass one set and store another. A mapping
+    that says it is over the limit is refused before it is copied.
+    """
+    if not isinstance(files, Mapping):
+        detail = f"a mapping of path to file, not {type_name(files)}"
+        raise ArgumentInvalid("files", RULE_TYPE, detail)
+    if len(files) > limits.max_files:
+        raise LimitExceeded("max_files", limits.max_files, len(files))
+    given = dict(files)
+    if len(given) > limits.max_files:
+        raise LimitExceeded("max_files", limits.max_files, len(given))
+    for path in given:
+        if not isinstance(path, str):
+            raise ArgumentInvalid("files", RULE_TYPE, f"a path is a str, not {type_name(path)}")
+    return given

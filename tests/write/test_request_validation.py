@@ -2,27 +2,34 @@
 
 A Python caller is outside the HTTP layer's schemas. An argument the type hints forbid
 used to fail deep inside the locked transaction, after the write's blobs were uploaded (a
-`None` actor, a lone surrogate), to be stored on
+`None` actor, a lone surrogate, an `executable` that is not a bool), to be stored on
 SQLite and refused by PostgreSQL (a NUL), or worse, to be taken: `expected_head="1"`
 skipped the compare-and-swap and created the skill, `True` matched version 1, and a bare
 `str` of sources became one source per character. Now each is `ArgumentInvalid` naming
 the argument and the rule, and nothing is stored: no blob, no row (docs/write-path.md,
-"Arguments").
+"Arguments"). A `PackageFile` keeps its data as immutable `bytes` (a buffer is copied, a
+`bytes` is not), and the file limit counts the files a mapping holds, not what its
+`len()` says.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
 
 from blobstore.local import LocalBlobStore
-from registry import ANY, Origin
+from registry import ANY, Origin, PackageFile
 from registry.api import Registry
 from registry.domain.numbers import MAX_VERSION
-from registry.errors import ArgumentInvalid, HeadConflict, SkillNotFound
-from tests.support.packages import package
+from registry.errors import (
+    ArgumentInvalid,
+    HeadConflict,
+    LimitExceeded,
+    SkillNotFound,
+)
+from tests.support.packages import package, skill_md
 from tests.support.scopes import ACME
 from tests.support.state import WRITE_TABLES, db_state, store_digests
 
@@ -241,3 +248,109 @@ async def test_edit_restore_and_retry_check_their_metadata_too(
         ),
     )
     assert (retry.argument, retry.rule) == ("message", "nul_byte")
+
+
+# ---------------------------------------------------------------- files
+
+
+@pytest.mark.parametrize("executable", ["yes", "", None, 1, 0])
+def test_a_package_file_is_executable_or_not(executable: object) -> None:
+    # Before: accepted here, then a StorageUnavailable (or a wrong mode) inside the write.
+    with pytest.raises(ArgumentInvalid) as caught:
+        PackageFile(b"echo", executable=executable)  # type: ignore[arg-type]
+    assert (caught.value.argument, caught.value.rule) == ("PackageFile.executable", "wrong_type")
+
+
+@pytest.mark.parametrize("data", ["text", None, 12, [1, 2]], ids=repr)
+def test_package_file_data_must_be_bytes_like(data: object) -> None:
+    with pytest.raises(ArgumentInvalid) as caught:
+        PackageFile(data)  # type: ignore[arg-type]
+    assert (caught.value.argument, caught.value.rule) == ("PackageFile.data", "wrong_type")
+
+
+def test_package_file_data_becomes_immutable_bytes_and_plain_bytes_are_not_copied() -> None:
+    data = b"#!/bin/sh\necho hi\n"
+    assert PackageFile(data).data is data
+    view = PackageFile(memoryview(b"viewed"))  # type: ignore[arg-type]
+    assert (type(view.data), view.data) == (bytes, b"viewed")
+    buffer = bytearray(b"before")
+    copied = PackageFile(buffer)  # type: ignore[arg-type]
+    buffer[:] = b"after!"  # the caller mutates its buffer after the file was made
+    assert (type(copied.data), copied.data) == (bytes, b"before")
+
+
+async def test_buffers_are_written_and_read_back_as_bytes(registry: Registry) -> None:
+    files: dict[str, Any] = {
+        "SKILL.md": bytearray(skill_md(SLUG)),
+        "a.txt": memoryview(b"from a view"),
+        "run.sh": PackageFile(memoryview(b"echo"), executable=True),  # type: ignore[arg-type]
+    }
+    await registry.write_package(ACME, SLUG, files, expected_head=None, actor="u")
+    back = (await registry.read_package(ACME, SLUG)).files
+    assert back["a.txt"] == PackageFile(b"from a view")
+    assert back["run.sh"] == PackageFile(b"echo", executable=True)
+
+
+@pytest.mark.parametrize(
+    ("files", "argument"),
+    [
+        (None, "files"),
+        ([("SKILL.md", b"x")], "files"),
+        ({"SKILL.md": skill_md(SLUG), "a.txt": "text"}, "files['a.txt']"),
+        ({"SKILL.md": skill_md(SLUG), "a.txt": None}, "files['a.txt']"),
+        ({"SKILL.md": skill_md(SLUG), 5: b"x"}, "files"),
+        ({"SKILL.md": skill_md(SLUG), b"a.txt": b"x"}, "files"),
+    ],
+    ids=["none", "pairs", "str-data", "none-data", "int-path", "bytes-path"],
+)
+async def test_files_of_a_wrong_type_are_refused(
+    registry: Registry, local_store: LocalBlobStore, files: object, argument: str
+) -> None:
+    error = await refused(
+        registry,
+        local_store,
+        lambda: registry.write_package(
+            ACME,
+            SLUG,
+            files,  # type: ignore[arg-type]
+            expected_head=None,
+            actor="u",
+        ),
+    )
+    assert (error.argument, error.rule) == (argument, "wrong_type")
+
+
+class ShortDict(dict[str, Any]):
+    """A dict that claims to hold one file, whatever it holds."""
+
+    def __len__(self) -> int:
+        return 1
+
+
+class ShortMapping(Mapping[str, Any]):
+    """A mapping that claims to hold one file, whatever it holds."""
+
+    def __init__(self, files: dict[str, Any]) -> None:
+        self._files = files
+
+    def __getitem__(self, path: str) -> Any:
+        return self._files[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return 1
+
+
+@pytest.mark.parametrize("kind", [ShortDict, ShortMapping])
+async def test_the_file_limit_counts_the_files_not_what_len_says(
+    registry: Registry, local_store: LocalBlobStore, kind: Callable[[dict[str, Any]], Any]
+) -> None:
+    files = {f"references/{i:03d}.md": b"x" for i in range(150)} | {"SKILL.md": skill_md(SLUG)}
+    before = await db_state(registry, WRITE_TABLES)
+    with pytest.raises(LimitExceeded) as caught:
+        await registry.write_package(ACME, SLUG, kind(files), expected_head=None, actor="u")
+    assert (caught.value.rule, caught.value.limit, caught.value.actual) == ("max_files", 100, 151)
+    assert await db_state(registry, WRITE_TABLES) == before
+    assert await store_digests(local_store) == set()
