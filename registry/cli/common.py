@@ -18,6 +18,7 @@ from registry.api import Registry
 from registry.cli.exits import OK, UNEXPECTED, exit_code
 from registry.cli.output import Output
 from registry.domain.model import DEFAULT_AGENT, Scope
+from registry.domain.numbers import MAX_ID, MAX_VERSION, decimal
 from registry.errors import InvalidName
 from registry.settings import Settings
 
@@ -84,6 +85,54 @@ class OutputFolder(click.Path):
 OUTPUT_FOLDER = OutputFolder()
 """A folder a command writes into (`get --out`)."""
 
+
+_SHOWN_DIGITS = 24
+
+
+class DecimalRange(click.IntRange):
+    r"""A whole number from `minimum` to `maximum`, typed as ASCII decimal digits.
+
+    Python's `int()`, which click's `INT` and `IntRange` use, reads digits of other scripts
+    (`int("\u0661")` is 1) and numbers no column holds (2**63 overflows the driver): a
+    number is read with `registry.domain.numbers.decimal` instead; anything else is a usage
+    error.
+    """
+
+    def __init__(self, minimum: int, maximum: int) -> None:
+        super().__init__(minimum, maximum)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, int):  # a default
+            return super().convert(value, param, ctx)
+        assert self.max is not None
+        text = str(value)
+        number = decimal(text, int(self.max))
+        if number is None:
+            if not (text.isascii() and text.isdigit()):
+                self.fail(f"{text!r} is not a whole number in ASCII digits.", param, ctx)
+            shown = text if len(text) <= _SHOWN_DIGITS else f"a number of {len(text)} digits"
+            self.fail(f"{shown} is not in the range {self._describe_range()}.", param, ctx)
+        return super().convert(number, param, ctx)
+
+
+VERSION = DecimalRange(1, MAX_VERSION)
+"""A version number (1 to MAX_VERSION)."""
+ROW_ID = DecimalRange(1, MAX_ID)
+"""The id of a proposal, job, pending write or suppression, or a cursor of ids."""
+
+
+def version_number(text: str) -> int | None:
+    """A version number from text (`decimal`, at least 1), or None."""
+    number = decimal(text, MAX_VERSION)
+    return number if number is not None and number >= 1 else None
+
+
+def row_id(text: str) -> int | None:
+    """A row id from text (`decimal`, at least 1), or None."""
+    number = decimal(text, MAX_ID)
+    return number if number is not None and number >= 1 else None
+
+
 agent_option = click.option(
     "--agent", default=DEFAULT_AGENT, show_default=True, help="The agent inside the workspace."
 )
@@ -125,10 +174,10 @@ def parse_ref(ref: str) -> tuple[str, str, int | None]:
     body = ref
     if "@" in ref:
         body, _, raw = ref.rpartition("@")
-        if not raw.isdigit() or int(raw) < 1:
-            msg = f"{ref!r}: the version after '@' must be a positive integer"
+        version = version_number(raw)
+        if version is None:
+            msg = f"{ref!r}: the version after '@' must be a whole number from 1 to {MAX_VERSION}"
             raise click.BadParameter(msg)
-        version = int(raw)
     workspace, sep, slug = body.partition("/")
     if not sep or not workspace or not slug:
         msg = f"{ref!r}: expected WORKSPACE/SLUG[@VERSION]"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import click
@@ -10,12 +9,16 @@ from rich.console import Console
 from rich.markup import escape
 
 from registry.cli.common import (
+    VERSION,
     CliState,
+    DecimalRange,
     agent_option,
     json_option,
     make_scope,
     parse_ref,
+    row_id,
     run_async,
+    version_number,
 )
 from registry.cli.output import Output, human_size
 from registry.domain.model import Publication
@@ -38,10 +41,11 @@ def parse_target(value: str) -> DiffTarget:
     """A version number `N`, or a proposal `pN` / `proposal:N`."""
     text = value.strip().lower()
     for prefix in ("proposal:", "p"):
-        if text.startswith(prefix) and text[len(prefix) :].isdigit():
-            return ProposalRef(int(text[len(prefix) :]))
-    if text.isdigit() and int(text) >= 1:
-        return int(text)
+        if text.startswith(prefix) and (proposal := row_id(text[len(prefix) :])) is not None:
+            return ProposalRef(proposal)
+    version = version_number(text)
+    if version is not None:
+        return version
     msg = f"{value!r}: expected a version number, or a proposal as pN"
     raise click.BadParameter(msg)
 
@@ -76,7 +80,7 @@ def _render_history(page: HistoryPage, console: Console) -> None:
 @click.command()
 @click.argument("ref")
 @agent_option
-@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 500))
+@click.option("--limit", default=20, show_default=True, type=DecimalRange(1, 500))
 @click.option("--before", help="Continue after this cursor (from the previous page).")
 @click.option("--archived", is_flag=True, help="Also list the versions of deleted skills.")
 @json_option
@@ -93,7 +97,7 @@ async def history(
 ) -> None:
     """List the versions of REF (WORKSPACE/SLUG), newest first."""
     workspace, slug = parse_skill(ref)
-    if before is not None and not re.fullmatch(r"\d+\.\d+", before):
+    if before is not None and not _is_cursor(before):
         msg = f"{before!r}: not a cursor from a previous page"
         raise click.BadParameter(msg, param_hint="--before")
     async with state.open() as reg:
@@ -105,6 +109,12 @@ async def history(
             include_archived=archived,
         )
     out.emit(page, lambda c: _render_history(page, c))
+
+
+def _is_cursor(text: str) -> bool:
+    """A history cursor as pages print it: `SKILL_ID.VERSION`."""
+    skill_id, sep, version = text.partition(".")
+    return bool(sep) and row_id(skill_id) is not None and version_number(version) is not None
 
 
 _STATUS_MARK = {"added": ("A", "green"), "changed": ("M", "yellow"), "removed": ("D", "red")}
@@ -201,10 +211,8 @@ def publication_dict(pub: Publication) -> dict[str, Any]:
 
 @click.command()
 @click.argument("ref")
-@click.argument("version", type=click.IntRange(min=1))
-@click.option(
-    "--expect-head", "expect", required=True, type=click.IntRange(min=1), help="The current head."
-)
+@click.argument("version", type=VERSION)
+@click.option("--expect-head", "expect", required=True, type=VERSION, help="The current head.")
 @agent_option
 @actor_option
 @click.option("-m", "--message", default="", help="A message stored with the new version.")

@@ -19,11 +19,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from registry.cli.common import (
+    ROW_ID,
     CliState,
+    DecimalRange,
     agent_option,
     json_option,
     make_scope,
     parse_ref,
+    row_id,
     run_async,
 )
 from registry.cli.history import actor_option, publication_dict
@@ -82,8 +85,8 @@ def _render_decisions(page: ProposalPage, console: Console) -> None:
 @click.option("--agent", help="Only this agent's skills.")
 @click.option("--origin", help="Only proposals of this origin (learning, marketplace_update, ...).")
 @click.option("--kind", type=click.Choice(PROPOSAL_KINDS), help="Only this kind of decision.")
-@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 200))
-@click.option("--before", type=int, help="Continue after this id (from the previous page).")
+@click.option("--limit", default=50, show_default=True, type=DecimalRange(1, 200))
+@click.option("--before", type=ROW_ID, help="Continue after this id (from the previous page).")
 @json_option
 @run_async
 async def list_decisions(
@@ -107,11 +110,12 @@ async def list_decisions(
 
 
 def _alternative(value: str) -> tuple[int, Path]:
-    proposal, sep, directory = value.partition("=")
-    if not sep or not proposal.isdigit() or not directory:
+    raw, sep, directory = value.partition("=")
+    proposal = row_id(raw)
+    if not sep or proposal is None or not directory:
         msg = f"{value!r}: expected ID=DIR (the edited package of proposal ID)"
         raise click.BadParameter(msg)
-    return int(proposal), Path(directory)
+    return proposal, Path(directory)
 
 
 def _outcome(outcome: DecisionOutcome) -> dict[str, Any]:
@@ -141,8 +145,10 @@ def _outcome_line(outcome: DecisionOutcome) -> str:
 
 @decisions.command(name="decide")
 @click.argument("workspace")
-@click.option("--apply", "apply_", type=int, multiple=True, help="Apply proposal ID (repeatable).")
-@click.option("--keep", type=int, multiple=True, help="Keep the current version over ID.")
+@click.option(
+    "--apply", "apply_", type=ROW_ID, multiple=True, help="Apply proposal ID (repeatable)."
+)
+@click.option("--keep", type=ROW_ID, multiple=True, help="Keep the current version over ID.")
 @click.option(
     "--alternative",
     multiple=True,
@@ -250,7 +256,7 @@ async def apply_pending(state: CliState, out: Output, *, workspace: str | None) 
 
 @pending.command(name="drop")
 @click.argument("workspace")
-@click.argument("pending_id", type=int)
+@click.argument("pending_id", type=ROW_ID)
 @actor_option
 @json_option
 @run_async
@@ -311,7 +317,7 @@ async def list_suppressions(
 
 @suppressions.command(name="lift")
 @click.argument("workspace")
-@click.argument("suppression_id", type=int)
+@click.argument("suppression_id", type=ROW_ID)
 @actor_option
 @json_option
 @run_async

@@ -27,17 +27,22 @@ from rich.table import Table
 from registry.api import Registry
 from registry.cli.common import (
     FOLDER,
+    ROW_ID,
+    VERSION,
     CliState,
+    DecimalRange,
     agent_option,
     json_option,
     make_scope,
     parse_ref,
     run_async,
+    version_number,
 )
 from registry.cli.exits import EXIT_CODES, UNEXPECTED, exit_code
 from registry.cli.output import Output, human_size, to_jsonable
 from registry.cli.packages import _pub, _publication_line, parse_expect
 from registry.db.jobs import JobRow
+from registry.domain.numbers import MAX_VERSION
 from registry.errors import RegistryError
 from registry.services.marketplace.install import DEFAULT_ACTOR, POLICIES, Policy
 from registry.services.marketplace.jobs import JobOutcome
@@ -54,10 +59,11 @@ def parse_listing(ref: str) -> tuple[str, int | None]:
         raise click.BadParameter(msg)
     if not sep:
         return listing, None
-    if not raw.isdigit() or int(raw) < 1:
-        msg = f"{ref!r}: the version after '@' must be a positive integer"
+    version = version_number(raw)
+    if version is None:
+        msg = f"{ref!r}: the version after '@' must be a whole number from 1 to {MAX_VERSION}"
         raise click.BadParameter(msg)
-    return listing, int(raw)
+    return listing, version
 
 
 @contextmanager
@@ -162,7 +168,7 @@ async def catalog_import(
 
 
 @catalog.command(name="list")
-@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 500))
+@click.option("--limit", default=50, show_default=True, type=DecimalRange(1, 500))
 @click.option("--after", help="Continue after this listing (from the previous page).")
 @json_option
 @run_async
@@ -361,7 +367,7 @@ async def install(
 @click.command()
 @click.argument("ref")
 @agent_option
-@click.option("--to", "version", type=click.IntRange(1), help="A listing version (newest).")
+@click.option("--to", "version", type=VERSION, help="A listing version (newest).")
 @click.option(
     "--policy",
     type=click.Choice(POLICIES),
@@ -458,8 +464,8 @@ async def jobs_run(
 @jobs.command(name="list")
 @click.option("--status", type=click.Choice(_STATUSES), help="Only jobs in this state.")
 @click.option("--workspace", "-w", help="Only jobs acting on this workspace.")
-@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 500))
-@click.option("--before", type=int, help="Continue before this job id (previous page).")
+@click.option("--limit", default=50, show_default=True, type=DecimalRange(1, 500))
+@click.option("--before", type=ROW_ID, help="Continue before this job id (previous page).")
 @json_option
 @run_async
 async def jobs_list(
@@ -506,7 +512,7 @@ async def jobs_list(
 
 
 @jobs.command(name="show")
-@click.argument("job_id", type=int)
+@click.argument("job_id", type=ROW_ID)
 @json_option
 @run_async
 async def jobs_show(state: CliState, out: Output, *, job_id: int) -> None:

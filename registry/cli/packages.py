@@ -16,15 +16,18 @@ from registry.cli.common import (
     FOLDER,
     OUTPUT_FOLDER,
     CliState,
+    DecimalRange,
     agent_option,
     json_option,
     make_scope,
     parse_ref,
     run_async,
+    version_number,
 )
 from registry.cli.output import Output, human_size
 from registry.domain.approvals import FindingRef
 from registry.domain.model import ANY, ExpectedHead, Origin, PackageFile, Publication
+from registry.domain.numbers import MAX_VERSION
 from registry.services.materialize.folder import read_folder, write_folder
 from registry.services.read import PackageInfo, SkillPage
 
@@ -35,9 +38,10 @@ def parse_expect(value: str | None) -> ExpectedHead:
         return ANY
     if value == "new":
         return None
-    if value.isdigit() and int(value) >= 1:
-        return int(value)
-    msg = f"{value!r}: expected a version number, 'new' or 'any'"
+    version = version_number(value)
+    if version is not None:
+        return version
+    msg = f"{value!r}: expected a version number (1 to {MAX_VERSION}), 'new' or 'any'"
     raise click.BadParameter(msg)
 
 
@@ -48,11 +52,12 @@ def _folder_name(directory: Path) -> str:
 
 def parse_approval(value: str) -> FindingRef:
     """`PATH:ORDINAL`, as a refused write lists its findings."""
-    path, sep, ordinal = value.rpartition(":")
-    if not sep or not path or not ordinal.isdigit() or int(ordinal) < 1:
+    path, sep, raw = value.rpartition(":")
+    ordinal = version_number(raw)  # a finding's ordinal: 1 and up, bounded as a version is
+    if not sep or not path or ordinal is None:
         msg = f"{value!r}: expected PATH:ORDINAL (a finding of a refused write)"
         raise click.BadParameter(msg)
-    return FindingRef(path, int(ordinal))
+    return FindingRef(path, ordinal)
 
 
 def _publication_line(slug: str, pub: Publication) -> str:
@@ -271,7 +276,7 @@ def _render_page(page: SkillPage, console: Console) -> None:
 @click.command(name="list")
 @click.argument("workspace")
 @agent_option
-@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 500))
+@click.option("--limit", default=50, show_default=True, type=DecimalRange(1, 500))
 @click.option("--after", help="Continue after this slug (from the previous page).")
 @json_option
 @run_async

@@ -11,7 +11,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from registry.cli.common import FOLDER, CliState, agent_option, json_option, make_scope, run_async
+from registry.cli.common import (
+    FOLDER,
+    ROW_ID,
+    CliState,
+    DecimalRange,
+    agent_option,
+    json_option,
+    make_scope,
+    run_async,
+)
 from registry.cli.history import actor_option, publication_dict, render_changes
 from registry.cli.output import Output, human_size
 from registry.services.history.proposals import (
@@ -63,8 +72,8 @@ def _render_page(page: ProposalPage, console: Console) -> None:
 @click.argument("workspace")
 @agent_option
 @click.option("--all", "everything", is_flag=True, help="Include decided and superseded ones.")
-@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 200))
-@click.option("--before", type=int, help="Continue after this id (from the previous page).")
+@click.option("--limit", default=50, show_default=True, type=DecimalRange(1, 200))
+@click.option("--before", type=ROW_ID, help="Continue after this id (from the previous page).")
 @json_option
 @run_async
 async def list_(
@@ -103,7 +112,7 @@ def _render_detail(detail: ProposalDetail, console: Console) -> None:
 
 @proposals.command()
 @click.argument("workspace")
-@click.argument("proposal", type=int)
+@click.argument("proposal", type=ROW_ID)
 @agent_option
 @click.option("--full", is_flag=True, help="Whole unified diffs instead of previews.")
 @json_option
@@ -126,7 +135,7 @@ _DECISIONS: dict[str, Decision] = {
 
 @proposals.command()
 @click.argument("workspace")
-@click.argument("proposal", type=int)
+@click.argument("proposal", type=ROW_ID)
 @click.argument("decision", type=click.Choice(sorted(_DECISIONS)))
 @click.option(
     "--from",

@@ -6,7 +6,14 @@ import click
 from rich.console import Console
 from rich.text import Text
 
-from registry.cli.common import CliState, agent_option, json_option, make_scope, run_async
+from registry.cli.common import (
+    CliState,
+    DecimalRange,
+    agent_option,
+    json_option,
+    make_scope,
+    run_async,
+)
 from registry.cli.output import Output
 from registry.services.search.query import DEFAULT_LIMIT, MAX_LIMIT, SearchHit, SearchResults
 
@@ -38,7 +45,7 @@ def _render(results: SearchResults, console: Console) -> None:
 @agent_option
 @click.option(
     "--limit",
-    type=click.IntRange(1, MAX_LIMIT),
+    type=DecimalRange(1, MAX_LIMIT),
     default=DEFAULT_LIMIT,
     show_default=True,
     help="At most this many hits.",

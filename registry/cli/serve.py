@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import click
 
-from registry.cli.common import CliState, json_option, redact, run_async
+from registry.cli.common import CliState, DecimalRange, json_option, redact, run_async
 from registry.cli.output import Output
 
 
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--port", default=8080, show_default=True, type=DecimalRange(0, 65535))
 @click.option(
     "--log-level",
     default="info",

@@ -173,3 +173,94 @@ def test_get_out_into_a_folder_that_is_not_empty_is_refused(published, tmp_path)
     body = refused(published("get", "acme/demo", "--out", out, "--json"), 3)
     assert body["details"]["rule"] == "not_empty"
     assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+
+
+# ---------------------------------------------------------------- numbers
+
+# Every place a command reads a number from text, "{n}" standing for it: versions (a
+# 32-bit column, MAX_VERSION), ids and cursors (64-bit, MAX_ID), ordinals, page sizes.
+NUMBERS = {
+    "show REF@N": ["show", "acme/demo@{n}"],
+    "get REF@N": ["get", "acme/demo@{n}", "--out", "{tmp}/out"],
+    "load REF@N": ["load", "acme/demo@{n}", "--conversation", "c1"],
+    "publish --expect-head": ["publish", "{folder}", "-w", "acme", "--expect-head", "{n}"],
+    "publish --approve": ["publish", "{folder}", "-w", "acme", "--approve", "SKILL.md:{n}"],
+    "list --limit": ["list", "acme", "--limit", "{n}"],
+    "diff A": ["diff", "acme/demo", "{n}", "1"],
+    "diff pN": ["diff", "acme/demo", "p{n}", "1"],
+    "history --before": ["history", "acme/demo", "--before", "1.{n}"],
+    "history --limit": ["history", "acme/demo", "--limit", "{n}"],
+    "restore VERSION": ["restore", "acme/demo", "{n}", "--expect-head", "1"],
+    "restore --expect-head": ["restore", "acme/demo", "1", "--expect-head", "{n}"],
+    "proposals show": ["proposals", "show", "acme", "{n}"],
+    "proposals decide": ["proposals", "decide", "acme", "{n}", "apply"],
+    "proposals list --before": ["proposals", "list", "acme", "--before", "{n}"],
+    "decisions decide --apply": ["decisions", "decide", "acme", "--apply", "{n}"],
+    "decisions decide --keep": ["decisions", "decide", "acme", "--keep", "{n}"],
+    "decisions decide --alternative": [
+        "decisions",
+        "decide",
+        "acme",
+        "--alternative",
+        "{n}={folder}",
+    ],
+    "decisions list --before": ["decisions", "list", "acme", "--before", "{n}"],
+    "pending drop": ["pending", "drop", "acme", "{n}"],
+    "suppressions lift": ["suppressions", "lift", "acme", "{n}"],
+    "catalog show LISTING@N": ["catalog", "show", "demo@{n}"],
+    "catalog list --limit": ["catalog", "list", "--limit", "{n}"],
+    "install LISTING@N": ["install", "demo@{n}", "-w", "acme"],
+    "update --to": ["update", "acme/demo", "--to", "{n}"],
+    "jobs show": ["jobs", "show", "{n}"],
+    "jobs list --before": ["jobs", "list", "--before", "{n}"],
+    "search --limit": ["search", "demo", "-w", "acme", "--limit", "{n}"],
+}
+NOT_NUMBERS = {
+    "2**63": str(2**63),  # OverflowError in the database driver before
+    "superscript two": "\u00b2",  # isdigit() but int() fails: ValueError before
+    "arabic-indic one": "\u0661",  # read as 1 before
+    "5000 digits": "9" * 5000,  # past int()'s 4300-digit limit
+}
+
+
+def _args(template: list[str], n: str, tmp_path: Path, folder: Path) -> list[str]:
+    return [a.format(n=n, tmp=tmp_path, folder=folder) for a in template]
+
+
+@pytest.mark.parametrize("value", NOT_NUMBERS.values(), ids=NOT_NUMBERS.keys())
+@pytest.mark.parametrize("command", NUMBERS.values(), ids=NUMBERS.keys())
+def test_a_number_that_is_not_plain_decimal_in_range_is_a_usage_error(
+    run, tmp_path, command, value
+):
+    folder = skill(tmp_path)
+    control = run(*_args(command, "1", tmp_path, folder))
+    assert control.exit_code != 2, control.output  # the command line itself is well formed
+    result = run(*_args(command, value, tmp_path, folder))
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert "rror" in result.output
+
+
+# The commands whose number is an id (MAX_ID); the others' is a version (MAX_VERSION).
+IDS = {
+    "diff pN",
+    "proposals show",
+    "proposals decide",
+    "decisions decide --apply",
+    "decisions decide --keep",
+    "decisions decide --alternative",
+    "pending drop",
+    "suppressions lift",
+    "jobs show",
+}
+
+
+@pytest.mark.parametrize("name", [n for n in NUMBERS if "--limit" not in n and "--before" not in n])
+def test_the_largest_numbers_are_read_and_one_more_is_a_usage_error(run, tmp_path, name):
+    """Versions stop at 2**31 - 1 (MAX_VERSION), ids at 2**63 - 1 (MAX_ID)."""
+    folder = skill(tmp_path)
+    largest = 2**63 - 1 if name in IDS else 2**31 - 1
+    result = run(*_args(NUMBERS[name], str(largest), tmp_path, folder))
+    assert result.exit_code not in (1, 2), result.output
+    result = run(*_args(NUMBERS[name], str(largest + 1), tmp_path, folder))
+    assert result.exit_code == 2, result.output
