@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from registry.cli.common import (
+    FOLDER,
     ROW_ID,
     CliState,
     DecimalRange,
@@ -109,13 +110,19 @@ async def list_decisions(
     out.emit(page, lambda c: _render_decisions(page, c))
 
 
-def _alternative(value: str) -> tuple[int, Path]:
-    raw, sep, directory = value.partition("=")
-    proposal = row_id(raw)
-    if not sep or proposal is None or not directory:
-        msg = f"{value!r}: expected ID=DIR (the edited package of proposal ID)"
-        raise click.BadParameter(msg)
-    return proposal, Path(directory)
+def _alternative(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> list[tuple[int, Path]]:
+    """`ID=DIR` values: a proposal id and a folder that exists (as `FOLDER` checks)."""
+    alternatives = []
+    for value in values:
+        raw, sep, directory = value.partition("=")
+        proposal = row_id(raw)
+        if not sep or proposal is None or not directory:
+            msg = f"{value!r}: expected ID=DIR (the edited package of proposal ID)"
+            raise click.BadParameter(msg, ctx, param)
+        alternatives.append((proposal, FOLDER.convert(directory, param, ctx)))
+    return alternatives
 
 
 def _outcome(outcome: DecisionOutcome) -> dict[str, Any]:
@@ -153,6 +160,7 @@ def _outcome_line(outcome: DecisionOutcome) -> str:
     "--alternative",
     multiple=True,
     metavar="ID=DIR",
+    callback=_alternative,
     help="Publish the edited package in DIR instead of proposal ID.",
 )
 @actor_option
@@ -165,7 +173,7 @@ async def decide_many(
     workspace: str,
     apply_: tuple[int, ...],
     keep: tuple[int, ...],
-    alternative: tuple[str, ...],
+    alternative: list[tuple[int, Path]],
     actor: str,
 ) -> None:
     """Decide several proposals of WORKSPACE at once; each succeeds or fails alone.
@@ -175,8 +183,7 @@ async def decide_many(
     _workspace(workspace)
     requests = [DecisionRequest(p, "apply") for p in apply_]
     requests += [DecisionRequest(p, "keep_current") for p in keep]
-    for value in alternative:
-        proposal, directory = _alternative(value)
+    for proposal, directory in alternative:
         files = await asyncio.to_thread(read_folder, directory, limits=state.settings.limits())
         requests.append(DecisionRequest(proposal, "alternative", files=files))
     if not requests:

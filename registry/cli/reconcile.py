@@ -17,7 +17,14 @@ from typing import Any
 import click
 from rich.console import Console
 
-from registry.cli.common import CliState, agent_option, json_option, make_scope, run_async
+from registry.cli.common import (
+    FOLDER,
+    CliState,
+    agent_option,
+    json_option,
+    make_scope,
+    run_async,
+)
 from registry.cli.exits import UNEXPECTED, exit_code
 from registry.cli.output import Output
 from registry.services.materialize.lockfile import LockFile
@@ -244,7 +251,7 @@ def target() -> None:
 
 
 @target.command(name="forget")
-@click.argument("directory", type=click.Path(path_type=Path))
+@click.argument("directory", type=FOLDER)
 @click.option("--wait", is_flag=True, help="Wait for a reconciler at work instead of failing.")
 @json_option
 @run_async

@@ -264,3 +264,27 @@ def test_the_largest_numbers_are_read_and_one_more_is_a_usage_error(run, tmp_pat
     assert result.exit_code not in (1, 2), result.output
     result = run(*_args(NUMBERS[name], str(largest + 1), tmp_path, folder))
     assert result.exit_code == 2, result.output
+
+
+# ---------------------------------------------------------------- missing paths
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["target", "forget", "{path}"],
+        ["decisions", "decide", "acme", "--alternative", "1={path}"],
+    ],
+    ids=["target forget", "decisions decide --alternative"],
+)
+def test_a_folder_argument_that_is_missing_or_a_file_is_a_usage_error(
+    run, tmp_path, command, kind
+):
+    """As for every folder a command reads (tests/cli/test_paths_cli.py)."""
+    path = tmp_path / "package"
+    if kind == "file":
+        path.write_text("not a folder\n")
+    result = run(*[a.format(path=path) for a in command])
+    assert result.exit_code == 2, result.output
+    assert ("does not exist" if kind == "missing" else "is a file") in result.output

@@ -139,5 +139,8 @@ def test_forgetting_a_target_removes_what_reconcile_put_there_and_its_records(
     assert forgotten["records"] == len(EXAMPLES)
     assert sorted(p.name for p in target.iterdir()) == ["notes.txt"]
     assert run_json(*on_database, "status", "-w", "demo")["materialization"]["targets"] == []
-    missing = run_json(*on_database, "target", "forget", tmp_path / "elsewhere", code=3)
-    assert missing["error"] == "target_invalid"
+    missing = run(*on_database, "target", "forget", tmp_path / "elsewhere", code=2)
+    assert "does not exist" in missing  # a usage error, as for every folder a command reads
+    (tmp_path / "plain").mkdir()
+    plain = run_json(*on_database, "target", "forget", tmp_path / "plain", code=3)
+    assert plain["error"] == "target_invalid"
