@@ -11,6 +11,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+import click
 from rich.console import Console
 
 from registry.errors import ContentBlocked, RegistryError
@@ -58,6 +59,8 @@ class Output:
             }
             if isinstance(exc, RegistryError):
                 body["details"] = to_jsonable(exc.details())
+            elif isinstance(exc, click.UsageError):
+                body.update(_usage_error(exc))
             sys.stdout.write(json.dumps(body, indent=2, sort_keys=True) + "\n")
         else:
             self.errors.print(f"[bold red]error:[/] {_escape(str(exc))}", soft_wrap=True)
@@ -69,6 +72,17 @@ class Output:
                     f"(line {f['line']}, {f['pattern_class']})",
                     soft_wrap=True,
                 )
+
+
+def _usage_error(exc: click.UsageError) -> dict[str, Any]:
+    """The body of a usage error (exit 2), found by click or raised as click's."""
+    body: dict[str, Any] = {
+        "error": "usage_error",
+        "message": exc.format_message(),  # with the parameter it is about
+    }
+    if isinstance(exc, click.BadParameter) and exc.param is not None and exc.param.name:
+        body["details"] = {"parameter": exc.param.name}
+    return body
 
 
 def _escape(text: str) -> str:

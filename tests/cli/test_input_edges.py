@@ -278,9 +278,7 @@ def test_the_largest_numbers_are_read_and_one_more_is_a_usage_error(run, tmp_pat
     ],
     ids=["target forget", "decisions decide --alternative"],
 )
-def test_a_folder_argument_that_is_missing_or_a_file_is_a_usage_error(
-    run, tmp_path, command, kind
-):
+def test_a_folder_argument_that_is_missing_or_a_file_is_a_usage_error(run, tmp_path, command, kind):
     """As for every folder a command reads (tests/cli/test_paths_cli.py)."""
     path = tmp_path / "package"
     if kind == "file":
@@ -288,3 +286,34 @@ def test_a_folder_argument_that_is_missing_or_a_file_is_a_usage_error(
     result = run(*[a.format(path=path) for a in command])
     assert result.exit_code == 2, result.output
     assert ("does not exist" if kind == "missing" else "is a file") in result.output
+
+
+# ---------------------------------------------------------------- --json usage errors
+
+
+@pytest.mark.parametrize(
+    ("args", "parameter", "says"),
+    [
+        (["show", "not-a-ref"], None, "expected WORKSPACE/SLUG"),  # raised in the command
+        (["list", "acme", "--limit", "0"], "limit", "not in the range"),  # by click, parsing
+        (["publish", "{folder}"], "workspace", "Missing option"),
+        (["list", "acme", "--bogus"], None, "No such option"),
+        (["target", "forget", "{tmp}/missing"], "directory", "does not exist"),  # a subgroup
+        (["--no-such-global", "list", "acme"], None, "No such option"),  # the group's options
+    ],
+    ids=["in the command", "a bad value", "missing", "unknown option", "subgroup", "group"],
+)
+def test_a_usage_error_under_json_is_the_json_error_body(run, tmp_path, args, parameter, says):
+    folder = skill(tmp_path)
+    argv = [a.format(folder=folder, tmp=tmp_path) for a in args]
+    result = run(*argv, "--json")
+    body = refused(result, 2)
+    assert body["error"] == "usage_error"
+    assert says in body["message"]
+    if parameter is not None:
+        assert body["details"] == {"parameter": parameter}
+    plain = run(*argv)  # without --json: click's usage text, as before
+    assert plain.exit_code == 2
+    assert plain.output.startswith("Usage:") or "Error:" in plain.output
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(plain.output)
