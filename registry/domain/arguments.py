@@ -22,8 +22,10 @@ RULE_TYPE: Final = "wrong_type"
 RULE_NUL: Final = "nul_byte"
 RULE_INVALID_UNICODE: Final = "invalid_unicode"
 RULE_RANGE: Final = "out_of_range"
+RULE_MALFORMED: Final = "malformed"
+"""A value of the right type that is not of its form (a page cursor no page gave)."""
 
-ARGUMENT_RULES: Final = (RULE_TYPE, RULE_NUL, RULE_INVALID_UNICODE, RULE_RANGE)
+ARGUMENT_RULES: Final = (RULE_TYPE, RULE_NUL, RULE_INVALID_UNICODE, RULE_RANGE, RULE_MALFORMED)
 """Every rule `ArgumentInvalid` names."""
 
 T = TypeVar("T")

@@ -5,11 +5,22 @@ other scripts (`int("٣")` is 3, `int("²")` fails although `"²".isdigit()` is 
 below that, builds numbers no column can hold. So a number read from text is taken only
 when it is ASCII decimal digits, no longer than its bound's own digits, and within the
 bound; anything else is "not a number" to the caller, which refuses it as input.
+
+A number a library caller passes (a version, a proposal or job id) is bounded the same
+way before it reaches SQL: the drivers refuse one their column cannot hold (SQLite
+above 64 bits with an `OverflowError`, PostgreSQL above its `integer` or `bigint` with
+an error), which would be a crash or a `StorageUnavailable` where the caller asked for
+something that does not exist. `names_row` answers that without a query, so the caller
+raises its not-found error; `page_before` bounds a page's exclusive upper cursor. A
+value that is not an int (a bool, a str, a float) is `ArgumentInvalid`.
 """
 
 from __future__ import annotations
 
 from typing import Final
+
+from registry.domain.arguments import RULE_TYPE, check_type, type_name
+from registry.errors import ArgumentInvalid
 
 MAX_VERSION: Final = 2**31 - 1
 """The largest version number (a 32-bit column)."""
@@ -24,3 +35,30 @@ def decimal(text: str, maximum: int) -> int | None:
         return None
     value = int(text)
     return value if value <= maximum else None
+
+
+def check_int(argument: str, value: object) -> int:
+    """`value` if it is an int and not a bool (`True` is not number 1), else `ArgumentInvalid`."""
+    if isinstance(value, bool):
+        raise ArgumentInvalid(argument, RULE_TYPE, f"an int, not {type_name(value)}")
+    return check_type(argument, value, int, "an int")
+
+
+def names_row(argument: str, value: object, maximum: int) -> bool:
+    """Whether the int `value` can name a stored row: 1 to `maximum`, its column's bound.
+
+    Rows are numbered from 1, so anything else names nothing: the caller raises its
+    not-found error without asking the database.
+    """
+    return 1 <= check_int(argument, value) <= maximum
+
+
+def page_before(argument: str, value: object, maximum: int) -> int | None:
+    """A page's exclusive upper cursor as a column can compare it (None: no bound).
+
+    Above every row it is no bound at all; below 1 it is 0, before which no row is.
+    """
+    if value is None:
+        return None
+    number = check_int(argument, value)
+    return None if number > maximum else max(number, 0)

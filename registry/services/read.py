@@ -21,6 +21,7 @@ from registry.db import skills as db_skills
 from registry.domain.frontmatter import parse_skill_md
 from registry.domain.manifest import Manifest
 from registry.domain.model import PackageFile, Scope, check_slug
+from registry.domain.numbers import MAX_VERSION, names_row
 from registry.errors import (
     Inconsistency,
     RegistryError,
@@ -97,14 +98,17 @@ async def locate(
     """The live skill and the requested version (the head if `version` is None).
 
     A version that lists a source excluded from the workspace is unavailable: reading or
-    restoring it raises `VersionUnavailable` (docs/history.md).
+    restoring it raises `VersionUnavailable` (docs/history.md). A number no version has
+    (below 1, above `MAX_VERSION`) is `VersionNotFound` without a query; one that is not
+    an int is `ArgumentInvalid`, before any.
     """
     check_slug(slug)
+    stored = version is None or names_row("version", version, MAX_VERSION)
     skill = await db_skills.live_skill(conn, scope, slug)
     if skill is None:
         raise SkillNotFound(scope.workspace, scope.agent, slug)
     number = skill.head if version is None else version
-    row = await db_skills.version(conn, skill, number)
+    row = await db_skills.version(conn, skill, number) if stored else None
     if row is None:
         raise VersionNotFound(slug, number)
     excluded = await db_exclusions.unavailable(conn, scope.workspace, [row.id])

@@ -9,7 +9,9 @@ skipped the compare-and-swap and created the skill, `True` matched version 1, an
 the argument and the rule, and nothing is stored: no blob, no row (docs/write-path.md,
 "Arguments"). A `PackageFile` keeps its data as immutable `bytes` (a buffer is copied, a
 `bytes` is not), and the file limit counts the files a mapping holds, not what its
-`len()` says.
+`len()` says. A version or an id that no column holds (2**31 on PostgreSQL, 2**63 on
+SQLite) is the thing's not-found error, no longer a driver error (docs/write-path.md,
+"Reads").
 """
 
 from __future__ import annotations
@@ -20,15 +22,24 @@ from typing import Any
 import pytest
 
 from blobstore.local import LocalBlobStore
-from registry import ANY, Origin, PackageFile
+from registry import ANY, FindingRef, Origin, PackageFile, ProposalRef
 from registry.api import Registry
 from registry.domain.numbers import MAX_VERSION
 from registry.errors import (
     ArgumentInvalid,
+    DraftKept,
     HeadConflict,
+    JobNotFound,
     LimitExceeded,
+    ListingNotFound,
+    NotFound,
+    PendingWriteNotFound,
+    ProposalNotFound,
     SkillNotFound,
+    SuppressionNotFound,
+    VersionNotFound,
 )
+from registry.services.history.decisions import DecisionRequest
 from tests.support.packages import package, skill_md
 from tests.support.scopes import ACME
 from tests.support.state import WRITE_TABLES, db_state, store_digests
@@ -354,3 +365,145 @@ async def test_the_file_limit_counts_the_files_not_what_len_says(
     assert (caught.value.rule, caught.value.limit, caught.value.actual) == ("max_files", 100, 151)
     assert await db_state(registry, WRITE_TABLES) == before
     assert await store_digests(local_store) == set()
+
+
+# ---------------------------------------------------------------- numbers no column holds
+
+# A version column is 32-bit (PostgreSQL's integer) and an id column 64-bit: above, the
+# driver refuses the number (PostgreSQL: StorageUnavailable; SQLite: OverflowError at 2**63).
+HUGE = [MAX_VERSION + 1, 2**63, 2**64, -(2**64)]
+
+Read = Callable[[Registry, int], Awaitable[object]]
+
+NUMBERED_READS: list[tuple[str, Read, type[NotFound]]] = [
+    ("read_package", lambda r, n: r.read_package(ACME, SLUG, n), VersionNotFound),
+    ("package_info", lambda r, n: r.package_info(ACME, SLUG, n), VersionNotFound),
+    (
+        "restore",
+        lambda r, n: r.restore(ACME, SLUG, n, expected_head=ANY, actor="u"),
+        VersionNotFound,
+    ),
+    ("record_load", lambda r, n: r.record_load(ACME, SLUG, n, "conversation-1"), VersionNotFound),
+    ("diff", lambda r, n: r.diff(ACME, SLUG, n, 1), VersionNotFound),
+    (
+        "approve_findings",
+        lambda r, n: r.approve_findings(ACME, SLUG, n, [FindingRef("SKILL.md", 1)], actor="u"),
+        VersionNotFound,
+    ),
+    (
+        "edit",
+        lambda r, n: r.edit(ACME, SLUG, package(SLUG, tag="e"), base_version=n, actor="u"),
+        VersionNotFound,
+    ),
+    ("diff-proposal", lambda r, n: r.diff(ACME, SLUG, ProposalRef(n), 1), ProposalNotFound),
+    ("proposal", lambda r, n: r.proposal(ACME, n), ProposalNotFound),
+    ("read_proposal", lambda r, n: r.read_proposal(ACME, n), ProposalNotFound),
+    ("decide", lambda r, n: r.decide(ACME, n, "apply", actor="u"), ProposalNotFound),
+    (
+        "drop_pending_write",
+        lambda r, n: r.learning.drop_pending_write(ACME.workspace, n, actor="u"),
+        PendingWriteNotFound,
+    ),
+    (
+        "lift_suppression",
+        lambda r, n: r.learning.lift_suppression(ACME.workspace, n, actor="u"),
+        SuppressionNotFound,
+    ),
+    ("listing", lambda r, n: r.marketplace.listing("lst", n), ListingNotFound),
+    ("read_listing", lambda r, n: r.marketplace.read_listing("lst", n), ListingNotFound),
+    (
+        "enqueue_install",
+        lambda r, n: r.marketplace.enqueue_install(ACME, "lst", n),
+        ListingNotFound,
+    ),
+    ("job", lambda r, n: r.marketplace.job(n), JobNotFound),
+    ("discovery-archive", lambda r, n: r.discovery.archive(ACME, SLUG, n), VersionNotFound),
+    (
+        "discovery-file",
+        lambda r, n: r.discovery.file(ACME, SLUG, n, "SKILL.md"),
+        VersionNotFound,
+    ),
+]
+
+
+async def numbered_things(registry: Registry) -> None:
+    """A skill at version 1, a listing, a published scope: what the numbered reads name."""
+    await first_version(registry)
+    await registry.marketplace.publish_listing("lst", package("lst"), actor="u")
+    await registry.discovery.update(ACME, actor="u", everything=True)
+
+
+@pytest.mark.parametrize(
+    ("call", "error"), [c[1:] for c in NUMBERED_READS], ids=[c[0] for c in NUMBERED_READS]
+)
+async def test_a_number_no_column_holds_names_nothing(
+    registry: Registry, call: Read, error: type[NotFound]
+) -> None:
+    # Before: OverflowError (SQLite, from 2**63) or StorageUnavailable (PostgreSQL, from
+    # 2**31: "integer out of range") instead of the thing's not-found error.
+    await numbered_things(registry)
+    before = await db_state(registry, WRITE_TABLES)
+    for number in HUGE:
+        with pytest.raises(error):
+            await call(registry, number)
+    assert await db_state(registry, WRITE_TABLES) == before
+
+
+@pytest.mark.parametrize(
+    ("call", "error"), [c[1:] for c in NUMBERED_READS], ids=[c[0] for c in NUMBERED_READS]
+)
+async def test_a_number_of_a_wrong_type_is_refused(
+    registry: Registry, call: Read, error: type[NotFound]
+) -> None:
+    # Before: True read version 1 and "1" too on SQLite; 1.0 was taken as 1.
+    await numbered_things(registry)
+    for wrong in (True, "1", 1.0):
+        with pytest.raises(ArgumentInvalid) as caught:
+            await call(registry, wrong)  # type: ignore[arg-type]
+        assert caught.value.rule == "wrong_type"
+    del error
+
+
+async def test_decisions_in_a_batch_name_a_proposal_no_column_holds_as_not_found(
+    registry: Registry,
+) -> None:
+    await first_version(registry)
+    outcomes = await registry.learning.decide_many(
+        ACME.workspace, [DecisionRequest(2**64, "apply")], actor="u"
+    )
+    assert outcomes[0].error is not None
+    assert outcomes[0].error["code"] == "proposal_not_found"
+
+
+async def test_a_page_before_a_number_no_column_holds_is_the_first_page(
+    registry: Registry,
+) -> None:
+    # Before: OverflowError or StorageUnavailable for the proposals', decisions' and jobs'
+    # `before`; a history cursor with a number too large for its column likewise.
+    await first_version(registry)
+    await registry.write_package(ACME, SLUG, package(SLUG, tag="2"), expected_head=1, actor="u")
+    with pytest.raises(DraftKept) as kept:
+        await registry.edit(
+            ACME, SLUG, package(SLUG, tag="d"), base_version=1, actor="u", keep_draft=True
+        )
+    proposal = kept.value.proposal
+    await registry.marketplace.publish_listing("lst", package("lst"), actor="u")
+    job = (await registry.marketplace.enqueue_install(ACME, "lst")).job.id
+    for huge in (2**63, 2**70):
+        page = await registry.list_proposals(ACME, pending_only=False, before=huge)
+        assert [p.id for p in page.items] == [proposal]
+        assert [p.id for p in (await registry.learning.decisions("acme", before=huge)).items] == [
+            proposal
+        ]
+        assert [j.id for j in (await registry.marketplace.list_jobs(before=huge)).items] == [job]
+    assert (await registry.list_proposals(ACME, pending_only=False, before=-(2**70))).items == []
+    for cursor in ("1.99999999999", "99999999999999999999.1", "1.²", "junk", ""):
+        with pytest.raises(ArgumentInvalid) as caught:
+            await registry.history(ACME, SLUG, before=cursor)
+        assert (caught.value.argument, caught.value.rule) == ("before", "malformed")
+    for wrong in (True, "5", 5.0):
+        with pytest.raises(ArgumentInvalid) as caught:
+            await registry.list_proposals(ACME, before=wrong)  # type: ignore[arg-type]
+        assert (caught.value.argument, caught.value.rule) == ("before", "wrong_type")
+    with pytest.raises(ArgumentInvalid):
+        await registry.history(ACME, SLUG, before=5)  # type: ignore[arg-type]

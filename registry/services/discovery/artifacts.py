@@ -24,6 +24,7 @@ from registry.db import skills as db_skills
 from registry.domain import discovery
 from registry.domain.manifest import Manifest, ManifestEntry
 from registry.domain.model import Scope
+from registry.domain.numbers import MAX_VERSION, names_row
 from registry.errors import Inconsistency, NotFound, VersionNotFound, VersionUnavailable
 from registry.services import read
 from registry.services.context import Context
@@ -65,10 +66,13 @@ class Artifact:
 async def _locate(
     conn: AsyncConnection, scope: Scope, slug: str, version: int
 ) -> tuple[DiscoverySettings, db_discovery.HeadRow]:
+    stored = names_row("version", version, MAX_VERSION)
     settings = await enabled_settings(conn, scope)
-    head = await db_discovery.published_version(
-        conn, scope, slug, version, everything=settings.everything
-    )
+    head = None
+    if stored:
+        head = await db_discovery.published_version(
+            conn, scope, slug, version, everything=settings.everything
+        )
     if head is None:
         raise VersionNotFound(slug, version)
     excluded = await db_exclusions.unavailable(conn, scope.workspace, [head.version_id])

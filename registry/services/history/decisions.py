@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from registry.db import proposals as db_proposals
 from registry.db.tables import PENDING_PROPOSAL_STATUSES, PROPOSAL_KINDS
 from registry.domain.model import FileInput, Scope, check_scope_name
+from registry.domain.numbers import MAX_ID, names_row, page_before
 from registry.errors import ProposalNotFound, RegistryError
 from registry.services.context import Context
 from registry.services.history.proposals import (
@@ -77,6 +78,7 @@ async def list_decisions(
         msg = f"kind must be one of {', '.join(KINDS)}, not {kind!r}"
         raise ValueError(msg)
     limit = max(1, min(limit, MAX_PAGE))
+    before = page_before("before", before, MAX_ID)
 
     async def work(conn: AsyncConnection) -> ProposalPage:
         listed = await db_proposals.workspace_page(
@@ -134,6 +136,9 @@ async def decide_many(
 
 
 async def _scope_of(ctx: Context, workspace: str, proposal_id: int) -> Scope:
+    if not names_row("proposal", proposal_id, MAX_ID):
+        raise ProposalNotFound(proposal_id)
+
     async def work(conn: AsyncConnection) -> db_proposals.ListedProposal | None:
         return await db_proposals.find_in_workspace(conn, workspace, proposal_id)
 

@@ -17,6 +17,7 @@ from registry.db import proposals as db_proposals
 from registry.db import skills as db_skills
 from registry.domain.manifest import Manifest, ManifestEntry
 from registry.domain.model import Scope, check_slug
+from registry.domain.numbers import MAX_ID, names_row
 from registry.domain.textdiff import PREVIEW_LINES, is_text, unified
 from registry.errors import ProposalNotFound
 from registry.services.context import Context
@@ -92,8 +93,9 @@ async def _side(
     conn: AsyncConnection, scope: Scope, slug: str, target: DiffTarget
 ) -> tuple[DiffSide, Manifest]:
     if isinstance(target, ProposalRef):
+        stored = names_row("proposal", target.id, MAX_ID)
         skill, _ = await locate(conn, scope, slug, None)
-        proposal = await db_proposals.get(conn, scope, target.id)
+        proposal = await db_proposals.get(conn, scope, target.id) if stored else None
         if proposal is None or proposal.skill_id != skill.id:
             raise ProposalNotFound(target.id)
         manifest = await db_skills.manifest_entries(conn, scope.workspace, proposal.manifest_id)

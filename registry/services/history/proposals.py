@@ -28,6 +28,7 @@ from registry.db import skills as db_skills
 from registry.db.tables import PENDING_PROPOSAL_STATUSES
 from registry.domain.manifest import Manifest, ManifestDiff
 from registry.domain.model import FileInput, Origin, PackageFile, Publication, Scope
+from registry.domain.numbers import MAX_ID, names_row, page_before
 from registry.errors import ProposalNotFound, StateConflict
 from registry.services.context import Context
 from registry.services.history.diff import FileChange, diff_manifests
@@ -190,6 +191,7 @@ async def list_proposals(
 ) -> ProposalPage:
     """The proposals of `scope`, newest first (only open and stale ones by default)."""
     limit = max(1, min(limit, MAX_PAGE))
+    before = page_before("before", before, MAX_ID)
 
     async def work(conn: AsyncConnection) -> ProposalPage:
         listed = await db_proposals.in_scope_page(
@@ -207,6 +209,9 @@ async def list_proposals(
 
 
 async def _find(ctx: Context, scope: Scope, proposal_id: int) -> _Loaded:
+    if not names_row("proposal_id", proposal_id, MAX_ID):
+        raise ProposalNotFound(proposal_id)
+
     async def work(conn: AsyncConnection) -> _Loaded:
         listed = await db_proposals.find(conn, scope, proposal_id)
         if listed is None:

@@ -19,8 +19,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from registry.db import exclusions as db_exclusions
 from registry.db import history as db_history
 from registry.db import skills as db_skills
+from registry.domain.arguments import RULE_MALFORMED, check_type
 from registry.domain.model import Scope, check_slug
-from registry.errors import SkillNotFound
+from registry.domain.numbers import MAX_ID, MAX_VERSION, decimal
+from registry.errors import ArgumentInvalid, SkillNotFound
 from registry.services.context import Context
 
 MAX_PAGE: Final = 500
@@ -65,12 +67,18 @@ def _cursor(skill_id: int, number: int) -> str:
     return f"{skill_id}.{number}"
 
 
-def _parse_cursor(cursor: str) -> tuple[int, int]:
-    skill_id, _, number = cursor.partition(".")
-    if not (skill_id.isdigit() and number.isdigit()):
-        msg = f"not a history cursor: {cursor!r}"
-        raise ValueError(msg)
-    return int(skill_id), int(number)
+def _parse_cursor(cursor: object) -> tuple[int, int]:
+    """The (skill id, version) a `next_before` names; `ArgumentInvalid` for anything else.
+
+    Bounded by the columns it is compared with, so a cursor no page gave is refused here,
+    not by the driver.
+    """
+    text = check_type("before", cursor, str, "a history cursor (str)")
+    skill_id, _, number = text.partition(".")
+    parsed = decimal(skill_id, MAX_ID), decimal(number, MAX_VERSION)
+    if parsed[0] is None or parsed[1] is None:
+        raise ArgumentInvalid("before", RULE_MALFORMED, "not a history cursor (SKILL_ID.VERSION)")
+    return parsed[0], parsed[1]
 
 
 async def history(

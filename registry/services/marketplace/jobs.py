@@ -38,6 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import jobs as db_jobs
 from registry.db.jobs import JobRow as JobRow  # noqa: PLC0414 - re-exported: the API returns it
+from registry.domain.numbers import MAX_ID, names_row, page_before
 from registry.errors import (
     Conflict,
     HeadConflict,
@@ -156,6 +157,8 @@ async def enqueue(
 
 async def get_job(ctx: Context, job_id: int) -> JobRow:
     """The job `job_id` (`JobNotFound` if there is none)."""
+    if not names_row("job_id", job_id, MAX_ID):
+        raise JobNotFound(job_id)
     job = await ctx.read(lambda conn: db_jobs.get(conn, job_id))
     if job is None:
         raise JobNotFound(job_id)
@@ -172,6 +175,7 @@ async def list_jobs(
 ) -> JobPage:
     """Jobs, newest first, optionally of one status and one workspace, a page at a time."""
     limit = max(1, min(limit, MAX_PAGE))
+    before = page_before("before", before, MAX_ID)
 
     async def work(conn: AsyncConnection) -> list[JobRow]:
         return await db_jobs.page(
@@ -251,6 +255,8 @@ class Worker:
         A finished job, or one another worker holds under a live lease, is returned as it
         is, without running.
         """
+        if not names_row("job_id", job_id, MAX_ID):
+            raise JobNotFound(job_id)
         now, until = self._lease()
 
         async def work(conn: AsyncConnection) -> JobRow | None:

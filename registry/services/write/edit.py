@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from registry.domain.approvals import FindingRef
 from registry.domain.model import FileInput, Origin, Publication, Scope
+from registry.domain.numbers import MAX_VERSION, names_row
 from registry.errors import DraftKept, VersionNotFound
 from registry.services.context import Context
 from registry.services.write.publish import write_package
@@ -35,7 +36,7 @@ async def edit(
     decides: ProposalDecision | None = None,
 ) -> Publication:
     """Publish the owner's edit of `base_version` (see the module docstring)."""
-    if base_version < 1:
+    if not names_row("base_version", base_version, MAX_VERSION):
         raise VersionNotFound(slug, base_version)
     request = WriteRequest(
         scope=scope,

@@ -30,6 +30,7 @@ from registry.db import pending as db_pending
 from registry.db import skills as db_skills
 from registry.domain.manifest import Manifest
 from registry.domain.model import ANY, ExpectedHead, Origin, Scope
+from registry.domain.numbers import MAX_ID, names_row
 from registry.domain.similarity import MAX_SKETCH_BYTES
 from registry.errors import (
     PendingWriteNotFound,
@@ -209,6 +210,8 @@ async def drop_pending(
     ctx: Context, workspace: str, pending_id: int, *, actor: str
 ) -> PendingWriteInfo:
     """The owner drops a waiting write: it will never be applied (`StateConflict` if closed)."""
+    if not names_row("pending_id", pending_id, MAX_ID):
+        raise PendingWriteNotFound(pending_id)
     outcome: dict[str, Any] = {"dropped_by": actor}
     await _close(ctx, workspace, pending_id, status="dropped", outcome=outcome, actor=actor)
     return await _info(ctx, workspace, pending_id)
