@@ -168,6 +168,19 @@ def run_async(body: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., N
     return wrapper
 
 
+def nonblank(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A click callback: text (or each of a repeated option's values) that is not blank.
+
+    A source reference is opaque, but an empty or all-blank one names nothing: recorded,
+    it could never be matched or excluded on purpose.
+    """
+    for text in value if isinstance(value, tuple) else (value,):
+        if text is not None and not text.strip():
+            msg = f"{text!r}: must not be empty or blank"
+            raise click.BadParameter(msg, ctx, param)
+    return value
+
+
 def parse_ref(ref: str) -> tuple[str, str, int | None]:
     """`WORKSPACE/SLUG[@VERSION]` -> (workspace, slug, version)."""
     version: int | None = None

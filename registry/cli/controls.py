@@ -9,7 +9,14 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from registry.cli.common import CliState, agent_option, json_option, make_scope, run_async
+from registry.cli.common import (
+    CliState,
+    agent_option,
+    json_option,
+    make_scope,
+    nonblank,
+    run_async,
+)
 from registry.cli.history import actor_option, parse_skill
 from registry.cli.output import Output
 from registry.services.history.controls import SkillStatus
@@ -152,7 +159,7 @@ def _render_exclusion(report: ExclusionReport, console: Console) -> None:
 
 @click.command(name="exclude-source")
 @click.argument("workspace")
-@click.argument("source")
+@click.argument("source", callback=nonblank)
 @actor_option
 @click.option("--reason", default="", help="Why the source is excluded.")
 @json_option

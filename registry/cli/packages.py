@@ -20,6 +20,7 @@ from registry.cli.common import (
     agent_option,
     json_option,
     make_scope,
+    nonblank,
     parse_ref,
     run_async,
     version_number,
@@ -92,7 +93,13 @@ def _publication_line(slug: str, pub: Publication) -> str:
     show_default=True,
 )
 @click.option("--actor", default="cli", show_default=True, help="Who is publishing.")
-@click.option("--source", "sources", multiple=True, help="A contributing source (repeatable).")
+@click.option(
+    "--source",
+    "sources",
+    multiple=True,
+    callback=nonblank,
+    help="A contributing source (repeatable).",
+)
 @click.option(
     "--keep-auto-improve",
     is_flag=True,

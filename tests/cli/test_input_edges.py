@@ -317,3 +317,17 @@ def test_a_usage_error_under_json_is_the_json_error_body(run, tmp_path, args, pa
     assert plain.output.startswith("Usage:") or "Error:" in plain.output
     with pytest.raises(json.JSONDecodeError):
         json.loads(plain.output)
+
+
+# ---------------------------------------------------------------- sources
+
+
+@pytest.mark.parametrize("source", ["", "   ", "\t"], ids=["empty", "spaces", "tab"])
+def test_a_blank_source_is_a_usage_error(run, tmp_path, source):
+    folder = skill(tmp_path)
+    result = run("publish", folder, "-w", "acme", "--source", "chat:1", "--source", source)
+    assert result.exit_code == 2, result.output
+    assert "--source" in result.output
+    nothing_stored(run)
+    result = run("exclude-source", "acme", source)
+    assert result.exit_code == 2, result.output
