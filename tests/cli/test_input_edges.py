@@ -331,3 +331,20 @@ def test_a_blank_source_is_a_usage_error(run, tmp_path, source):
     nothing_stored(run)
     result = run("exclude-source", "acme", source)
     assert result.exit_code == 2, result.output
+
+
+def test_every_command_that_reads_a_folder_reads_it_within_the_configured_limits(tmp_path):
+    """A file above the default 2 MiB is read where the configured limit allows it."""
+    database_url = f"sqlite+aiosqlite:///{tmp_path / 'registry.db'}"
+    big = 3 * 1024 * 1024
+    run = initialised(settings_env(database_url, tmp_path / "blobs", max_file_bytes=4 * big))
+    folder, other = skill(tmp_path), skill(tmp_path, "demo2")
+    for each in (folder, other):
+        (each / "data.bin").write_bytes(b"\x00" * big)
+    for command in (
+        ["publish", folder, "-w", "acme"],
+        ["catalog", "publish", folder, "--listing", "demo"],
+        ["catalog", "import", other, "--listing", "demo2"],
+    ):
+        result = run(*command, "--json")
+        assert result.exit_code == 0, result.output

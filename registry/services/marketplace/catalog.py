@@ -150,7 +150,7 @@ async def import_path(
 ) -> ImportResult:
     """Import a `.zip`, `.tar.gz` or `.tar` file, or a plain skill folder, as `listing`."""
     if await asyncio.to_thread(path.is_dir):
-        files = await asyncio.to_thread(read_folder, path, max_files=ctx.settings.max_files)
+        files = await asyncio.to_thread(read_folder, path, limits=ctx.settings.limits())
         if on_entry is not None:
             for name in files:
                 on_entry(name)

@@ -31,7 +31,7 @@ import shutil
 import stat
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import suppress
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 from typing import Final
@@ -94,20 +94,15 @@ def _match_path(pattern: str, rel: str) -> bool:
     return fnmatchcase(rel, pattern)
 
 
-def read_folder(
-    root: Path | str, *, limits: Limits | None = None, max_files: int | None = None
-) -> dict[str, PackageFile]:
+def read_folder(root: Path | str, *, limits: Limits | None = None) -> dict[str, PackageFile]:
     """Read a skill folder into `{relative posix path: PackageFile}`.
 
     `limits` (the documented defaults if None) bounds the walk: the number of files, the
     bytes of each and of all, and the depth of folders; pass the configured ones
-    (`Settings.limits()`). `max_files`, the older form, replaces only the file count.
-    `root` itself may be a link to a folder; nothing inside it may be.
+    (`Settings.limits()`). `root` itself may be a link to a folder; nothing inside it may be.
     """
     root = Path(root)
     limits = limits or Limits()
-    if max_files is not None:
-        limits = replace(limits, max_files=max_files)
     try:
         root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except (FileNotFoundError, NotADirectoryError):
