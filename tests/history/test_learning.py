@@ -152,6 +152,29 @@ async def test_applying_a_suppressed_proposal_lifts_its_suppression(registry):
     assert await registry.learning.suppressions(ACME.workspace) == []
 
 
+async def test_an_alternative_to_a_suppressed_proposal_keeps_its_suppression(registry):
+    await _learned_twice(registry)
+    await registry.restore(ACME, SLUG, 1, expected_head=2, actor="owner")
+    (suppression,) = await registry.learning.suppressions(ACME.workspace)
+    undone = learned(text=prose(1) + " " + prose(2, 20), script=b"print(2)\n")
+    again = await learn(registry, undone)
+    assert again.proposal_kind == "suppressed"
+    # The owner publishes their own package instead of the learned one.
+    result = await registry.decide(
+        ACME,
+        again.proposal,
+        "alternative",
+        actor="owner",
+        files=learned(text=prose(1) + " " + prose(9, 20)),
+    )
+    assert result.publication.version == 4
+    assert [s.id for s in await registry.learning.suppressions(ACME.workspace)] == [suppression.id]
+    # The change the owner restored away still needs their decision.
+    await registry.set_auto_improve(ACME, SLUG, enabled=True, actor="owner")
+    back = await learn(registry, undone)
+    assert (back.proposal_kind, back.version) == ("suppressed", 4)
+
+
 async def test_a_fallback_restore_after_a_source_exclusion_does_not_suppress(registry):
     await registry.write_package(ACME, SLUG, learned(text="a"), expected_head=None, actor="u")
     await learn(registry, learned(text="b"), sources=["chat:bad"])
@@ -369,3 +392,4 @@ async def test_a_learned_version_moves_an_installed_copy_into_the_saved_budget(m
     await registry.delete(ACME, "mine", actor="owner")
     (copy,) = (await registry.list_skills(ACME)).items
     assert (copy.slug, copy.kind, copy.head) == (LISTING, "saved", 2)
+

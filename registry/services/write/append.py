@@ -107,7 +107,7 @@ async def in_steps(
         skill,
         skill_id=skill_id,
         number=number,
-        decided_suppression=None if decided is None else decided.suppression_id,
+        decided_suppression=_lifted_suppression(request, decided),
         now=now,
     )
     await ctx.hit("publish.head_moved")
@@ -217,7 +217,7 @@ async def in_one(
         skill,
         skill_id=stored.skill_id,
         number=number,
-        decided_suppression=None if decided is None else decided.suppression_id,
+        decided_suppression=_lifted_suppression(request, decided),
         now=now,
     )
     await ctx.hit("publish.head_moved")
@@ -229,6 +229,19 @@ async def in_one(
         unchanged=False,
         committed_at=now,
     )
+
+
+def _lifted_suppression(
+    request: WriteRequest, decided: db_proposals.ProposalRow | None
+) -> int | None:
+    """The suppression this write lifts: only `apply` of a `suppressed` proposal does.
+
+    `alternative` publishes the owner's own package, not the change the owner undid, so
+    the suppression stays in force (docs/history.md, "Suppression").
+    """
+    if decided is None or request.decides is None or request.decides.decision != "apply":
+        return None
+    return decided.suppression_id
 
 
 def _baseline(
