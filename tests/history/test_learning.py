@@ -15,6 +15,8 @@ from registry.errors import (
 from registry.services.history.decisions import DecisionRequest
 from registry.settings import Settings
 from tests.corpus.archives import LISTING, good_zip
+from tests.marketplace.support import LISTING as MARKET_LISTING
+from tests.marketplace.support import publish_listing
 from tests.support.history import events
 from tests.support.learning import learn, learned, learned_md, prose
 from tests.support.packages import SLUG, as_bytes, package
@@ -393,3 +395,18 @@ async def test_a_learned_version_moves_an_installed_copy_into_the_saved_budget(m
     (copy,) = (await registry.list_skills(ACME)).items
     assert (copy.slug, copy.kind, copy.head) == (LISTING, "saved", 2)
 
+
+async def test_a_learning_write_does_not_supersede_a_pending_marketplace_update(registry):
+    await publish_listing(registry, 1)
+    assert (await registry.marketplace.install(ACME, MARKET_LISTING)).succeeded
+    files = (await registry.read_package(ACME, MARKET_LISTING)).files
+    files["references/notes.md"] = b"# Notes\n\nthe owner's notes\n"
+    await registry.write_package(ACME, MARKET_LISTING, files, expected_head=1, actor="owner")
+    await publish_listing(registry, 2)
+    outcome = await registry.marketplace.update(ACME, MARKET_LISTING, policy="propose")
+    update = outcome.job.result["proposal"]
+    with pytest.raises(StateConflict) as refused:
+        await learn(registry, learned(MARKET_LISTING), slug=MARKET_LISTING)
+    assert refused.value.state == f"update proposal {update} pending"
+    decisions = (await registry.learning.decisions(ACME.workspace)).items
+    assert [(d.id, d.kind, d.status) for d in decisions] == [(update, "update", "open")]

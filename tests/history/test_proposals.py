@@ -105,6 +105,33 @@ async def test_a_newer_proposal_supersedes_the_older_and_a_repeat_is_a_no_op(reg
     ]
 
 
+async def test_a_learning_write_does_not_supersede_the_owners_kept_draft(registry):
+    await owned(registry)
+    with pytest.raises(DraftKept) as kept:
+        await registry.edit(
+            ACME, SLUG, package(SLUG, tag="draft"), base_version=1, actor="owner", keep_draft=True
+        )
+    draft = kept.value.proposal
+    before = await db_state(registry, ("proposals", "versions", "events"))
+    with pytest.raises(StateConflict) as refused:
+        await learn(registry, "idea")
+    assert (refused.value.action, refused.value.state) == (
+        "learning write",
+        f"draft proposal {draft} pending",
+    )
+    # Nothing was recorded: the draft is still the one pending decision, byte for byte.
+    assert await db_state(registry, ("proposals", "versions", "events")) == before
+    assert [(p.id, p.kind) for p in (await registry.list_proposals(ACME)).items] == [
+        (draft, "draft")
+    ]
+    assert as_bytes(await registry.read_proposal(ACME, draft)) == as_bytes(
+        package(SLUG, tag="draft")
+    )
+    await registry.decide(ACME, draft, "keep_current", actor="owner")
+    # Once the owner has decided, learning proposes again.
+    assert (await learn(registry, "idea")).proposal_kind == "learning"
+
+
 async def test_apply_publishes_the_proposal_and_uploads_nothing(make_registry, local_store):
     store = InstrumentedStore(local_store)
     registry = await make_registry(blobs=store)

@@ -10,6 +10,8 @@
   for a `suppressed` proposal on a deleted skill, when its slug gets a new skill
   (`skill_created`).
 - Every head move makes the skill's open proposal stale (`head_moved`).
+- A learning write never supersedes a pending `draft` or `update` proposal: it is refused
+  with `StateConflict` (`propose`); it may supersede a `learning` or `suppressed` one.
 - A version may not list an excluded source (`check_sources`).
 
 Each hook only adds rows to the one transaction; the caller writes its one event (or, for a
@@ -32,6 +34,10 @@ from registry.domain.model import Origin, Publication
 from registry.errors import ProposalNotFound, ProposalStale, SourceExcluded, StateConflict
 from registry.services.context import Context
 from registry.services.write.request import WriteRequest
+
+OWNER_KINDS = ("draft", "update")
+"""Kinds of pending proposal a learning write may not supersede: the owner's kept draft and
+a marketplace update of an edited copy wait for the owner's decision (docs/history.md)."""
 
 
 def event_kind(request: WriteRequest) -> str:
@@ -157,6 +163,10 @@ async def propose(
 ) -> Publication:
     """Record the package as the skill's pending proposal (superseding the previous one).
 
+    A learning write whose skill has a pending `draft` or `update` proposal is refused
+    (`StateConflict`) instead: one proposal is pending per skill, and that one is the
+    owner's to decide.
+
     `skill` may be a deleted skill: a learning write that would bring back its suppressed
     behaviour is recorded on it (`kind` `suppressed`).
     """
@@ -170,6 +180,9 @@ async def propose(
     ) == (manifest.hash, base, status, kind):
         # The same proposal again (a retried job): nothing new to decide on, no event.
         return _proposed(skill, manifest, pending.id, None, kind)
+    if pending is not None and request.automated and pending.kind in OWNER_KINDS:
+        # A guest never replaces the owner's kept draft or a marketplace update.
+        raise StateConflict("learning write", f"{pending.kind} proposal {pending.id} pending")
     proposal_id, superseded = await db_proposals.record(
         conn,
         skill,

@@ -43,11 +43,11 @@ from registry.db import suppressions as db_suppressions
 from registry.domain.approvals import Approval, Verdict
 from registry.domain.learned import check_learned
 from registry.domain.manifest import Manifest
-from registry.domain.model import AnyHead, Origin, PackageFile, Publication
+from registry.domain.model import Origin, PackageFile, Publication
 from registry.domain.package import ValidatedPackage
 from registry.domain.paths import SKILL_MD
 from registry.domain.similarity import CandidateFile, Sketch, reapplies, sketch
-from registry.errors import CapacityExceeded, StateConflict
+from registry.errors import CapacityExceeded, SkillExists, SkillNotFound, StateConflict
 from registry.services.context import Context, offloaded
 from registry.services.write import diversion, rootchecks
 from registry.services.write.request import Screening, WriteRequest
@@ -139,6 +139,8 @@ async def route(  # noqa: PLR0917 - the publish transaction's state, passed on a
     undoes = request.undoes
     if undoes is not None and skill is not None and skill.head != undoes.version:
         raise UndoneMoved
+    if request.applies_pending is not None:
+        await _check_pending_skill(conn, request, skill)
     if draft_base is not None:
         assert skill is not None
         return Route(PROPOSE, skill, "draft", base=draft_base)
@@ -151,6 +153,27 @@ async def route(  # noqa: PLR0917 - the publish transaction's state, passed on a
     if not await _admitted(ctx, conn, request, skill, manifest, known=known):
         return Route(PEND, skill)
     return _PUBLISH
+
+
+async def _check_pending_skill(
+    conn: AsyncConnection, request: WriteRequest, skill: db_skills.SkillRow | None
+) -> None:
+    """A waiting write applies only to the skill it was made for (or to no skill).
+
+    Its expected head may match another skill's (the copy was deleted and the slug got a
+    new skill at the same number), or be `any` (a write recorded before heads were
+    pinned): the skill's id decides. The refusal closes it as `failed`.
+    """
+    assert request.applies_pending is not None
+    pending = await db_pending.get(conn, request.scope.workspace, request.applies_pending)
+    if pending is None or pending.status != "waiting":
+        # The owner dropped it between the read and the lock: nothing to apply.
+        raise StateConflict("apply pending write", "dropped" if pending else "missing")
+    if skill is None:
+        if pending.skill_id is not None:
+            raise SkillNotFound(request.scope.workspace, request.scope.agent, request.slug)
+    elif skill.id != pending.skill_id:
+        raise SkillExists(request.slug, skill.head)
 
 
 async def _guest_route(
@@ -265,14 +288,13 @@ async def record(
     )
 
 
-def expected_text(request: WriteRequest) -> str:
-    """A write's compare-and-swap as a pending write stores it: `new`, `any` or `N`."""
-    expected = request.expected_head
-    if expected is None:
-        return "new"
-    if isinstance(expected, AnyHead):
-        return "any"
-    return str(expected)
+def expected_text(skill: db_skills.SkillRow | None) -> str:
+    """The head a pending write expects: what its lock saw, `new` (no skill) or `N`.
+
+    Never `any`: a waiting write belongs to the skill it was made for (or to no skill),
+    whatever the write expected.
+    """
+    return "new" if skill is None else str(skill.head)
 
 
 async def _record_pending(
@@ -287,12 +309,13 @@ async def _record_pending(
     write_id: str,
     now: datetime,
 ) -> Publication:
+    skill_id, expected = (None if skill is None else skill.id), expected_text(skill)
     pending_id = await db_pending.record(
         conn,
         request.scope,
         request.slug,
-        skill_id=None if skill is None else skill.id,
-        expected=expected_text(request),
+        skill_id=skill_id,
+        expected=expected,
         manifest_id=manifest_id,
         manifest=manifest,
         origin=request.origin.value,
@@ -308,7 +331,7 @@ async def _record_pending(
         conn,
         request.scope,
         request.slug,
-        skill_id=None if skill is None else skill.id,
+        skill_id=skill_id,
         kind="write_pending",
         version=None if skill is None else skill.head,
         manifest_hash=manifest.hash,
@@ -322,6 +345,12 @@ async def _record_pending(
         },
         now=now,
     )
+    return _pending_publication(skill, manifest, pending_id, now)
+
+
+def _pending_publication(
+    skill: db_skills.SkillRow | None, manifest: Manifest, pending_id: int, now: datetime
+) -> Publication:
     return Publication(
         version=0 if skill is None else skill.head,
         manifest_hash=manifest.hash,
