@@ -40,6 +40,7 @@ from registry.errors import (
     VersionNotFound,
 )
 from registry.services.history.decisions import DecisionRequest
+from registry.services.write.request import WriteRequest
 from tests.support.packages import package, skill_md
 from tests.support.scopes import ACME
 from tests.support.state import WRITE_TABLES, db_state, store_digests
@@ -507,3 +508,35 @@ async def test_a_page_before_a_number_no_column_holds_is_the_first_page(
         assert (caught.value.argument, caught.value.rule) == ("before", "wrong_type")
     with pytest.raises(ArgumentInvalid):
         await registry.history(ACME, SLUG, before=5)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- expected_skill
+
+
+@pytest.mark.parametrize(
+    ("skill", "head", "rule"),
+    [
+        ("1", 1, "wrong_type"),
+        (1.0, 1, "wrong_type"),
+        (True, 1, "wrong_type"),
+        (0, 1, "out_of_range"),
+        (-1, 1, "out_of_range"),
+        (2**63, 1, "out_of_range"),
+        pytest.param(10**5000, 1, "out_of_range", id="10**5000"),
+        # A skill's identity goes with the head it names.
+        (1, None, "wrong_type"),
+        (1, ANY, "wrong_type"),
+    ],
+    ids=repr,
+)
+def test_an_expected_skill_that_is_not_a_skill_id_with_its_head_is_refused(
+    skill: object, head: Any, rule: str
+) -> None:
+    with pytest.raises(ArgumentInvalid) as raised:
+        WriteRequest(ACME, SLUG, head, Origin.EDIT, "u", expected_skill=skill)  # type: ignore[arg-type]
+    assert (raised.value.argument, raised.value.rule) == ("expected_skill", rule)
+
+
+def test_an_expected_skill_is_optional() -> None:
+    assert WriteRequest(ACME, SLUG, 1, Origin.EDIT, "u").expected_skill is None
+    assert WriteRequest(ACME, SLUG, 1, Origin.EDIT, "u", expected_skill=7).expected_skill == 7

@@ -15,14 +15,19 @@ from typing import Final
 
 from registry.domain.approvals import Approval, FindingRef, Verdict
 from registry.domain.arguments import (
+    RULE_RANGE,
+    RULE_TYPE,
     check_flag,
     check_members,
     check_text,
     check_texts,
     check_type,
+    type_name,
 )
 from registry.domain.model import ExpectedHead, Origin, Scope, check_expected_head
+from registry.domain.numbers import MAX_ID, check_int
 from registry.domain.similarity import ChangedFile, Sketch
+from registry.errors import ArgumentInvalid
 
 MARKETPLACE_ORIGINS: Final = frozenset({Origin.MARKETPLACE_INSTALL, Origin.MARKETPLACE_UPDATE})
 
@@ -99,6 +104,12 @@ class WriteRequest:
     Marketplace: `baseline` is the listing version an installed copy now follows; `propose`
     records the package as a proposal for the owner instead of publishing it (an update of
     an edited copy), carrying `baseline` to the version the proposal becomes if applied.
+
+    `expected_skill` adds the skill's identity to the compare-and-swap: the id of the skill
+    whose head `expected_head` names. A writer that read a skill and may find, by its
+    write, the slug deleted and taken by another skill at the same head number (an
+    update job that read a copy the owner then deleted and installed again) names it;
+    another skill under the slug is a `HeadConflict`. None (the default) checks no identity.
     """
 
     scope: Scope
@@ -118,6 +129,7 @@ class WriteRequest:
     propose: bool = False
     applies_pending: int | None = None
     undoes: Undone | None = None
+    expected_skill: int | None = None
 
     def __post_init__(self) -> None:
         """Refuse what a caller got wrong before any work (docs/write-path.md, "Arguments").
@@ -130,6 +142,7 @@ class WriteRequest:
         check_type("scope", self.scope, Scope, "a Scope")
         check_type("slug", self.slug, str, "a str")
         object.__setattr__(self, "expected_head", check_expected_head(self.expected_head))
+        _check_expected_skill(self.expected_skill, self.expected_head)
         check_type("origin", self.origin, Origin, "an Origin")
         check_text("actor", self.actor)
         check_text("message", self.message)
@@ -168,6 +181,22 @@ class WriteRequest:
     @property
     def kind(self) -> str:
         return "installed" if self.origin in MARKETPLACE_ORIGINS else "saved"
+
+
+def _check_expected_skill(value: object, expected_head: ExpectedHead) -> None:
+    """Refuse an `expected_skill` that is not None or a skill id with the head it names.
+
+    A skill id is an int from 1 to `MAX_ID` (not a bool), given with an `int` `expected_head`.
+    """
+    if value is None:
+        return
+    number = check_int("expected_skill", value)
+    if not 1 <= number <= MAX_ID:
+        where = "below 1" if number < 1 else f"above {MAX_ID}"
+        raise ArgumentInvalid("expected_skill", RULE_RANGE, f"a skill id, not {where}")
+    if not isinstance(expected_head, int):
+        detail = f"given with an int expected_head, not {type_name(expected_head)}"
+        raise ArgumentInvalid("expected_skill", RULE_TYPE, detail)
 
 
 @dataclass(frozen=True, slots=True)
