@@ -334,3 +334,146 @@ async def test_an_update_run_again_after_its_proposal_committed_proposes_once(re
     assert [e for e in await events(registry, "acme") if e[0] == "proposed"] == [
         ("proposed", LISTING, 2)
     ]
+
+
+# An older update never undoes a newer one (the target is decided under the lock).
+
+
+async def test_an_update_job_to_an_older_version_run_after_a_newer_one_is_superseded(registry):
+    await _installed(registry)
+    await publish_listing(registry, 2)
+    older = await registry.marketplace.enqueue_update(ACME, LISTING)  # to 2, left queued
+    third = await publish_listing(registry, 3)
+    newer = await registry.marketplace.update(ACME, LISTING)
+    assert newer.job.result["outcome"] == "fast_forward"
+    before = await db_state(registry)
+    assert await registry.marketplace.run_jobs(drain=True) == 1
+    job = await registry.marketplace.job(older.job.id)
+    assert job.status == "succeeded", job.last_error
+    result = job.result
+    assert (result["outcome"], result["from_version"], result["listing_version"]) == (
+        "superseded",
+        3,
+        2,
+    )
+    assert result["version"] == 2
+    assert await db_state(registry) == before
+    assert (await baseline(registry, ACME, LISTING))[2:] == (3, third.manifest_hash)
+    assert (await registry.read_package(ACME, LISTING)).manifest_hash == third.manifest_hash
+
+
+async def _parked_update(registry, failpoints):
+    """An update job that read the copy and its target, held before it writes."""
+    park = failpoints.park("marketplace.copy_read")
+    task = asyncio.create_task(registry.marketplace.update(ACME, LISTING))
+    await park.reached.wait()
+    return park, task
+
+
+async def test_an_older_update_that_read_the_copy_first_never_moves_the_baseline_back(
+    make_registry,
+):
+    # Both updates only move the baseline (the owner's copy already holds both versions'
+    # changes): the head never moves, so the head's compare-and-swap alone cannot tell.
+    failpoints = ScriptedFailpoints()
+    registry = await make_registry(failpoints=failpoints)
+    await _installed(registry)
+    more = {"references/more.md": b"more\n"}
+    mine = listing_files(version=2, extra=more)
+    mine["scripts/run.py"] = OWNER_RUN
+    await _owner_edit(registry, mine)
+    await publish_listing(registry, 2)
+    park, older = await _parked_update(registry, failpoints)  # read baseline 1, target 2
+    third = await publish_listing(registry, 2, extra=more)
+    newer = await registry.marketplace.update(ACME, LISTING, key="newer")
+    assert newer.job.result["outcome"] == "baseline_moved"
+    before = await db_state(registry)
+    park.release.set()
+    outcome = await older
+    assert outcome.succeeded, outcome.job.last_error
+    assert outcome.job.result["outcome"] == "superseded"
+    assert await db_state(registry) == before
+    assert (await baseline(registry, ACME, LISTING))[2:] == (3, third.manifest_hash)
+
+
+async def test_an_older_merge_that_read_the_copy_first_never_moves_the_baseline_back(
+    make_registry,
+):
+    # Listing 2 adds a file, listing 3 adds another instead; the owner's copy already has
+    # listing 3's, so the newer update only moves the baseline. The older update's merge
+    # would bring listing 2's file back and the baseline back to 2 on the same head.
+    failpoints = ScriptedFailpoints()
+    clock = ManualClock()
+    registry = await make_registry(
+        failpoints=failpoints, clock=clock, settings=Settings(job_backoff_base=1)
+    )
+    await _installed(registry)
+    two, three = {"references/two.md": b"two\n"}, {"references/three.md": b"three\n"}
+    mine = listing_files(extra=three)
+    mine["scripts/run.py"] = OWNER_RUN
+    edited = await _owner_edit(registry, mine)
+    await publish_listing(registry, 1, extra=two)
+    park, older = await _parked_update(registry, failpoints)  # read baseline 1, target 2
+    third = await publish_listing(registry, 1, extra=three)
+    newer = await registry.marketplace.update(ACME, LISTING, key="newer")
+    assert newer.job.result["outcome"] == "baseline_moved"
+    before = await db_state(registry)
+    park.release.set()
+    outcome = await older
+    assert isinstance(outcome.error, HeadConflict)
+    assert outcome.job.status == "queued"
+    clock.advance(60)
+    assert await registry.marketplace.run_jobs(drain=True) == 1
+    job = await registry.marketplace.job(outcome.job.id)
+    assert (job.status, job.result["outcome"]) == ("succeeded", "superseded")
+    assert await db_state(registry) == before
+    assert (await baseline(registry, ACME, LISTING))[2:] == (3, third.manifest_hash)
+    copy = await registry.read_package(ACME, LISTING)
+    assert copy.manifest_hash == edited.manifest_hash
+    assert "references/two.md" not in copy.files
+
+
+# A copy deleted and installed again is another skill, even at the same head number.
+
+
+async def _reinstalled(registry, files):
+    """Delete the copy, install listing version 1 again and edit it to head 2."""
+    await registry.delete(ACME, LISTING, actor="o")
+    again = await registry.marketplace.install(ACME, LISTING, 1, key="reinstall")
+    assert again.succeeded, again.job.last_error
+    return await _owner_edit(registry, files)
+
+
+@pytest.mark.parametrize("old_edit", ["merged", "baseline_moved"])
+async def test_an_update_that_read_a_copy_deleted_and_installed_again_merges_the_new_one(
+    make_registry, old_edit
+):
+    failpoints = ScriptedFailpoints()
+    clock = ManualClock()
+    registry = await make_registry(
+        failpoints=failpoints, clock=clock, settings=Settings(job_backoff_base=1)
+    )
+    await _installed(registry)
+    # The deleted copy's edit: an extra file, or already listing 2 (the merge is the head).
+    gone = listing_files(version=2 if old_edit == "baseline_moved" else 1)
+    gone["references/gone.md"] = b"an edit of the deleted copy\n"
+    await _owner_edit(registry, gone)
+    await publish_listing(registry, 2)
+    park, update = await _parked_update(registry, failpoints)  # read the old copy's head 2
+    mine = listing_files()
+    mine["scripts/run.py"] = OWNER_RUN
+    await _reinstalled(registry, mine)  # the new copy's head is 2 as well
+    park.release.set()
+    outcome = await update
+    assert isinstance(outcome.error, HeadConflict)
+    assert outcome.job.status == "queued"
+    assert (await baseline(registry, ACME, LISTING))[2] == 1
+    clock.advance(60)
+    assert await registry.marketplace.run_jobs(drain=True) == 1
+    job = await registry.marketplace.job(outcome.job.id)
+    assert (job.status, job.result["outcome"]) == ("succeeded", "merged")
+    copy = await registry.read_package(ACME, LISTING)
+    assert "references/gone.md" not in copy.files
+    assert copy.files["scripts/run.py"] == OWNER_RUN
+    assert copy.files["references/guide.md"].data == b"# Guide, edition 2\n"
+    assert (await baseline(registry, ACME, LISTING))[2] == 2

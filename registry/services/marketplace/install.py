@@ -340,6 +340,10 @@ async def run_update(ctx: Context, job: JobRow) -> dict[str, Any]:
     )
     if (from_version, from_hash) == (target.version, target.manifest_hash):
         return update.result("up_to_date")
+    if from_version > target.version:
+        # A newer update ran first (this job was queued before it): never back. The write
+        # or baseline move below decides again under the lock (`_Update.request`).
+        return update.result("superseded")
     if not copy.edited:
         return await _fast_forward(ctx, update)
     return await _merge(ctx, update)
@@ -366,13 +370,19 @@ class _Update:
         return self.copy.listing, self.target.version, self.target.manifest_hash
 
     def request(self, message: str = "") -> WriteRequest:
-        """The write of this update: compare-and-swap on the head it read."""
+        """The write of this update: compare-and-swap on the head it read.
+
+        The skill's id goes with the head (a copy deleted and installed again reaches the
+        same head numbers), and the write path refuses a baseline older than the copy's
+        (`rootchecks.check_root`): either is a `HeadConflict`, and the retry reads again.
+        """
         listing, version, _ = self.baseline
         text = f"updated {listing} {self.summary['from_version']} -> {version}"
         return WriteRequest(
             scope=self.scope,
             slug=self.slug,
             expected_head=self.copy.skill.head,
+            expected_skill=self.copy.skill.id,
             origin=Origin.MARKETPLACE_UPDATE,
             actor=self.actor,
             message=f"{text}{message}",
@@ -399,8 +409,7 @@ async def _fast_forward(ctx: Context, update: _Update) -> dict[str, Any]:
     )
     if pub.unchanged:
         # The new listing version holds the same package as the old one.
-        await _move_baseline(ctx, update)
-        return update.result("baseline_moved")
+        return update.result(await _move_baseline(ctx, update))
     return update.result("fast_forward", pub)
 
 
@@ -413,8 +422,7 @@ async def _merge(ctx: Context, update: _Update) -> dict[str, Any]:
     if merge.clean and merge.manifest.hash == copy.manifest.hash:
         # The copy already holds every upstream change (the owner made them): only the
         # baseline moves, whatever the policy (there is nothing to decide).
-        await _move_baseline(ctx, update)
-        return update.result("baseline_moved")
+        return update.result(await _move_baseline(ctx, update))
     if not merge.clean or update.policy == "propose":
         return await _propose(ctx, update, merge)
     request = update.request(f", merged (kept {len(merge.kept)} owner changes)")
@@ -493,28 +501,33 @@ async def _baseline_manifest(ctx: Context, copy: _Copy) -> Manifest:
     return manifest
 
 
-async def _move_baseline(ctx: Context, update: _Update) -> None:
+async def _move_baseline(ctx: Context, update: _Update) -> str:
     """Move the copy's baseline without a new version: one locked transaction, one event.
 
-    Compare-and-swap on the head the update read; a no-op (no event) if the baseline
-    already is the target, so retrying the transaction as a whole is safe.
+    Compare-and-swap on the skill and the head the update read (`HeadConflict`: another
+    skill under the slug, or another head); a no-op (no event) if the baseline already is
+    the target, so retrying the transaction as a whole is safe, and `superseded` (no
+    change) if the copy follows a newer listing version since the update read it.
+    Returns the outcome.
     """
-    scope, slug, expected, baseline = (
+    scope, slug, read, baseline = (
         update.scope,
         update.slug,
-        update.copy.skill.head,
+        update.copy.skill,
         update.baseline,
     )
 
-    async def work(conn: AsyncConnection) -> None:
+    async def work(conn: AsyncConnection) -> str:
         skill = await db_skills.live_skill(conn, scope, slug)
         if skill is None:
             raise SkillNotFound(scope.workspace, scope.agent, slug)
-        if skill.head != expected:
-            raise HeadConflict(expected, skill.head)
+        if skill.id != read.id or skill.head != read.head:
+            raise HeadConflict(read.head, skill.head)
         current = (skill.baseline_listing, skill.baseline_version, skill.baseline_manifest_hash)
         if current == baseline:
-            return
+            return "baseline_moved"
+        if current[0] == baseline[0] and current[1] is not None and current[1] > baseline[1]:
+            return "superseded"
         now = ctx.clock.now()
         await db_marketplace.move_baseline(conn, skill, baseline=baseline, now=now)
         await db_skills.insert_event(
@@ -534,8 +547,9 @@ async def _move_baseline(ctx: Context, update: _Update) -> None:
             },
             now=now,
         )
+        return "baseline_moved"
 
-    await ctx.locked(scope.workspace, work)
+    return await ctx.locked(scope.workspace, work)
 
 
 async def _propose(ctx: Context, update: _Update, merge: MergeResult) -> dict[str, Any]:

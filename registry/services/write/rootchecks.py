@@ -48,17 +48,46 @@ def check_root(
         raise OwnershipConflict(request.slug, "saved")
     if expected is None:
         raise SkillExists(request.slug, skill.head)
+    if not _same_skill(request, skill):
+        # The skill the writer read was deleted and the slug taken again: its head number
+        # may match, its history does not (the row is in hand: no statement).
+        raise HeadConflict(expected if isinstance(expected, int) else None, skill.head)
     if cas and not isinstance(expected, AnyHead) and skill.head != expected:
         raise HeadConflict(expected, skill.head)
+    if _moves_baseline_back(request, skill):
+        # A marketplace write made from an older read: the copy follows a newer listing
+        # version since (its baseline moved without a new head). Never back.
+        raise HeadConflict(expected if isinstance(expected, int) else None, skill.head)
+
+
+def _same_skill(request: WriteRequest, skill: db_skills.SkillRow) -> bool:
+    return request.expected_skill is None or skill.id == request.expected_skill
+
+
+def _moves_baseline_back(request: WriteRequest, skill: db_skills.SkillRow) -> bool:
+    """True if the write would move the copy's baseline to an older version of its listing."""
+    if request.baseline is None or skill.baseline_version is None:
+        return False
+    listing, version, _ = request.baseline
+    return skill.baseline_listing == listing and skill.baseline_version > version
 
 
 def check_root_or_keep_draft(request: WriteRequest, skill: db_skills.SkillRow | None) -> int | None:
-    """Run the root checks; return the draft's base if a lost CAS keeps the draft."""
+    """Run the root checks; return the draft's base if a lost CAS keeps the draft.
+
+    Only a moved head keeps the draft: not another skill under the slug.
+    """
     try:
         check_root(request, skill)
     except HeadConflict:
         expected = request.expected_head
-        if request.keep_draft and skill is not None and isinstance(expected, int):
+        if (
+            request.keep_draft
+            and skill is not None
+            and isinstance(expected, int)
+            and skill.head != expected
+            and _same_skill(request, skill)
+        ):
             return expected
         raise
     return None
