@@ -129,6 +129,35 @@ async def by_write(conn: AsyncConnection, workspace: str, write_id: str) -> Pend
     return None if row is None else _row(row)
 
 
+async def waiting_same(
+    conn: AsyncConnection,
+    scope: Scope,
+    slug: str,
+    *,
+    skill_id: int | None,
+    expected: str,
+    manifest_hash: str,
+) -> int | None:
+    """The waiting write of `slug` that this one repeats (same skill, head and package)."""
+    same_skill = (
+        PendingWrite.skill_id.is_(None) if skill_id is None else PendingWrite.skill_id == skill_id
+    )
+    return await conn.scalar(
+        sa.select(PendingWrite.id)
+        .where(
+            PendingWrite.workspace == scope.workspace,
+            PendingWrite.agent == scope.agent,
+            PendingWrite.slug == slug,
+            PendingWrite.status == "waiting",
+            same_skill,
+            PendingWrite.expected == expected,
+            PendingWrite.manifest_hash == manifest_hash,
+        )
+        .order_by(PendingWrite.id)
+        .limit(1)
+    )
+
+
 async def waiting_before(conn: AsyncConnection, scope: Scope, before: int | None) -> bool:
     """True if a write waits in `scope` (older than pending write `before`, if given)."""
     query = sa.select(PendingWrite.id).where(

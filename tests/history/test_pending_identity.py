@@ -1,11 +1,13 @@
-"""A pending write belongs to the skill it was made for.
+"""A pending write belongs to the skill it was made for, and a retry is one write.
 
 docs/history.md, "Capacity for learning": a waiting write whose skill moved on (the slug got
-another skill, the copy it was made on was deleted or edited) closes as `failed` with the
-refusal's code (SQLite and PostgreSQL).
+another skill, the copy it was made on was deleted) closes as `failed` with the refusal's
+code; the same write sent twice while it waits is one pending write (SQLite and PostgreSQL).
 """
 
 from __future__ import annotations
+
+import sqlalchemy as sa
 
 from registry.settings import Settings
 from tests.corpus.archives import LISTING, good_zip
@@ -114,3 +116,68 @@ async def test_a_waiting_version_of_a_deleted_copy_does_not_land_on_the_slugs_ne
     ]
     head = await bigger.read_package(ACME, LISTING)
     assert (head.version, b"OWNER" in head.files["SKILL.md"].data) == (1, True)
+
+
+async def test_the_same_write_sent_twice_while_waiting_is_one_pending_write(make_registry):
+    registry = await _full(make_registry)
+    files = learned(text=prose(2))
+    first = await learn(registry, files)
+    retry = await learn(registry, files)
+    assert first.pending is not None
+    assert retry.pending == first.pending
+    assert len(await registry.learning.pending_writes(ACME.workspace)) == 1
+    assert [k for _, _, k in await events(registry)].count("write_pending") == 1
+    # A different package is a different write: it waits behind the first.
+    other = await learn(registry, learned(text=prose(3)))
+    assert other.pending not in (None, first.pending)
+    await registry.delete(ACME, "kept", actor="owner")
+    closed = await registry.learning.pending_writes(ACME.workspace, waiting_only=False)
+    assert [(w.id, w.status) for w in closed] == [
+        (first.pending, "applied"),
+        (other.pending, "failed"),  # made for no skill; the slug has one now
+    ]
+    history = await registry.history(ACME, SLUG)
+    assert [i.number for i in history.items] == [1]
+
+
+async def test_a_duplicate_waiting_write_applies_without_a_second_version(make_registry):
+    registry, pending = await _installed_copy_waiting(make_registry)
+    # Two rows of one write, as recorded before retries were merged and heads pinned.
+    table = sa.table("pending_writes", *(sa.column(c) for c in ("id", "expected", *_COPIED)))
+    async with registry.engine.begin() as conn:
+        await conn.execute(sa.update(table).values(expected="any"))
+        await conn.execute(
+            sa.insert(table).from_select(
+                ["expected", *_COPIED],
+                sa.select(sa.literal("any"), *(table.c[c] for c in _COPIED)).where(
+                    table.c.id == pending
+                ),
+            )
+        )
+    await registry.delete(ACME, "kept", actor="owner")  # a slot frees: both are tried
+    closed = await registry.learning.pending_writes(ACME.workspace, waiting_only=False)
+    assert [(w.status, w.outcome) for w in closed] == [
+        ("applied", {"version": 2}),
+        ("applied", {"version": 2}),
+    ]
+    assert [i.number for i in (await registry.history(ACME, LISTING)).items] == [2, 1]
+
+
+_COPIED = (
+    "workspace",
+    "agent",
+    "slug",
+    "skill_id",
+    "manifest_id",
+    "manifest_hash",
+    "file_count",
+    "total_size",
+    "origin",
+    "actor",
+    "message",
+    "sources",
+    "approvals",
+    "status",
+    "created_at",
+    "updated_at",
+)

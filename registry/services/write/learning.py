@@ -16,7 +16,8 @@ Under the workspace lock, in the publish transaction:
   that would bring back a suppressed behaviour, or one to a skill whose automatic
   improvements are off or whose learning is paused); or a pending write (a learning write
   that needs a saved slot the scope does not have, or that would overtake one waiting);
-- `record` writes the proposal or the pending write (instead of a version);
+- `record` writes the proposal or the pending write (instead of a version), or answers
+  the same write already waiting (a retry) with that one;
 - `version_added` runs after a version's rows: closes the pending write it applies,
   lifts the suppression of an applied `suppressed` proposal, records a restore's
   suppression, and moves an installed copy a learned version lands on into the saved
@@ -59,6 +60,14 @@ PEND: Final = "pend"
 
 class StillWaiting(Exception):
     """A pending write being applied still finds no saved slot: it keeps waiting."""
+
+
+class AlreadyApplied(Exception):
+    """A pending write being applied finds its package at its skill's head already."""
+
+    def __init__(self, version: int) -> None:
+        self.version = version
+        super().__init__(f"the package is already version {version}")
 
 
 class UndoneMoved(Exception):
@@ -133,14 +142,18 @@ async def route(  # noqa: PLR0917 - the publish transaction's state, passed on a
 
     `known` is the write context, whose capacity and quota figures spare their reads.
 
-    Raises `StillWaiting` for a pending write applied without room, `UndoneMoved` for a
-    restore whose head moved since it read it.
+    Raises `StillWaiting` for a pending write applied without room, `AlreadyApplied` for
+    one whose package its skill's head already is (a duplicate recorded before retries
+    were merged: no second version), `UndoneMoved` for a restore whose head moved since
+    it read it.
     """
     undoes = request.undoes
     if undoes is not None and skill is not None and skill.head != undoes.version:
         raise UndoneMoved
     if request.applies_pending is not None:
         await _check_pending_skill(conn, request, skill)
+        if skill is not None and known is not None and known.head_hash == manifest.hash:
+            raise AlreadyApplied(skill.head)
     if draft_base is not None:
         assert skill is not None
         return Route(PROPOSE, skill, "draft", base=draft_base)
@@ -310,6 +323,17 @@ async def _record_pending(
     now: datetime,
 ) -> Publication:
     skill_id, expected = (None if skill is None else skill.id), expected_text(skill)
+    repeated = await db_pending.waiting_same(
+        conn,
+        request.scope,
+        request.slug,
+        skill_id=skill_id,
+        expected=expected,
+        manifest_hash=manifest.hash,
+    )
+    if repeated is not None:
+        # The same write again (a retry after a lost reply): the one already waiting.
+        return _pending_publication(skill, manifest, repeated, now)
     pending_id = await db_pending.record(
         conn,
         request.scope,

@@ -11,10 +11,12 @@ today's rules, the owner's rules again, the pending write closed in the same tra
 and stops at the first that still finds no room. It runs by itself after a delete frees a
 slot, after a learning write that had to wait (so a raised capacity is used at once), and
 when the HTTP service starts (a capacity change takes effect with a restart); and it can be
-run by hand (`skillreg pending apply`). A pending write whose skill moved on meanwhile (the
-owner edited the installed copy it was made on, or took the slug) **fails** with the
-refusal's code; one the owner's rules now divert becomes a **proposal**. The owner may
-**drop** a waiting write.
+run by hand (`skillreg pending apply`). A pending write applies only to the skill its lock
+saw (its `skill_id` and pinned head): one whose skill moved on meanwhile (the owner edited
+the installed copy it was made on, deleted it, or the slug got another skill) **fails** with
+the refusal's code; one whose package its skill's head already is closes as **applied** at
+that head (no second version); one the owner's rules now divert becomes a **proposal**. The
+owner may **drop** a waiting write.
 """
 
 from __future__ import annotations
@@ -182,6 +184,17 @@ async def _apply_one(ctx: Context, row: db_pending.PendingRow) -> PendingWriteIn
         )
     except learning.StillWaiting:
         return None
+    except learning.AlreadyApplied as done:
+        # Its package is its skill's head already: applied there, no second version.
+        with contextlib.suppress(StateConflict):
+            await _close(
+                ctx,
+                row.workspace,
+                row.id,
+                status="applied",
+                outcome={"version": done.version},
+                actor=row.actor,
+            )
     except StateConflict:
         pass  # dropped by the owner meanwhile: nothing to apply
     except StorageUnavailable:
