@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from registry.domain.approvals import FindingRef
+from registry.domain.arguments import check_flag, check_type
 from registry.domain.model import Scope
 from registry.domain.states import Action
 from registry.services.context import Context
@@ -52,8 +53,12 @@ class OwnerControls:
     async def set_auto_improve(
         self, scope: Scope, slug: str, *, enabled: bool, actor: str
     ) -> SkillStatus:
-        """Turn automatic improvements on or off (`StateConflict` if already so)."""
-        action = Action.AUTO_IMPROVE_ON if enabled else Action.AUTO_IMPROVE_OFF
+        """Turn automatic improvements on or off (`StateConflict` if already so).
+
+        `enabled` is a bool: a truthy `"false"` is `ArgumentInvalid`, never "on".
+        """
+        on = check_flag("enabled", enabled)
+        action = Action.AUTO_IMPROVE_ON if on else Action.AUTO_IMPROVE_OFF
         return await controls.act(self.ctx, scope, slug, action, actor=actor)
 
     async def delete(
@@ -79,8 +84,12 @@ class OwnerControls:
     ) -> SkillStatus:
         """Apply any owner control `action` (pause, resume, stop_using, ..., delete).
 
-        With `expected_head`, a compare-and-swap on the head (`HeadConflict`).
+        With `expected_head`, a compare-and-swap on the head (`HeadConflict`). `action` is
+        an `Action`: a plain `str` equal to one would skip the work the service keys on
+        the member (a delete's suppression, a resumed use's content check), so it is
+        `ArgumentInvalid`.
         """
+        check_type("action", action, Action, "an Action")
         return await controls.act(
             self.ctx, scope, slug, action, actor=actor, reason=reason, expected_head=expected_head
         )

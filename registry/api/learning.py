@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from registry.domain.arguments import check_flag
 from registry.services.context import Context
 from registry.services.history import decisions, suppressions
 from registry.services.history.decisions import DecisionOutcome, DecisionRequest
@@ -59,6 +60,7 @@ class Learning:
         self, workspace: str, *, agent: str | None = None, waiting_only: bool = True
     ) -> list[PendingWriteInfo]:
         """Learning writes waiting for a saved slot (all of them, closed ones too, if asked)."""
+        check_flag("waiting_only", waiting_only)
         return await pending.list_pending(
             self.ctx, workspace, agent=agent, waiting_only=waiting_only
         )
@@ -83,6 +85,7 @@ class Learning:
         self, workspace: str, *, agent: str | None = None, active_only: bool = True
     ) -> list[SuppressionInfo]:
         """Behaviours the owner undid (restores) or removed (deletes), newest first."""
+        check_flag("active_only", active_only)
         return await suppressions.list_suppressions(
             self.ctx, workspace, agent=agent, active_only=active_only
         )

@@ -15,6 +15,7 @@ from pathlib import Path
 from registry.db.jobs import JobRow
 from registry.domain.approvals import FindingRef
 from registry.domain.archive import EntryCallback
+from registry.domain.arguments import check_choice
 from registry.domain.model import ANY, ExpectedHead, FileInput, Publication, Scope
 from registry.services.context import Context
 from registry.services.marketplace import catalog, copies, jobs
@@ -151,7 +152,10 @@ class Marketplace:
 
         `policy`: `merge` (publish a clean merge of an edited copy, propose on a conflict)
         or `propose` (always propose for an edited copy); default `settings.update_policy`.
+        Another value is `ArgumentInvalid` (`not_a_choice`), before anything is read.
         """
+        if policy is not None:
+            policy = check_choice("policy", policy, installer.POLICIES)
         return await installer.enqueue_update(
             self.ctx,
             scope,

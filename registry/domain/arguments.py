@@ -13,7 +13,7 @@ the value at most, and nothing for the common plain-ASCII text but two C-level s
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Final, TypeVar
 
 from registry.errors import ArgumentInvalid
@@ -24,11 +24,21 @@ RULE_INVALID_UNICODE: Final = "invalid_unicode"
 RULE_RANGE: Final = "out_of_range"
 RULE_MALFORMED: Final = "malformed"
 """A value of the right type that is not of its form (a page cursor no page gave)."""
+RULE_CHOICE: Final = "not_a_choice"
+"""A str that is none of the values the argument takes (a decision, a kind, a policy)."""
 
-ARGUMENT_RULES: Final = (RULE_TYPE, RULE_NUL, RULE_INVALID_UNICODE, RULE_RANGE, RULE_MALFORMED)
+ARGUMENT_RULES: Final = (
+    RULE_TYPE,
+    RULE_NUL,
+    RULE_INVALID_UNICODE,
+    RULE_RANGE,
+    RULE_MALFORMED,
+    RULE_CHOICE,
+)
 """Every rule `ArgumentInvalid` names."""
 
 T = TypeVar("T")
+S = TypeVar("S", bound=str)
 
 # Iterable, but one value rather than a sequence of them: `tuple("chat:42")` is seven
 # sources, `tuple(b"ab")` two numbers, `tuple({"a": 1})` its keys.
@@ -50,6 +60,19 @@ def check_type(argument: str, value: object, kind: type[T], wanted: str) -> T:
 def check_flag(argument: str, value: object) -> bool:
     """`value` if it is a bool: a truthy string (`"no"`) is no answer to a yes-or-no."""
     return check_type(argument, value, bool, "True or False")
+
+
+def check_choice(argument: str, value: object, choices: Sequence[S]) -> S:
+    """`value` if it is one of `choices` (str values), else `ArgumentInvalid`.
+
+    The detail lists the choices, never the value: a misspelt decision is no secret, but
+    the same rule holds for every argument.
+    """
+    text = check_type(argument, value, str, "a str")
+    for choice in choices:
+        if text == choice:
+            return choice
+    raise ArgumentInvalid(argument, RULE_CHOICE, f"one of {', '.join(choices)}")
 
 
 def check_text(argument: str, value: object) -> str:

@@ -18,16 +18,18 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import proposals as db_proposals
 from registry.db.tables import PENDING_PROPOSAL_STATUSES, PROPOSAL_KINDS
+from registry.domain.arguments import check_choice, check_flag, check_members
 from registry.domain.model import FileInput, Scope, check_scope_name
 from registry.domain.numbers import MAX_ID, names_row, page_before
 from registry.errors import ProposalNotFound, RegistryError
 from registry.services.context import Context
 from registry.services.history.proposals import (
-    DECISIONS,
     MAX_PAGE,
     Decision,
     DecisionResult,
     ProposalPage,
+    check_decision,
+    check_decision_files,
     decide,
     summarise,
 )
@@ -74,9 +76,8 @@ async def list_decisions(
     check_scope_name("workspace", workspace)
     if agent is not None:
         check_scope_name("agent", agent)
-    if kind is not None and kind not in KINDS:
-        msg = f"kind must be one of {', '.join(KINDS)}, not {kind!r}"
-        raise ValueError(msg)
+    if kind is not None:
+        kind = check_choice("kind", kind, KINDS)
     limit = max(1, min(limit, MAX_PAGE))
     before = page_before("before", before, MAX_ID)
 
@@ -103,13 +104,12 @@ async def decide_many(
 ) -> list[DecisionOutcome]:
     """Take each decision in turn, in the order given; each succeeds or fails alone."""
     check_scope_name("workspace", workspace)
-    for item in decisions:
-        if item.decision not in DECISIONS:
-            msg = f"decision must be one of {', '.join(DECISIONS)}, not {item.decision!r}"
-            raise ValueError(msg)
-        if (item.files is not None) != (item.decision == "alternative"):
-            msg = "files are given with the 'alternative' decision, and only with it"
-            raise ValueError(msg)
+    # The whole batch is checked before any decision is taken (a generator is read once).
+    decisions = check_members("requests", decisions, DecisionRequest, "DecisionRequest")
+    for n, item in enumerate(decisions, start=1):
+        check_decision(f"requests/{n}.decision", item.decision)
+        check_decision_files(f"requests/{n}.files", item.files, item.decision)
+        check_flag(f"requests/{n}.keep_auto_improve", item.keep_auto_improve)
     outcomes = []
     for item in decisions:
         try:

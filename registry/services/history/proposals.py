@@ -26,10 +26,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from registry.db import proposals as db_proposals
 from registry.db import skills as db_skills
 from registry.db.tables import PENDING_PROPOSAL_STATUSES
+from registry.domain.arguments import RULE_TYPE, check_choice, check_flag, type_name
 from registry.domain.manifest import Manifest, ManifestDiff
 from registry.domain.model import FileInput, Origin, PackageFile, Publication, Scope
 from registry.domain.numbers import MAX_ID, names_row, page_before
-from registry.errors import ProposalNotFound, StateConflict
+from registry.errors import ArgumentInvalid, ProposalNotFound, StateConflict
 from registry.services.context import Context
 from registry.services.history.diff import FileChange, diff_manifests
 from registry.services.read import read_files
@@ -241,6 +242,20 @@ async def read_proposal(ctx: Context, scope: Scope, proposal_id: int) -> dict[st
     return await read_files(ctx, loaded.proposed)
 
 
+def check_decision(argument: str, value: object) -> Decision:
+    """`value` if it is one of `DECISIONS`, else `ArgumentInvalid` (docs/write-path.md)."""
+    return check_choice(argument, value, DECISIONS)
+
+
+def check_decision_files(argument: str, files: object, decision: Decision) -> None:
+    """Files come with the `alternative` decision, and only with it (`ArgumentInvalid`)."""
+    if decision == "alternative" and files is None:
+        raise ArgumentInvalid(argument, RULE_TYPE, "a mapping of files for an alternative")
+    if decision != "alternative" and files is not None:
+        detail = f"None unless the decision is alternative, not {type_name(files)}"
+        raise ArgumentInvalid(argument, RULE_TYPE, detail)
+
+
 async def decide(
     ctx: Context,
     scope: Scope,
@@ -255,12 +270,9 @@ async def decide(
 
     `files` is the edited package of an `alternative` (required for it, refused otherwise).
     """
-    if decision not in DECISIONS:
-        msg = f"decision must be one of {', '.join(DECISIONS)}, not {decision!r}"
-        raise ValueError(msg)
-    if (files is not None) != (decision == "alternative"):
-        msg = "files are given with the 'alternative' decision, and only with it"
-        raise ValueError(msg)
+    decision = check_decision("decision", decision)
+    check_decision_files("files", files, decision)
+    check_flag("keep_auto_improve", keep_auto_improve)
     loaded = await _find(ctx, scope, proposal_id)
     row, slug = loaded.row, loaded.summary.slug
     # Early refusal; the same check runs again under the lock.
