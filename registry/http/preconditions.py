@@ -15,6 +15,10 @@ Writes are conditional, always:
 - neither: 428 Precondition Required. Both: `If-Match` decides (RFC 9110, 13.2.2).
 A failed precondition answers 412 with the current tag (header and body).
 
+A decision on a proposal whose skill was deleted has no tag to name
+(`deleted_skill_precondition`): applying it creates the skill, so it takes
+`If-None-Match: *`; keeping it out changes no skill and needs no precondition.
+
 A publish or a restore whose `If-Match` names an earlier head may be a retry whose reply
 was lost: RFC 9110 (13.1.1) lets a server answer 2xx when the requested change was already
 made. Such a write goes to the write path with `ALREADY_APPLIED` as its expected head, a
@@ -34,7 +38,7 @@ from fastapi import Request
 from registry.api import Registry
 from registry.domain.model import Scope
 from registry.domain.numbers import MAX_VERSION, decimal
-from registry.errors import HeadConflict, SkillNotFound
+from registry.errors import HeadConflict, SkillExists, SkillNotFound
 from registry.http.problems import HttpProblem
 
 _TAG: Final = re.compile(r'\s*(W/)?"([^"]*)"\s*')
@@ -172,3 +176,33 @@ async def expected_head(
         return None
     needed = "If-Match or If-None-Match: *" if allow_create else "If-Match"
     raise HttpProblem("precondition_required", f"this write needs {needed}")
+
+
+async def deleted_skill_precondition(
+    request: Request, registry: Registry, scope: Scope, slug: str, *, writes: bool
+) -> None:
+    """The precondition of a decision on a proposal whose skill was deleted (it has no tag).
+
+    `If-Match` is evaluated as for any write (412: no skill holds the slug, or the tag is
+    not its head's). `If-None-Match: *` holds while no skill holds the slug (412
+    `skill_exists` with the new skill's tag otherwise; the apply itself is a create, so
+    a skill made in between still makes it fail). Neither: 428 if the decision `writes`
+    a version (apply, alternative); none is needed to keep the proposal out.
+    """
+    if request.headers.get("if-match") is not None:
+        await expected_head(request, registry, scope, slug, allow_create=False)
+        return
+    if_none_match = request.headers.get("if-none-match")
+    if if_none_match is not None:
+        if if_none_match.strip() != "*":
+            raise HttpProblem("precondition_invalid", "a create takes If-None-Match: * only")
+        head = await current_head(registry, scope, slug)
+        if head is not None:
+            raise precondition_failed(SkillExists(slug, head.version), head)
+        return
+    if writes:
+        raise HttpProblem(
+            "precondition_required",
+            f"the skill {slug!r} was deleted: applying its proposal creates it, "
+            "and needs If-None-Match: *",
+        )

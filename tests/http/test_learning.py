@@ -7,7 +7,7 @@ import json
 from registry.settings import Settings
 from tests.http.helpers import SKILLS, form, manifest
 from tests.support.history import github_token
-from tests.support.learning import learned, learned_md, prose
+from tests.support.learning import learn, learned, learned_md, prose
 from tests.support.packages import SLUG, package
 from tests.support.scopes import ACME
 
@@ -117,6 +117,58 @@ async def test_suppressions_decisions_and_a_deleted_skills_return(served):
     assert (await served.client.get(f"{SKILLS}/{SLUG}", headers=served.auth("read"))).json()[
         "version"
     ] == 1
+
+
+async def suppressed_on_a_deleted_skill(served, slug):
+    """A `suppressed` proposal of a learning write that brings a deleted skill back."""
+    files = learned(slug, text=prose(1))
+    await served.registry.write_package(ACME, slug, files, expected_head=None, actor="owner")
+    await served.registry.delete(ACME, slug, actor="owner")
+    pub = await learn(served.registry, files, slug=slug)
+    assert (pub.proposal_kind, pub.version) == ("suppressed", 0)
+    return pub.proposal
+
+
+async def test_a_deleted_skills_proposal_is_decided_without_its_etag(served):
+    # A deleted skill has no ETag: applying its proposal creates the skill (If-None-Match:
+    # *), keeping it out needs no precondition. Both used to be 428 or 412, always.
+    decide = lambda proposal, decision, **headers: served.client.post(  # noqa: E731
+        f"{W}/proposals/{proposal}/decision",
+        json={"decision": decision},
+        headers={**served.auth("owner"), **headers},
+    )
+    applied = await suppressed_on_a_deleted_skill(served, "gone-apply")
+    for headers, status, code in [
+        ({}, 428, "precondition_required"),
+        ({"If-Match": "*"}, 412, "precondition_failed"),
+        ({"If-None-Match": '"1.0000000000000000"'}, 400, "precondition_invalid"),
+    ]:
+        r = await decide(applied, "apply", **headers)
+        assert (r.status_code, r.json()["code"]) == (status, code)
+    r = await decide(applied, "apply", **{"If-None-Match": "*"})
+    assert r.status_code == 200, r.text
+    assert (r.json()["status"], r.json()["publication"]["version"]) == ("applied", 1)
+    head = await served.client.head(f"{SKILLS}/gone-apply", headers=served.auth("read"))
+    assert r.headers["etag"] == head.headers["etag"]
+
+    kept = await suppressed_on_a_deleted_skill(served, "gone-keep")
+    r = await decide(kept, "keep_current")
+    assert (r.status_code, r.json()["status"], r.headers.get("etag")) == (200, "rejected", None)
+
+    # The slug taken again by a new skill: a create does not hold, nor does If-Match.
+    taken = await suppressed_on_a_deleted_skill(served, "gone-taken")
+    assert (await put(served, "gone-taken", learned("gone-taken"), create=True)).status_code == 201
+    head = await served.client.head(f"{SKILLS}/gone-taken", headers=served.auth("read"))
+    for decision in ("apply", "keep_current"):
+        r = await decide(taken, decision, **{"If-None-Match": "*"})
+        assert (r.status_code, r.json()["code"]) == (412, "skill_exists")
+        assert r.headers["etag"] == head.headers["etag"]
+    r = await decide(taken, "apply", **{"If-Match": head.headers["etag"]})
+    assert (r.status_code, r.json()["code"]) == (412, "skill_exists")
+    r = await decide(taken, "keep_current")
+    assert (r.status_code, r.json()["status"]) == (200, "rejected")
+    after = await served.client.head(f"{SKILLS}/gone-taken", headers=served.auth("read"))
+    assert after.headers["etag"] == head.headers["etag"]
 
 
 async def test_pending_writes_over_http(serve):

@@ -1,6 +1,8 @@
 """Proposals: candidate packages waiting for the owner's decision, and the decision.
 
-A decision is conditional on the skill's `ETag` (`If-Match`), like every change. Applying
+A decision is conditional on the skill's `ETag` (`If-Match`), like every change; on a
+deleted skill, which has none, applying is a create (`If-None-Match: *`) and keeping the
+proposal out needs no precondition. Applying
 a proposal is also a compare-and-swap on the version it was made on: if the head moved
 away from it, the proposal is stale (409 `proposal_stale`), whatever the request's tag.
 An `alternative` names its files like a manifest of uploaded blobs (two-phase upload).
@@ -18,7 +20,12 @@ from registry.domain.numbers import MAX_ID
 from registry.errors import HeadConflict, ProposalStale
 from registry.http.auth import Caller, authorize, registry_of
 from registry.http.metrics import Metrics
-from registry.http.preconditions import current_head, expected_head, precondition_failed
+from registry.http.preconditions import (
+    current_head,
+    deleted_skill_precondition,
+    expected_head,
+    precondition_failed,
+)
 from registry.http.problems import HttpProblem
 from registry.http.routes.common import (
     DEFAULT,
@@ -117,7 +124,11 @@ async def decide_proposal(
     caller: Authorized,
     agent: Agent = DEFAULT,
 ) -> Response:
-    """Record the owner's decision; `If-Match` names the skill's head."""
+    """Record the owner's decision; `If-Match` names the skill's head.
+
+    A proposal whose skill was deleted has no head to name: `apply` creates the skill
+    and takes `If-None-Match: *`; `keep_current` needs no precondition.
+    """
     body = await json_body(request, DecisionBody)
     refuse_credentials(request, actor=body.actor)
     registry = registry_of(request)
@@ -126,8 +137,14 @@ async def decide_proposal(
         raise HttpProblem(
             "request_invalid", "`files` come with the `alternative` decision, and only with it"
         )
-    slug = (await registry.proposal(scope, proposal)).summary.slug
-    await expected_head(request, registry, scope, slug, allow_create=False)
+    summary = (await registry.proposal(scope, proposal)).summary
+    slug = summary.slug
+    if summary.against_head is None:
+        # Its skill was deleted: there is no tag to name (docs/http.md, preconditions).
+        writes = body.decision != "keep_current"
+        await deleted_skill_precondition(request, registry, scope, slug, writes=writes)
+    else:
+        await expected_head(request, registry, scope, slug, allow_create=False)
     files = None
     if body.files is not None:
         declared = [ManifestFile(f.path, f.digest, f.size, f.executable) for f in body.files]
