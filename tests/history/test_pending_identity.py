@@ -7,8 +7,10 @@ code; the same write sent twice while it waits is one pending write (SQLite and 
 
 from __future__ import annotations
 
+import pytest
 import sqlalchemy as sa
 
+from registry.errors import DraftKept
 from registry.settings import Settings
 from tests.corpus.archives import LISTING, good_zip
 from tests.support.history import events
@@ -181,3 +183,38 @@ _COPIED = (
     "created_at",
     "updated_at",
 )
+
+
+async def test_a_waiting_write_the_owners_draft_now_blocks_fails_and_keeps_the_draft(
+    make_registry,
+):
+    registry = await make_registry(settings=Settings(capacity_saved=1))
+    await registry.marketplace.import_listing(LISTING, good_zip(), actor="publisher")
+    assert (await registry.marketplace.install(ACME, LISTING)).succeeded
+    await registry.set_auto_improve(ACME, LISTING, enabled=True, actor="owner")
+    await registry.write_package(ACME, "kept", package("kept"), expected_head=None, actor="u")
+    edit = learned(LISTING, text="OWNER")
+    await registry.write_package(
+        ACME, LISTING, edit, expected_head=1, actor="owner", keep_auto_improve=True
+    )
+    with pytest.raises(DraftKept) as kept:  # the owner's draft, made on version 1
+        await registry.edit(
+            ACME, LISTING, learned(LISTING, text="DRAFT"), base_version=1, actor="owner",
+            keep_draft=True,
+        )  # fmt: skip
+    draft = kept.value.proposal
+    waiting = await learn(registry, learned(LISTING, text=prose(5)), slug=LISTING)
+    assert (waiting.pending is not None, waiting.version) == (True, 2)
+    # Improvements off: the waiting write would now be a proposal, which the draft blocks.
+    await registry.set_auto_improve(ACME, LISTING, enabled=False, actor="owner")
+    await registry.delete(ACME, "kept", actor="owner")  # a slot frees: the write is tried
+    (closed,) = await registry.learning.pending_writes(ACME.workspace, waiting_only=False)
+    assert (closed.id, closed.status, closed.outcome["error"]) == (
+        waiting.pending,
+        "failed",
+        "state_conflict",
+    )
+    assert [(p.id, p.kind) for p in (await registry.list_proposals(ACME)).items] == [
+        (draft, "draft")
+    ]
+    assert (await registry.read_package(ACME, LISTING)).version == 2

@@ -195,13 +195,13 @@ async def _apply_one(ctx: Context, row: db_pending.PendingRow) -> PendingWriteIn
                 outcome={"version": done.version},
                 actor=row.actor,
             )
-    except StateConflict:
-        pass  # dropped by the owner meanwhile: nothing to apply
     except StorageUnavailable:
         raise
     except RegistryError as exc:
+        # A refusal closes the write as failed (a `StateConflict` too: the owner's pending
+        # draft or update now blocks the proposal it would become). If the owner dropped
+        # it meanwhile, the close is refused in turn and the drop stands.
         failure = {"error": exc.code, "message": str(exc)}
-        # Dropped by the owner meanwhile: the drop stands.
         with contextlib.suppress(StateConflict):
             await _close(
                 ctx, row.workspace, row.id, status="failed", outcome=failure, actor=row.actor
