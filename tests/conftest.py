@@ -6,6 +6,7 @@
 - Registries: `tests/plugins/registry.py` (a registry per test on each database).
 - The command line: `tests/plugins/cli.py` (`embedded`: the embedded default in a fresh
   working directory); `tests/support/cli.py` runs `skillreg` in-process.
+- Deep folders: `tests/plugins/nesting.py` (`nested`, removed when the test ends).
 On CI (`CI` set) a service that cannot start fails the run instead of skipping.
 """
 
@@ -16,6 +17,7 @@ pytest_plugins = [
     "tests.plugins.postgres",
     "tests.plugins.registry",
     "tests.plugins.cli",
+    "tests.plugins.nesting",
 ]
 
 # Performance is measured by `make bench`, never by timing inside tests: a shared, noisy

@@ -16,7 +16,6 @@ import pytest
 from click.testing import Result
 
 from tests.support.cli import Invoke, initialised, settings_env
-from tests.support.nesting import nest, unnest
 
 SKILL_MD = "---\nname: {name}\ndescription: A test skill.\n---\n# {name}\n"
 
@@ -84,20 +83,6 @@ def test_publish_refuses_a_folder_it_cannot_list(run, tmp_path, monkeypatch):
     }
     monkeypatch.undo()
     nothing_stored(run)
-
-
-@pytest.fixture
-def nested():
-    """`nest`, undone when the test ends (tests/support/nesting.py says why)."""
-    made: list[tuple[Path, str]] = []
-
-    def make(root: Path, name: str, levels: int) -> None:
-        made.append((root, name))
-        nest(root, name, levels)
-
-    yield make
-    for root, name in made:
-        unnest(root, name)
 
 
 def test_publish_refuses_1500_nested_folders_as_too_deep(run, tmp_path, nested):

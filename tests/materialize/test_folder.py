@@ -36,7 +36,6 @@ from registry.domain.limits import Limits
 from registry.domain.model import PackageFile
 from registry.errors import LimitExceeded, PathRejected
 from registry.services.materialize.folder import read_folder, write_folder
-from tests.support.nesting import nest, unnest
 
 SKILL_MD = b"---\nname: demo\ndescription: A demo skill.\n---\n# demo\n"
 SECRET = b"the contents of a file outside the skill folder\n"
@@ -49,20 +48,6 @@ def make_skill(root: Path, files: dict[str, bytes] | None = None) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
     return root
-
-
-@pytest.fixture
-def nested():
-    """`nest`, undone when the test ends (tests/support/nesting.py says why)."""
-    made: list[tuple[Path, str]] = []
-
-    def make(root: Path, name: str, levels: int) -> None:
-        made.append((root, name))
-        nest(root, name, levels)
-
-    yield make
-    for root, name in made:
-        unnest(root, name)
 
 
 # ---------------------------------------------------------------- staging failures

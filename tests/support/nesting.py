@@ -4,7 +4,7 @@
 the whole path may be longer than the kernel takes in one call (`PATH_MAX`). `unnest`
 removes it deepest first without recursion: pytest's own clean-up of old temporary folders
 (`shutil.rmtree`) recurses once a level and fails on a chain 1,500 levels deep, so a test
-that makes one removes it itself (the `nested` fixtures of the suites that use these).
+that makes one removes it itself (the `nested` fixture, tests/plugins/nesting.py).
 """
 
 from __future__ import annotations
