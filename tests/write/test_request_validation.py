@@ -74,7 +74,7 @@ async def first_version(registry: Registry) -> None:
         ("1", "wrong_type"),
         (1.0, "wrong_type"),
         (float("nan"), "wrong_type"),
-        (object(), "wrong_type"),
+        pytest.param(object(), "wrong_type", id="object()"),
         ("new", "wrong_type"),
         (True, "wrong_type"),
         (False, "wrong_type"),
