@@ -78,6 +78,8 @@ async def test_a_held_workspace_lock_times_out_as_workspace_busy(make_registry, 
                     ACME, "pdf-report", package("pdf-report"), expected_head=None, actor="u"
                 )
     assert caught.value.workspace == "acme"
+    # The busy write's claims are released in the background, once the lock is free.
+    assert await registry.ctx.cleanups.drain(10) == 0
     assert await live_claims(registry) == 0
     pub = await registry.write_package(
         ACME, "pdf-report", package("pdf-report"), expected_head=None, actor="u"
