@@ -67,7 +67,7 @@ class OutputFolder(click.Path):
         try:
             path.stat()
         except FileNotFoundError:
-            pass
+            pass  # missing: the command makes it
         except NotADirectoryError:
             self.fail(f"{str(path)!r}: {self._file_above(path)!r} is a file.", param, ctx)
         except OSError as exc:
