@@ -127,6 +127,12 @@ class Settings(BaseSettings):
     # `/.well-known/agent-skills/index.json`, as `workspace` or `workspace/agent`.
     discovery_root: str | None = Field(default=None, pattern=r"^[^/]+(/[^/]+)?$")
 
+    # `skillreg sync` (docs/sync.md): what a host takes from a registry, and for how long.
+    # The package limits above apply too: a host refuses what its own limits refuse.
+    sync_max_json_bytes: int = Field(default=16 * MiB, ge=1024, description="a JSON answer")
+    sync_request_timeout: float = Field(default=60.0, gt=0, description="a request, in all")
+    sync_run_timeout: float = Field(default=1800.0, gt=0, description="a sync run, in all")
+
     @field_validator("database_url", "blob_url")
     @classmethod
     def _not_blank(cls, value: str) -> str:

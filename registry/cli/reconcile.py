@@ -27,6 +27,7 @@ from registry.cli.common import (
 )
 from registry.cli.exits import UNEXPECTED, exit_code
 from registry.cli.output import Output
+from registry.domain.display import visible
 from registry.services.materialize.lockfile import LockFile
 from registry.services.materialize.reconcile import ReconcileReport, SkillOutcome
 
@@ -134,7 +135,8 @@ async def reconcile(
 
 def failure_code(report: ReconcileReport) -> int:
     """The exit code of a report with failures: theirs if they share one, else 1."""
-    codes = {exit_code(o.error) for o in report.outcomes if o.error is not None}
+    errors = [*(o.error for o in report.outcomes if o.error is not None), *report.refused]
+    codes = {exit_code(e) for e in errors}
     return codes.pop() if len(codes) == 1 else UNEXPECTED
 
 
@@ -169,6 +171,9 @@ def report_dict(report: ReconcileReport) -> dict[str, Any]:
         "fetched": report.fetched,
         "swept": report.swept,
         "skills": [_outcome_dict(o) for o in report.outcomes],
+        "refused": [
+            {"error_code": e.code, "reason": str(e), "details": e.details()} for e in report.refused
+        ],
     }
 
 
@@ -191,15 +196,20 @@ def render_report(report: ReconcileReport, console: Console) -> None:
             console.print(f"      {d.kind}: {_escape(d.path)}{detail}")
         if len(o.drift) > _DRIFT_SHOWN:
             console.print(f"      ... and {len(o.drift) - _DRIFT_SHOWN} more")
+    for error in report.refused:
+        console.print(f"  [bold red]{'refused':<9}[/] {_escape(str(error))}")
     counts = ", ".join(
         f"{len(report.slugs(a))} {a}"
         for a in ("written", "repaired", "adopted", "removed", "unchanged", "failed")
     )
+    if report.refused:
+        counts += f", {len(report.refused)} refused"
     console.print(f"{counts} ({report.hashed} hashed, {report.fetched} fetched)")
 
 
 def _escape(text: str) -> str:
-    return text.replace("[", "\\[")
+    """Text from the registry or the disk, shown as it is: no markup, no terminal control."""
+    return visible(text, 2000).replace("[", "\\[")
 
 
 @click.command(name="lock")

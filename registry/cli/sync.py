@@ -22,7 +22,9 @@ from registry import __version__
 from registry.cli.common import CliState, json_option, make_scope, run_async
 from registry.cli.output import Output, to_jsonable
 from registry.cli.reconcile import failure_code, render_report, report_dict, target_options
+from registry.domain.display import visible
 from registry.domain.model import Scope
+from registry.services.materialize.client import Bounds
 from registry.services.materialize.lockfile import LockFile
 from registry.services.materialize.reconcile import UNCHANGED, ReconcileReport
 from registry.services.materialize.sync import Backoff, Sync
@@ -54,6 +56,13 @@ from registry.services.materialize.sync import Backoff, Sync
     show_default=True,
     help="The longest wait after failures in a row (jittered).",
 )
+@click.option(
+    "--insecure-plain-http",
+    "plain_http",
+    is_flag=True,
+    help="Accept an http:// URL to another machine: the token and every package travel "
+    "unencrypted, readable and alterable by anyone on the way.",
+)
 @json_option
 @run_async
 async def sync(
@@ -73,9 +82,17 @@ async def sync(
     once: bool,
     interval: float,
     max_backoff: float,
+    plain_http: bool,
 ) -> None:
-    """Keep TARGET equal to the skills of WORKSPACE in use, from the registry at URL."""
-    del state  # sync uses no database: only the registry's HTTP API
+    """Keep TARGET equal to the skills of WORKSPACE in use, from the registry at URL.
+
+    Nothing the registry sends is trusted unchecked (docs/sync.md, "What a host
+    refuses"): every slug, path and size passes the package rules and limits
+    (SKILLREG_MAX_*), answers and runs are bounded in size and time
+    (SKILLREG_SYNC_*), redirects are not followed, and http:// is refused for any
+    host but this machine unless --insecure-plain-http.
+    """
+    settings = state.settings  # sync uses no database: only its limits and bounds
     scope = make_scope(workspace, agent)
     secret = await _token(token, token_file)
     lock = None
@@ -91,6 +108,13 @@ async def sync(
         lock=lock,
         wait=wait,
         user_agent=f"skillreg/{__version__}",
+        limits=settings.limits(),
+        bounds=Bounds(
+            max_json_bytes=settings.sync_max_json_bytes,
+            request_timeout=settings.sync_request_timeout,
+            run_timeout=settings.sync_run_timeout,
+        ),
+        allow_plain_http=plain_http,
     )
     async with syncer:
         if once:
@@ -170,7 +194,7 @@ def _line(data: object) -> None:
 
 
 def _escape(text: str) -> str:
-    return text.replace("[", "\\[")
+    return visible(text, 2000).replace("[", "\\[")
 
 
 COMMANDS = (sync,)

@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING
 from registry.domain.arguments import RULE_TYPE, type_name
 from registry.domain.frontmatter import RULE_MISSING_SKILL_MD, Frontmatter, parse_skill_md
 from registry.domain.model import PackageFile, as_package_file, check_slug
-from registry.domain.paths import SKILL_MD, check_path_set, normalize_paths
+from registry.domain.paths import SKILL_MD, check_path_set, check_stored_path, normalize_paths
 from registry.errors import ArgumentInvalid, FrontmatterInvalid, LimitExceeded
 
 if TYPE_CHECKING:
     from registry.domain.limits import Limits
+    from registry.domain.manifest import Manifest
     from registry.domain.model import FileInput
 
 
@@ -64,24 +65,55 @@ def validate_package(files: Mapping[str, FileInput], slug: str, limits: Limits) 
     check_path_set(raw_of, raw=raw_of)
 
     normalised: dict[str, PackageFile] = {}
-    total = 0
     for path in sorted(raw_of):
         raw = raw_of[path]
-        file = as_package_file(given[raw], argument=f"files[{raw!r}]")
-        size = len(file.data)
-        if size > limits.max_file_bytes:
-            raise LimitExceeded("max_file_bytes", limits.max_file_bytes, size, path=raw)
-        normalised[path] = file
-        total += size
+        normalised[path] = as_package_file(given[raw], argument=f"files[{raw!r}]")
+    _check_sizes({raw_of[p]: len(f.data) for p, f in normalised.items()}, limits)
+    _check_root(normalised, raw_of)
+    skill_md = normalised[SKILL_MD]
+    return ValidatedPackage(files=normalised, frontmatter=parse_skill_md(skill_md.data, slug))
+
+
+def check_manifest(slug: str, manifest: Manifest, limits: Limits) -> None:
+    """Check a package known only as its manifest (a stored or received one) by the same rules.
+
+    What the disk gets from the registry passes the rules the write path applied when it
+    was stored, checked again where it is used (a reconciler, a host syncing from a
+    server it cannot vouch for): the slug (`InvalidName`); at most `limits.max_files`
+    files (`LimitExceeded`); every path as stored (`check_stored_path`: no traversal,
+    absolute path, backslash, NUL or control character, within the depth and segment
+    limits, already NFC) and the paths together (`check_path_set`); each size and the
+    total within the limits; a root `SKILL.md`. The first broken rule raises, in the order
+    of `validate_package`.
+    """
+    check_slug(slug)
+    if len(manifest) > limits.max_files:
+        raise LimitExceeded("max_files", limits.max_files, len(manifest))
+    paths = manifest.paths
+    for path in sorted(paths):
+        check_stored_path(path, limits)
+    check_path_set(paths)
+    _check_sizes({e.path: e.size for e in manifest}, limits)
+    _check_root(dict.fromkeys(paths), {p: p for p in paths})
+
+
+def _check_sizes(sizes: Mapping[str, int], limits: Limits) -> None:
+    """Each size within `max_file_bytes` (paths in code point order), the sum within the total."""
+    for path in sorted(sizes):
+        if sizes[path] > limits.max_file_bytes:
+            raise LimitExceeded("max_file_bytes", limits.max_file_bytes, sizes[path], path=path)
+    total = sum(sizes.values())
     if total > limits.max_package_bytes:
         raise LimitExceeded("max_package_bytes", limits.max_package_bytes, total)
 
-    skill_md = normalised.get(SKILL_MD)
-    if skill_md is None:
-        near = [raw_of[p] for p in normalised if "/" not in p and p.casefold() == "skill.md"]
-        hint = f"; found {near[0]!r}, but the name is case-sensitive" if near else ""
-        raise FrontmatterInvalid(RULE_MISSING_SKILL_MD, f"the root holds no SKILL.md{hint}")
-    return ValidatedPackage(files=normalised, frontmatter=parse_skill_md(skill_md.data, slug))
+
+def _check_root(files: Mapping[str, object], raw_of: Mapping[str, str]) -> None:
+    """A root `SKILL.md`, exact case; a near miss is named in the error."""
+    if SKILL_MD in files:
+        return
+    near = [raw_of[p] for p in files if "/" not in p and p.casefold() == "skill.md"]
+    hint = f"; found {near[0]!r}, but the name is case-sensitive" if near else ""
+    raise FrontmatterInvalid(RULE_MISSING_SKILL_MD, f"the root holds no SKILL.md{hint}")
 
 
 def _counted(files: object, limits: Limits) -> dict[str, object]:

@@ -41,6 +41,7 @@ RULE_NESTED_SKILL_MD: Final = "nested_skill_md"
 RULE_DUPLICATE: Final = "duplicate_path"
 RULE_CASE_COLLISION: Final = "case_collision"
 RULE_FILE_DIR_CONFLICT: Final = "file_dir_conflict"
+RULE_NOT_NORMALIZED: Final = "not_normalized"
 
 PATH_RULES: Final = (
     RULE_EMPTY,
@@ -59,6 +60,7 @@ PATH_RULES: Final = (
     RULE_DUPLICATE,
     RULE_CASE_COLLISION,
     RULE_FILE_DIR_CONFLICT,
+    RULE_NOT_NORMALIZED,
 )
 """Every rule name this module can raise."""
 
@@ -109,8 +111,20 @@ def normalize_path(raw: str, limits: Limits) -> str:
         raise PathRejected(
             raw, RULE_TOO_DEEP, f"{len(segments)} segments, at most {limits.max_depth} allowed"
         )
-    if len(segments) > 1 and _fold(unicodedata.normalize("NFKC", segments[-1])) == _fold(SKILL_MD):
+    if len(segments) > 1 and fold(unicodedata.normalize("NFKC", segments[-1])) == fold(SKILL_MD):
         raise PathRejected(raw, RULE_NESTED_SKILL_MD, "only the root may hold SKILL.md")
+    return path
+
+
+def check_stored_path(path: str, limits: Limits) -> str:
+    """Return `path` if it is a path as the registry stores it, or raise `PathRejected`.
+
+    For paths that come back from storage or over the network (a manifest): they must pass
+    every rule of `normalize_path` and already be in its stored (NFC) form
+    (`RULE_NOT_NORMALIZED`), since the registry never stores another.
+    """
+    if normalize_path(path, limits) != path:
+        raise PathRejected(path, RULE_NOT_NORMALIZED, "not in NFC form, as every stored path is")
     return path
 
 
@@ -162,7 +176,7 @@ def check_path_set(paths: Iterable[str], *, raw: Mapping[str, str] | None = None
     seen: dict[str, tuple[str, str]] = {}
     for path in ordered:
         for name in (*_directories(path), path):
-            first_name, first_path = seen.setdefault(_fold(name), (name, path))
+            first_name, first_path = seen.setdefault(fold(name), (name, path))
             if first_name != name:
                 where = "" if first_name == first_path else f" (from {first_path!r})"
                 raise PathRejected(
@@ -217,7 +231,7 @@ def _directories(path: str) -> list[str]:
     return ["/".join(parts[:end]) for end in range(1, len(parts))]
 
 
-def _fold(name: str) -> str:
+def fold(name: str) -> str:
     """Return the key under which macOS or Windows could take `name` for another name.
 
     Unicode canonical caseless matching (casefold, then NFC again, since casefold can

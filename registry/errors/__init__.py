@@ -80,6 +80,7 @@ from registry.errors.refused import (
     PathRejected,
     QuotaExceeded,
     RefusedInput,
+    RemoteRefused,
     SourceExcluded,
     TargetInvalid,
 )
@@ -123,6 +124,7 @@ __all__ = [
     "QuotaExceeded",
     "RefusedInput",
     "RegistryError",
+    "RemoteRefused",
     "ScopeNotFound",
     "SkillExists",
     "SkillNotFound",

@@ -223,3 +223,21 @@ class BlobsMissing(RefusedInput, code="blobs_missing"):
     def __str__(self) -> str:
         n = len(self.digests)
         return f"{n} blobs named by the manifest were not uploaded to this workspace"
+
+
+@dataclass(eq=False, repr=False)
+class RemoteRefused(RefusedInput, code="remote_refused"):
+    """What a registry sent to a host that syncs from it breaks a host-side rule.
+
+    A host trusts nothing it cannot check (docs/trust.md): `what` names the request or
+    the item (`GET .../desired`, `slug '...'`, `url`), `rule` is a stable name
+    (docs/sync.md, "What a host refuses"), `detail` says what was found. Nothing on the
+    host changed for the refused item.
+    """
+
+    what: str
+    rule: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.what} refused: {self.rule}{in_parens(self.detail)}"

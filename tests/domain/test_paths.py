@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from registry.domain.limits import Limits
 from registry.domain.paths import (
     PATH_RULES,
+    check_stored_path,
     check_path_set,
     normalize_path,
     normalize_paths,
@@ -146,6 +147,9 @@ def test_every_rule_has_a_refusal_case():
         with pytest.raises(PathRejected) as info:
             check_path_set(paths)
         refused.add(info.value.rule)
+    with pytest.raises(PathRejected) as stored:
+        check_stored_path("e\u0301", LIMITS)
+    refused.add(stored.value.rule)
     assert refused == set(PATH_RULES)
 
 

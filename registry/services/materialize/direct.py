@@ -31,6 +31,8 @@ from registry.services.write.request import WriteRequest
 class DirectSource:
     """A `Source` (and the `Adopter`) over the registry's own database and blob store."""
 
+    records_prove_ownership = True  # the registry's own records
+
     def __init__(self, ctx: Context, scope: Scope) -> None:
         self.ctx = ctx
         self.scope = scope

@@ -36,13 +36,18 @@ from typing import Any, Final, TypeVar
 
 from blobstore import BlobStoreError
 from registry.db import materializations as db_materializations
+from registry.domain.limits import Limits
 from registry.domain.manifest import Manifest
-from registry.domain.model import PackageFile, Scope
+from registry.domain.model import PackageFile, Scope, check_slug
+from registry.domain.package import check_manifest
+from registry.domain.paths import RULE_CASE_COLLISION, fold
 from registry.errors import (
     EntryInTheWay,
     Inconsistency,
+    InvalidName,
     LockFileInvalid,
     NotInUse,
+    PathRejected,
     RegistryError,
     StorageUnavailable,
     TargetBusy,
@@ -55,7 +60,14 @@ from registry.services.materialize.drift import DIR, LINK, DriftItem, Observatio
 from registry.services.materialize.fsops import Step, no_step
 from registry.services.materialize.lockfile import LockFile
 from registry.services.materialize.records import Records
-from registry.services.materialize.source import Adopter, Applied, Place, Source, Want
+from registry.services.materialize.source import (
+    Adopter,
+    Applied,
+    Desired,
+    Place,
+    Source,
+    Want,
+)
 from registry.services.materialize.target import SkillCache, Target, wait_until_free
 
 WRITTEN: Final = "written"
@@ -100,6 +112,7 @@ class ReconcileReport:
     workspace: str
     agent: str
     outcomes: tuple[SkillOutcome, ...]
+    refused: tuple[RegistryError, ...] = ()  # items refused outright: nothing done for them
     swept: int = 0  # entries a crashed run left under .skillreg/, removed on open
     hashed: int = 0  # files whose content was hashed (the stat cache answered the rest)
     fetched: int = 0  # blobs fetched from the source (sync: those its cache lacked)
@@ -135,7 +148,7 @@ class ReconcileReport:
 
     @property
     def ok(self) -> bool:
-        return not self.failed
+        return not self.failed and not self.refused
 
     def outcome(self, slug: str) -> SkillOutcome | None:
         return next((o for o in self.outcomes if o.slug == slug), None)
@@ -180,6 +193,7 @@ async def reconcile(
         adopter=source if adopt else None,
         actor=actor,
         bind=bind,
+        limits=ctx.limits,
     )
 
 
@@ -196,22 +210,54 @@ async def materialize(
     adopter: Adopter | None = None,
     actor: str = "reconciler",
     bind: bool = True,
+    limits: Limits | None = None,
+    run_deadline: float | None = None,
 ) -> ReconcileReport:
     """The engine: make the target at `path` hold the desired state `source` gives for `scope`.
 
     `reconcile` and `sync` are this with their own source; `adopter` (if any) publishes
     drift instead of repairing it; `bind=False` refuses to bind a new target to `scope`
-    (`ScopeNotFound`).
+    (`ScopeNotFound`). Every slug and every package written passes the registry's rules
+    again, within `limits` (defence in depth: `admission.py` says why). `run_deadline`
+    (seconds) bounds the run once the target is locked: past it, the filesystem step in
+    flight finishes (old or new package, never a mix) and `RunTimeout` is raised.
     """
     if lock is not None:
         lock.check_scope(scope)
     step = _step_hook(failpoints)
     target = await _open(failpoints, path, scope, mode=mode, wait=wait, bind=bind)
-    run = _Run(source, scope, target, step, failpoints, adopter=adopter, verify=verify, actor=actor)
+    run = _Run(
+        source,
+        scope,
+        target,
+        step,
+        failpoints,
+        adopter=adopter,
+        verify=verify,
+        actor=actor,
+        limits=limits or Limits(),
+    )
+    deadline = asyncio.timeout(run_deadline)
     try:
-        return await run.run(lock)
+        async with deadline:
+            return await run.run(lock)
+    except TimeoutError:
+        if run_deadline is None or not deadline.expired():
+            raise
+        raise RunTimeout(run_deadline) from None
     finally:
         run.close_when_idle()
+
+
+class RunTimeout(TimeoutError):
+    """A run passed the deadline `materialize` was given.
+
+    The skills it had not reached keep what they held.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"the run did not finish within {seconds:g}s")
+        self.seconds = seconds
 
 
 def _thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> asyncio.Future[T]:
@@ -313,8 +359,10 @@ class _Run:
         adopter: Adopter | None,
         verify: bool,
         actor: str,
+        limits: Limits,
     ) -> None:
         self.source = source
+        self.limits = limits
         self.scope = scope
         self.target = target
         self.step = step
@@ -350,12 +398,18 @@ class _Run:
     async def run(self, lock: LockFile | None) -> ReconcileReport:
         await self.hit("reconcile.locked")
         snapshot = await self.source.begin(self.target, lock)
-        wanted = snapshot.desired
+        refused = list(snapshot.refused)
+        wanted = _collisions_blocked(snapshot.desired)
         self.records = Records(self.source, snapshot.applied)
         recorded = {s for s, r in snapshot.applied.items() if r.manifest_hash is not None}
         slugs = {*wanted.wants, *wanted.blocked, *recorded, *self.target.cached_slugs()}
         outcomes: list[SkillOutcome] = []
         for slug in sorted(slugs):
+            try:
+                check_slug(slug)
+            except InvalidName as exc:
+                refused.append(exc)  # nothing is done under a name that is no slug
+                continue
             outcome = await self._one(slug, wanted.wants.get(slug), wanted.blocked.get(slug))
             if outcome is not None:
                 outcomes.append(outcome)
@@ -367,6 +421,7 @@ class _Run:
             workspace=self.scope.workspace,
             agent=self.scope.agent,
             outcomes=tuple(outcomes),
+            refused=tuple(refused),
             swept=self.target.swept,
             hashed=self.hashed,
             fetched=self.source.fetched,
@@ -416,7 +471,7 @@ class _Run:
         seen: Observation,
     ) -> SkillOutcome:
         previous = None if row is None else row.manifest_hash
-        owned = cache is not None or previous is not None or seen.reconciler_made
+        owned = self._owned(cache, seen, recorded=previous is not None)
         if seen.entry != drift.ABSENT and not owned:
             raise EntryInTheWay(str(self.target.path / slug), _describe(seen))
         if seen.holds(want.manifest_hash, self.entry):
@@ -439,6 +494,15 @@ class _Run:
         return await self._write(
             slug, want, row=row, cache=cache, seen=seen, action=action, found=tuple(found)
         )
+
+    def _owned(self, cache: SkillCache | None, seen: Observation, *, recorded: bool) -> bool:
+        """Whether `<target>/<slug>` is the reconciler's to replace or remove.
+
+        The target's own cache or a link in its own format says so; a record says so only
+        when the source's records are the registry's own (`records_prove_ownership`).
+        """
+        proven = recorded and self.source.records_prove_ownership
+        return cache is not None or seen.reconciler_made or proven
 
     def _clean(self, seen: Observation, expected: Manifest | None, previous: str | None) -> bool:
         """The disk holds what was last written here: only the new version is missing."""
@@ -479,6 +543,7 @@ class _Run:
         found: tuple[DriftItem, ...],
     ) -> SkillOutcome:
         manifest = await self.source.manifest(want)
+        check_manifest(slug, manifest, self.limits)  # before any byte of it is fetched or written
         how = swap.plan(self.target.mode, manifest, seen)
         wanted = Manifest(e for e in manifest if e.path in set(how.fetch))
         files = await self.source.files(wanted)
@@ -563,8 +628,9 @@ class _Run:
         seen: Observation,
     ) -> SkillOutcome | None:
         recorded = row is not None and row.manifest_hash is not None
-        owned = cache is not None or recorded or seen.reconciler_made
-        if not owned or (seen.entry == drift.ABSENT and cache is None and not recorded):
+        if seen.entry == drift.ABSENT and cache is None and not recorded:
+            return None
+        if seen.entry != drift.ABSENT and not self._owned(cache, seen, recorded=recorded):
             return None
         await self.blocking(swap.remove, self.target, slug, self.step)
         await self.records.removed(slug)
@@ -572,6 +638,29 @@ class _Run:
         await self.hit("reconcile.skill_done")
         previous = None if row is None else row.manifest_hash
         return SkillOutcome(slug, REMOVED, previous_hash=previous)
+
+
+def _collisions_blocked(desired: Desired) -> Desired:
+    """`desired` with every wanted slug that folds to the same name as another one blocked.
+
+    Two slugs equal under case folding (`straße` and `strasse`, a final and a medial
+    sigma) would be one folder on a case-insensitive filesystem: neither is written.
+    """
+    groups: dict[str, list[str]] = {}
+    for slug in sorted(desired.wants):
+        groups.setdefault(fold(slug), []).append(slug)
+    blocked = dict(desired.blocked)
+    for group in groups.values():
+        if len(group) < 2:  # noqa: PLR2004 - a pair collides
+            continue
+        for slug in group:
+            others = ", ".join(repr(o) for o in group if o != slug)
+            detail = f"one folder with {others} on a case-insensitive filesystem"
+            blocked[slug] = PathRejected(slug, RULE_CASE_COLLISION, detail)
+    if blocked.keys() == desired.blocked.keys():
+        return desired
+    wants = {s: w for s, w in desired.wants.items() if s not in blocked}
+    return Desired(wants, blocked)
 
 
 def _describe(seen: Observation) -> str:

@@ -24,27 +24,34 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, is_dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from http import HTTPStatus
 from typing import Any, Final, TypeVar
 
-import httpx
 from blake3 import blake3
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from blobstore import BlobCorrupted, BlobNotFound
 from blobstore.local import LocalBlobStore
-from registry.domain.manifest import Manifest, ManifestEntry
+from registry.domain.display import visible
+from registry.domain.limits import Limits
+from registry.domain.manifest import Manifest
 from registry.domain.model import PackageFile, Scope
-from registry.errors import Inconsistency, RegistryError, StorageUnavailable, Unauthenticated
+from registry.errors import Inconsistency, RemoteRefused
 from registry.failpoints import NO_FAILPOINTS, Failpoints
+from registry.services.materialize.admission import (
+    RULE_WRONG_SCOPE,
+    Admitted,
+    admit,
+    received_manifest,
+)
+from registry.services.materialize.client import RULE_MALFORMED, RegistryClient
 from registry.services.materialize.lockfile import LockFile
 from registry.services.materialize.source import (
     Applied,
     Change,
     Desired,
-    Head,
     Place,
     Snapshot,
     Want,
@@ -62,112 +69,6 @@ T = TypeVar("T")
 
 _FETCH_CONCURRENCY: Final = 8
 _STATE_FORMAT: Final = 1
-PROBLEM_JSON: Final = "application/problem+json"
-
-
-class RegistryClient:
-    """The registry's HTTP API as the remote source uses it: one base URL, one token.
-
-    Translates every failure into the registry's own errors: no answer or a 5xx is
-    `StorageUnavailable("registry", ...)`, a problem document becomes the error its `code`
-    names (with its details), anything else a `RegistryError` saying what came back.
-    """
-
-    def __init__(
-        self,
-        url: str,
-        token: str,
-        *,
-        user_agent: str = "skillreg-sync",
-        timeout: float = 30.0,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        self.url = url.rstrip("/")
-        self._http = httpx.AsyncClient(
-            base_url=self.url,
-            headers={"Authorization": f"Bearer {token}", "User-Agent": user_agent},
-            timeout=timeout,
-            transport=transport,
-        )
-
-    async def close(self) -> None:
-        await self._http.aclose()
-
-    async def request(
-        self, method: str, path: str, *, ok: tuple[int, ...] = (200,), **kwargs: Any
-    ) -> httpx.Response:
-        """Send one request; the response if its status is in `ok`, else the error it means."""
-        try:
-            response = await self._http.request(method, path, **kwargs)
-        except httpx.TransportError as exc:
-            raise self._unreachable(exc) from exc
-        if response.status_code not in ok:
-            raise failure(method, path, response)
-        return response
-
-    async def download(self, path: str, limit: int) -> bytes:
-        """The body of `GET path`, refused (`Inconsistency`) as soon as it passes `limit`."""
-        data = bytearray()
-        try:
-            async with self._http.stream("GET", path) as response:
-                if response.status_code != HTTPStatus.OK:
-                    await response.aread()
-                    raise failure("GET", path, response)
-                async for chunk in response.aiter_bytes():
-                    data += chunk
-                    if len(data) > limit:
-                        msg = f"GET {path}: more than the {limit} bytes the manifest names"
-                        raise Inconsistency(msg)
-        except httpx.TransportError as exc:
-            raise self._unreachable(exc) from exc
-        return bytes(data)
-
-    def _unreachable(self, exc: httpx.TransportError) -> StorageUnavailable:
-        return StorageUnavailable("registry", f"{self.url}: {type(exc).__name__}: {exc}")
-
-
-def failure(method: str, path: str, response: httpx.Response) -> RegistryError:
-    """The registry error an unexpected answer stands for."""
-    status = response.status_code
-    body: dict[str, Any] = {}
-    if response.headers.get("content-type", "").startswith(PROBLEM_JSON):
-        try:
-            parsed = response.json()
-        except ValueError:
-            parsed = None
-        body = parsed if isinstance(parsed, dict) else {}
-    code, detail = str(body.get("code", "")), str(body.get("detail", ""))
-    if status == HTTPStatus.UNAUTHORIZED:
-        return Unauthenticated()
-    details = body.get("details")
-    rebuilt = _rebuild(code, details if isinstance(details, dict) else {}, detail)
-    if rebuilt is not None and status < HTTPStatus.INTERNAL_SERVER_ERROR:
-        return rebuilt
-    said = f"{status} {code or response.reason_phrase}{': ' + detail if detail else ''}"
-    if status == HTTPStatus.TOO_MANY_REQUESTS or status >= HTTPStatus.INTERNAL_SERVER_ERROR:
-        return StorageUnavailable("registry", f"{method} {path}: {said}")
-    return RegistryError(f"{method} {path}: the registry answered {said}")
-
-
-def _error_classes(cls: type[RegistryError]) -> dict[str, type[RegistryError]]:
-    found = {cls.code: cls}
-    for sub in cls.__subclasses__():
-        found |= _error_classes(sub)
-    return found
-
-
-_BY_CODE: Final = _error_classes(RegistryError)
-
-
-def _rebuild(code: str, details: dict[str, Any], detail: str) -> RegistryError | None:
-    """The registry error named by a problem's `code`, from its `details` if it has fields."""
-    cls = _BY_CODE.get(code)
-    if cls is None or cls is RegistryError:
-        return None
-    try:
-        return cls(**details) if is_dataclass(cls) else cls(detail)
-    except TypeError:
-        return None
 
 
 class _Pinned(BaseModel):
@@ -192,11 +93,19 @@ class _Saved:
 class RemoteSource:
     """A `Source` over the registry's HTTP API, with a local blob cache in the target."""
 
+    records_prove_ownership = False  # the server's word; only the target's own cache counts
+
     def __init__(
-        self, client: RegistryClient, scope: Scope, *, failpoints: Failpoints = NO_FAILPOINTS
+        self,
+        client: RegistryClient,
+        scope: Scope,
+        *,
+        limits: Limits | None = None,
+        failpoints: Failpoints = NO_FAILPOINTS,
     ) -> None:
         self.client = client
         self.scope = scope
+        self.limits = limits or Limits()
         self.failpoints = failpoints
         self._target: Target | None = None
         self._cache: LocalBlobStore | None = None
@@ -227,20 +136,21 @@ class RemoteSource:
         # run's; one still being written would be locked by its writer and kept anyway.
         await self._cache.sweep_temp(datetime.now(UTC) + timedelta(days=1))
         self._saved = await _settled(self._load, target)
-        state, heads = await self._desired(target)
+        state, admitted = await self._desired(target)
         place = Place.of(target)
         if state.target is None or state.target.place() != place:
             await self._register(place)
         self._pins = {}
-        wanted = await resolve(heads, lock, self._pinned)
+        wanted = await resolve(admitted.heads, lock, self._pinned)
         if lock is not None:
             self._saved.pins = self._pins  # this lock's pins; those of an earlier lock go
             await self._save(target)
-        applied = {a.slug: a.applied(a.slug) for a in state.applied}
-        return Snapshot(wanted, applied)
+        blocked = {**wanted.blocked, **admitted.blocked}
+        wants = {s: w for s, w in wanted.wants.items() if s not in blocked}
+        return Snapshot(Desired(wants, blocked), admitted.applied, admitted.refused)
 
-    async def _desired(self, target: Target) -> tuple[DesiredState, dict[str, Head]]:
-        """The desired state (saved, when it is new, only once it checked out) and its heads."""
+    async def _desired(self, target: Target) -> tuple[DesiredState, Admitted]:
+        """The desired state (saved, when it is new, only once it checked out), admitted."""
         params = {"agent": self.scope.agent, "target": target.target_id}
         saved = self._saved
         headers = {}
@@ -249,19 +159,21 @@ class RemoteSource:
         response = await self.client.request(
             "GET", f"{self._base}/desired", ok=(200, 304), params=params, headers=headers
         )
-        if response.status_code == HTTPStatus.NOT_MODIFIED and saved.state is not None:
-            return saved.state, _heads(saved.state)
+        if response.status == HTTPStatus.NOT_MODIFIED and saved.state is not None:
+            return saved.state, admit(saved.state, self.limits)
+        what = f"GET {self._base}/desired"
         try:
             state = DesiredState.model_validate_json(response.content)
         except ValidationError as exc:
-            raise Inconsistency(f"the registry's desired state is malformed: {exc}") from exc
+            raise RemoteRefused(what, RULE_MALFORMED, visible(str(exc))) from None
         if (state.workspace, state.agent) != (self.scope.workspace, self.scope.agent):
-            raise Inconsistency(f"the registry answered the desired state of {state.workspace}")
-        heads = _heads(state)
+            shown = visible(f"{state.workspace}/{state.agent}", 300)
+            raise RemoteRefused(what, RULE_WRONG_SCOPE, f"the desired state of {shown}")
+        admitted = admit(state, self.limits)
         self._saved.etag = response.headers.get("etag")
         self._saved.state = state
         await self._save(target)
-        return state, heads
+        return state, admitted
 
     async def _register(self, place: Place) -> None:
         body = TargetRegistration.model_validate(
@@ -282,17 +194,16 @@ class RemoteSource:
             params={"agent": self.scope.agent},
             headers={} if known is None else {"If-None-Match": known[0]},
         )
-        if response.status_code == HTTPStatus.NOT_MODIFIED and known is not None:
+        if response.status == HTTPStatus.NOT_MODIFIED and known is not None:
             tag, pinned = known
         else:
+            what = f"GET {self._base}/skills/{slug}/versions/{version}"
             try:
                 pinned = _Pinned.model_validate_json(response.content)
             except ValidationError as exc:
-                raise Inconsistency(f"{slug} version {version}: malformed answer: {exc}") from exc
+                raise RemoteRefused(what, RULE_MALFORMED, visible(str(exc))) from None
             tag = response.headers.get("etag", "")
-        manifest = Manifest(
-            ManifestEntry(f.path, f.digest, f.size, f.executable) for f in pinned.files
-        )
+        manifest = received_manifest(slug, pinned.files, self.limits)
         if manifest.hash != pinned.manifest_hash or pinned.version != version:
             raise Inconsistency(f"{slug} version {version}: the files do not match its hash")
         self._pins[key] = (tag, pinned)  # kept once checked, for the next run's If-None-Match
@@ -402,17 +313,6 @@ class RemoteSource:
         data = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
         await _settled(target.save_source_state, data)
         await self.failpoints.hit("sync.state_saved")
-
-
-def _heads(state: DesiredState) -> dict[str, Head]:
-    """The heads of a desired state, every manifest checked against its hash."""
-    heads: dict[str, Head] = {}
-    for skill in state.skills:
-        try:
-            heads[skill.slug] = skill.head()
-        except ValueError as exc:
-            raise Inconsistency(f"the registry's desired state: {exc}") from exc
-    return heads
 
 
 async def _settled(fn: Callable[..., T], /, *args: Any) -> T:

@@ -147,14 +147,27 @@ class Change:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """What `Source.begin` answers: the desired state, and the records of the target."""
+    """What `Source.begin` answers: the desired state and the records of the target.
+
+    `refused`: the items the source refused outright (a slug that breaks the naming rules:
+    nothing is done under its name).
+    """
 
     desired: Desired
     applied: dict[str, Applied]
+    refused: tuple[RegistryError, ...] = ()
 
 
 class Source(Protocol):
-    """Desired state, blob bytes and applied state, for one scope (see the module docstring)."""
+    """Desired state, blob bytes and applied state, for one scope (see the module docstring).
+
+    `records_prove_ownership`: whether a record that says the target holds a skill is
+    enough for the engine to replace or remove what is at `<target>/<slug>`. True for the
+    registry's own database; False for a server over the network, whose word alone must
+    not remove or overwrite a folder that the target's own cache does not know.
+    """
+
+    records_prove_ownership: bool
 
     async def begin(self, target: Target, lock: LockFile | None) -> Snapshot:
         """Register `target` if needed; the desired state and what is recorded as applied."""

@@ -25,18 +25,21 @@ from typing import Final, NoReturn, Self
 import httpx
 
 from blobstore import BlobStoreError
+from registry.domain.limits import Limits
 from registry.domain.model import Scope
 from registry.errors import (
     InvalidName,
     LockFileInvalid,
     RegistryError,
+    RemoteRefused,
     TargetInvalid,
     TargetMismatch,
 )
 from registry.failpoints import NO_FAILPOINTS, Failpoints
+from registry.services.materialize.client import RULE_RUN_DEADLINE, Bounds, RegistryClient
 from registry.services.materialize.lockfile import LockFile
-from registry.services.materialize.reconcile import ReconcileReport, materialize
-from registry.services.materialize.remote import RegistryClient, RemoteSource
+from registry.services.materialize.reconcile import ReconcileReport, RunTimeout, materialize
+from registry.services.materialize.remote import RemoteSource
 
 # No retry fixes these: the loop stops and says why.
 PERMANENT: Final = (TargetMismatch, TargetInvalid, LockFileInvalid, InvalidName)
@@ -77,7 +80,16 @@ class Sync:
         failpoints: Failpoints = NO_FAILPOINTS,
         user_agent: str = "skillreg-sync",
         transport: httpx.AsyncBaseTransport | None = None,
+        limits: Limits | None = None,
+        bounds: Bounds | None = None,
+        allow_plain_http: bool = False,
     ) -> None:
+        """Sync `target` from the registry at `url` (see `client.py` for what it refuses).
+
+        `limits` are the host's package limits (what it takes from the registry);
+        `bounds` how much and how long; `allow_plain_http` accepts http:// to another
+        machine, where the token and the packages travel unencrypted.
+        """
         self.scope = scope
         self.target = target
         self.mode = mode
@@ -85,7 +97,15 @@ class Sync:
         self.lock = lock
         self.wait = wait
         self.failpoints = failpoints
-        self.client = RegistryClient(url, token, user_agent=user_agent, transport=transport)
+        self.limits = limits or Limits()
+        self.client = RegistryClient(
+            url,
+            token,
+            bounds=bounds,
+            allow_plain_http=allow_plain_http,
+            user_agent=user_agent,
+            transport=transport,
+        )
 
     async def __aenter__(self) -> Self:
         return self
@@ -94,18 +114,30 @@ class Sync:
         await self.client.close()
 
     async def once(self) -> ReconcileReport:
-        """One run: make the target hold the desired state (see `reconcile.materialize`)."""
-        source = RemoteSource(self.client, self.scope, failpoints=self.failpoints)
-        return await materialize(
-            source,
-            self.scope,
-            self.target,
-            mode=self.mode,
-            verify=self.verify,
-            lock=self.lock,
-            wait=self.wait,
-            failpoints=self.failpoints,
+        """One run: make the target hold the desired state (see `reconcile.materialize`).
+
+        The run ends within `Bounds.run_timeout` once the target is locked
+        (`RemoteRefused`, rule `run_deadline`), whatever the registry does.
+        """
+        source = RemoteSource(
+            self.client, self.scope, limits=self.limits, failpoints=self.failpoints
         )
+        try:
+            return await materialize(
+                source,
+                self.scope,
+                self.target,
+                mode=self.mode,
+                verify=self.verify,
+                lock=self.lock,
+                wait=self.wait,
+                failpoints=self.failpoints,
+                limits=self.limits,
+                run_deadline=self.client.bounds.run_timeout,
+            )
+        except RunTimeout as exc:
+            detail = f"{exc}; the skills it had not reached keep what they held"
+            raise RemoteRefused(f"sync from {self.client.url}", RULE_RUN_DEADLINE, detail) from None
 
     async def watch(
         self,

@@ -16,7 +16,8 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from registry.domain.manifest import Manifest, ManifestEntry
+from registry.domain.manifest import Manifest
+from registry.domain.numbers import MAX_ID, MAX_VERSION
 from registry.services.materialize.drift import DriftItem
 from registry.services.materialize.source import (
     MAX_DRIFT_IN_EVENT,
@@ -50,7 +51,7 @@ class DesiredFile(_Wire):
 
     path: str = Field(min_length=1, max_length=4096)
     digest: Hash
-    size: int = Field(ge=0)
+    size: int = Field(ge=0, le=MAX_ID)
     executable: bool
 
 
@@ -60,7 +61,7 @@ class DesiredSkill(_Wire):
     slug: str = Field(min_length=1, max_length=64)
     state: str
     use_paused: bool
-    version: int = Field(ge=1)
+    version: int = Field(ge=1, le=MAX_VERSION)
     manifest_hash: Hash
     files: list[DesiredFile] | None
 
@@ -81,16 +82,17 @@ class DesiredSkill(_Wire):
             files=files,
         )
 
-    def head(self) -> Head:
-        """The head, its manifest checked against its hash (`ValueError` if it does not match)."""
-        manifest = None
-        if self.files is not None:
-            manifest = Manifest(
-                ManifestEntry(f.path, f.digest, f.size, f.executable) for f in self.files
-            )
-            if manifest.hash != self.manifest_hash:
-                msg = f"{self.slug}: the files do not hash to manifest {self.manifest_hash[:16]}"
-                raise ValueError(msg)
+    def head(self, manifest: Manifest | None) -> Head:
+        """The head with `manifest` (built from `files`), checked against its hash.
+
+        `ValueError` if `manifest` is not there exactly when `files` is, or does not hash
+        to `manifest_hash`.
+        """
+        if (manifest is None) != (self.files is None):
+            raise ValueError(f"{self.slug}: a manifest is given exactly when files are")
+        if manifest is not None and manifest.hash != self.manifest_hash:
+            msg = f"{self.slug}: the files do not hash to manifest {self.manifest_hash[:16]}"
+            raise ValueError(msg)
         return Head(
             slug=self.slug,
             state=self.state,
@@ -128,7 +130,7 @@ class AppliedState(_Wire):
     """A record's values: what the target holds for a skill, the outcome, the last error."""
 
     manifest_hash: Hash | None
-    version: int | None = Field(ge=1)
+    version: int | None = Field(ge=1, le=MAX_VERSION)
     outcome: Outcome
     error: str | None
 
