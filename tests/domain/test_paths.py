@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from registry.domain.limits import Limits
 from registry.domain.paths import (
     PATH_RULES,
-    check_stored_path,
     check_path_set,
+    check_stored_path,
     normalize_path,
     normalize_paths,
 )

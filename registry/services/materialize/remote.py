@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from http import HTTPStatus
@@ -223,12 +223,7 @@ class RemoteSource:
             async with gate:
                 return digest, await self._blob(digest, sizes[digest])
 
-        try:
-            async with asyncio.TaskGroup() as group:
-                tasks = [group.create_task(one(d)) for d in sorted(sizes)]
-        except BaseExceptionGroup as failed:
-            raise _first(failed) from None
-        fetched = dict(t.result() for t in tasks)
+        fetched = dict(await _all([one(d) for d in sorted(sizes)]))
         return {e.path: PackageFile(fetched[e.digest], e.executable) for e in manifest.entries}
 
     async def _blob(self, digest: str, size: int) -> bytes:
@@ -330,7 +325,23 @@ async def _settled(fn: Callable[..., T], /, *args: Any) -> T:
         raise
 
 
-def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The first error of a task group (they fail together; one is reported)."""
-    first = group.exceptions[0]
-    return _first(first) if isinstance(first, BaseExceptionGroup) else first
+async def _all(coros: list[Coroutine[Any, Any, T]]) -> list[T]:
+    """Run `coros` together; their results, or the first error once every one has ended.
+
+    Not a `TaskGroup`: on Python 3.11 a task group whose child fails while the parent
+    waits in its exit cancels the parent without taking that cancellation back, so a
+    deadline around the run (`asyncio.timeout`) would no longer be told apart from a
+    cancellation.
+    """
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    if not tasks:
+        return []
+    try:
+        return await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)
+        for task in tasks:
+            if not task.cancelled():
+                task.exception()  # retrieved: the first one is what gather raised
