@@ -43,7 +43,7 @@ from registry.cli.output import Output, human_size, to_jsonable
 from registry.cli.packages import _pub, _publication_line, parse_expect
 from registry.db.jobs import JobRow
 from registry.domain.numbers import MAX_VERSION
-from registry.errors import RegistryError
+from registry.errors import RegistryError, by_code
 from registry.services.marketplace.install import DEFAULT_ACTOR, POLICIES, Policy
 from registry.services.marketplace.jobs import JobOutcome
 from registry.services.materialize.folder import read_folder
@@ -281,19 +281,9 @@ def _recorded_error(outcome: JobOutcome) -> tuple[str, str, dict[str, Any], int]
     # its recorded error code names.
     recorded = job.last_error or {}
     name = str(recorded.get("code", "failed"))
-    cls = _error_classes().get(name)
+    cls = by_code(name)
     code = next((c for k, c in EXIT_CODES if cls is not None and issubclass(cls, k)), UNEXPECTED)
     return name, str(recorded.get("message", "")), dict(recorded.get("details", {})), code
-
-
-def _error_classes() -> dict[str, type[RegistryError]]:
-    found: dict[str, type[RegistryError]] = {}
-    pending: list[type[RegistryError]] = [RegistryError]
-    while pending:
-        cls = pending.pop()
-        found.setdefault(cls.code, cls)
-        pending.extend(cls.__subclasses__())
-    return found
 
 
 def _report(out: Output, outcome: JobOutcome) -> None:

@@ -24,7 +24,7 @@ The classes live by category in `refused`, `conflicts` and `missing`, their form
 import them from `registry.errors`.
 """
 
-from registry.errors.base import ATTRIBUTE_ONLY, RegistryError
+from registry.errors.base import ATTRIBUTE_ONLY, RegistryError, all_errors, by_code
 from registry.errors.conflicts import (
     Conflict,
     DraftKept,
@@ -141,6 +141,8 @@ __all__ = [
     "VersionNotFound",
     "VersionUnavailable",
     "WorkspaceBusy",
+    "all_errors",
+    "by_code",
 ]
 
 # Every error names its public home: reprs, tracebacks and pickles say `registry.errors.X`.

@@ -18,8 +18,13 @@ class RegistryError(Exception):
     template: ClassVar[str] = ""
 
     def __init_subclass__(cls, *, code: str, **kwargs: Any) -> None:
-        # Every class names its own code: a subclass cannot silently reuse its base's.
+        # Every class names its own code: a subclass cannot silently reuse its base's, and
+        # no two classes share one (`by_code` is the one table from codes to classes).
         super().__init_subclass__(**kwargs)
+        taken = _BY_CODE.setdefault(code, cls)
+        if taken is not cls:
+            msg = f"error code {code!r} of {cls.__qualname__} is {taken.__qualname__}'s"
+            raise TypeError(msg)
         cls.code = code
 
     def __post_init__(self) -> None:
@@ -40,6 +45,19 @@ class RegistryError(Exception):
         # `BaseException` pickles as `cls(*args)`, which would hand the message to a
         # constructor that takes fields: rebuild without `__init__`, then restore `__dict__`.
         return (_rebuild, (type(self), self.args), self.__dict__)
+
+
+_BY_CODE: Final[dict[str, type[RegistryError]]] = {}
+
+
+def by_code(code: str) -> type[RegistryError] | None:
+    """The error class whose `code` is `code` (a problem document's, a recorded job's)."""
+    return _BY_CODE.get(code)
+
+
+def all_errors() -> tuple[type[RegistryError], ...]:
+    """Every error class, `RegistryError` first, then in the order they were defined."""
+    return (RegistryError, *_BY_CODE.values())
 
 
 def _rebuild(cls: type[RegistryError], args: tuple[object, ...]) -> RegistryError:

@@ -137,15 +137,11 @@ def problem(
     return JSONResponse(body, status_code=status, headers=all_headers, media_type=PROBLEM_JSON)
 
 
-def _subclasses(cls: type[errors.RegistryError]) -> list[type[errors.RegistryError]]:
-    return [cls, *(s for sub in cls.__subclasses__() for s in _subclasses(sub))]
-
-
 def _client_codes() -> frozenset[str]:
     # Each class's status, decided by the table on a bare instance (no fields needed).
     return frozenset(
         cls.code
-        for cls in _subclasses(errors.RegistryError)
+        for cls in errors.all_errors()
         if status_for(cls.__new__(cls)) < HTTPStatus.INTERNAL_SERVER_ERROR
     )
 

@@ -27,6 +27,8 @@ from registry.errors import (
     StorageUnavailable,
     Unauthenticated,
     WorkspaceBusy,
+    all_errors,
+    by_code,
 )
 
 
@@ -84,6 +86,21 @@ def test_every_class_names_its_own_code_and_no_two_share_one():
         assert "code" in vars(cls), cls
     counts = Counter(cls.code for cls in ERRORS)
     assert {code for code, n in counts.items() if n > 1} == SHARED_CODES
+
+
+def test_one_table_maps_every_code_to_its_class():
+    assert set(all_errors()) == set(ERRORS)
+    for cls in ERRORS[1:]:
+        assert by_code(cls.code) is cls
+    assert by_code("registry_error") is None  # the base is no answer a client can rebuild
+    assert by_code("no_such_code") is None
+
+
+def test_a_second_class_cannot_take_a_code():
+    with pytest.raises(TypeError, match="head_conflict"):
+
+        class Again(RegistryError, code="head_conflict"):
+            """A second class under a taken code."""
 
 
 @pytest.mark.parametrize("cls", ERRORS, ids=lambda c: c.__name__)

@@ -40,6 +40,7 @@ from registry.errors import (
     RemoteRefused,
     StorageUnavailable,
     Unauthenticated,
+    by_code,
 )
 
 KiB: Final = 1024
@@ -241,20 +242,10 @@ def failure(
     return RegistryError(f"{method} {path}: the registry answered {said}")
 
 
-def _error_classes(cls: type[RegistryError]) -> dict[str, type[RegistryError]]:
-    found = {cls.code: cls}
-    for sub in cls.__subclasses__():
-        found |= _error_classes(sub)
-    return found
-
-
-_BY_CODE: Final = _error_classes(RegistryError)
-
-
 def _rebuild(code: str, details: dict[str, Any], detail: str) -> RegistryError | None:
     """The registry error named by a problem's `code`, from its `details` if it has fields."""
-    cls = _BY_CODE.get(code)
-    if cls is None or cls is RegistryError:
+    cls = by_code(code)
+    if cls is None:
         return None
     shown = {str(k): visible(v) if isinstance(v, str) else v for k, v in details.items()}
     try:
