@@ -76,7 +76,7 @@ MATERIALIZE_POINTS: Final = (
     "reconcile.skill_done",  # one skill is finished
 )
 
-# The remote source of `skillreg sync` (services/materialize/remote.py).
+# The remote source of `skillreg sync` (registry/client/remote.py).
 SYNC_POINTS: Final = (
     "sync.state_saved",  # the desired state fetched (200) is saved in .skillreg/remote.json
     "sync.blob_fetched",  # a blob was downloaded and verified, not yet in the cache

@@ -28,6 +28,7 @@ ALLOWED = {
     "blobstore": ("blobstore",),
     "registry.db": ("registry.db", "registry.domain", "registry.errors"),
     "registry.failpoints": (),
+    "registry.wire": ("registry.domain",),
     "registry.settings": ("registry.domain",),
     "registry.services": (
         "registry.services",
@@ -36,6 +37,7 @@ ALLOWED = {
         "registry.errors",
         "registry.failpoints",
         "registry.settings",
+        "registry.wire",
         "blobstore",
     ),
 }

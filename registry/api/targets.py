@@ -4,21 +4,46 @@ A remote reconciler asks for a scope's desired state (with its target's registra
 records, under one entity tag), registers its target, and records what it applied, each
 skill's record a compare-and-swap. `Registry.reconcile` does the same through the database;
 the records land in the same tables, so `skillreg status` shows both kinds of target.
+
+Every method takes and returns the protocol's own JSON models (`registry.wire`), so the
+HTTP routes only move them between the network and this namespace.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from registry.domain.model import Scope
 from registry.services.context import Context
 from registry.services.materialize import applied, desired
-from registry.services.materialize.desired import Served
-from registry.services.materialize.source import Applied, Change, Place
+from registry.services.materialize.exchange import (
+    applied_of,
+    applied_record,
+    change_of,
+    desired_skill,
+    target_place,
+)
+from registry.services.materialize.source import Place
+from registry.wire import (
+    DesiredState,
+    RecordRequest,
+    RecordResult,
+    TargetRegistered,
+    TargetRegistration,
+)
 
 
 def _never(_: str) -> bool:
     return False
+
+
+@dataclass(frozen=True)
+class ServedState:
+    """A scope's desired state and its entity tag; `state` is None when the caller had it."""
+
+    tag: str
+    state: DesiredState | None
 
 
 class Targets:
@@ -33,37 +58,56 @@ class Targets:
         *,
         target_id: str | None = None,
         matches: Callable[[str], bool] = _never,
-    ) -> Served:
+    ) -> ServedState:
         """The desired state of `scope` (heads; manifests of those in use) and its tag.
 
         With `target_id`, also that target's registration and records. If `matches(tag)`
-        (the caller has this representation already), nothing else is read:
-        `Served.unchanged`.
+        (the caller has this representation already), nothing else is read and `state`
+        is None.
         """
-        return await desired.serve(self.ctx, scope, target_id, matches)
+        served = await desired.serve(self.ctx, scope, target_id, matches)
+        if served.unchanged:
+            return ServedState(served.tag, None)
+        state = DesiredState(
+            workspace=scope.workspace,
+            agent=scope.agent,
+            etag=served.tag,
+            skills=[desired_skill(h) for h in served.heads],
+            target=None if served.place is None else target_place(served.place),
+            applied=[applied_record(a) for a in served.applied],
+        )
+        return ServedState(served.tag, state)
 
-    async def register(self, scope: Scope, place: Place) -> bool:
-        """Bind the target to `scope`, or record where it is now; True if that changed.
+    async def register(
+        self, workspace: str, target_id: str, registration: TargetRegistration
+    ) -> TargetRegistered:
+        """Bind the target to its scope, or record where it is now (`changed` if that did).
 
         `TargetMismatch` if it is bound to another agent; `StateConflict` if its id is
         taken in another workspace.
         """
-        return await applied.register(self.ctx, scope, place)
+        scope = Scope(workspace, registration.agent)
+        place = Place(target_id, registration.path, registration.host, registration.mode)
+        changed = await applied.register(self.ctx, scope, place)
+        return TargetRegistered(agent=scope.agent, target=target_place(place), changed=changed)
 
     async def record(
-        self,
-        workspace: str,
-        target_id: str,
-        *,
-        expected: Applied | None,
-        new: Applied,
-        change: Change,
-    ) -> bool:
-        """Record `new` for a skill of the target if its record is still `expected`.
+        self, workspace: str, target_id: str, slug: str, request: RecordRequest
+    ) -> RecordResult:
+        """Record `request.record` for `slug` of the target if its record is `expected`.
 
-        True if it changed (one outbox event); False if it already said so. `TargetNotFound`
-        if the target is not registered in `workspace`; `StateConflict` if the record moved.
+        `changed` if it did (one outbox event); false if it already said so.
+        `TargetNotFound` if the target is not registered in `workspace`; `StateConflict` if
+        the record moved.
         """
-        return await applied.record_remote(
-            self.ctx, workspace, target_id, new.slug, expected=expected, new=new, change=change
+        new = applied_of(request.record, slug)
+        changed = await applied.record_remote(
+            self.ctx,
+            workspace,
+            target_id,
+            slug,
+            expected=None if request.expected is None else applied_of(request.expected, slug),
+            new=new,
+            change=change_of(request),
         )
+        return RecordResult(record=applied_record(new), changed=changed)

@@ -50,7 +50,7 @@ from registry.http.schemas import (
     Problem,
     UpdateRequest,
 )
-from registry.services.materialize.wire import RecordRequest, TargetRegistration
+from registry.wire import RecordRequest, TargetRegistration
 
 TITLE: Final = "skill-registry"
 DESCRIPTION: Final = (

@@ -23,8 +23,8 @@ from registry.domain.model import Origin
 from registry.http.app import create_app
 from registry.http.auth import CATALOG_PUBLISH, ROLES
 from registry.http.preconditions import entity_tag
-from registry.services.materialize.source import Place
 from registry.settings import Settings
+from registry.wire import TargetRegistration
 from tests.corpus.archives import LISTING, good_zip, tar_of
 from tests.http.helpers import digest, form, publish, raw
 from tests.support.packages import package
@@ -211,7 +211,8 @@ async def _register_target(_served, w: str, n: str):
 
 async def _record_applied(served, w: str, n: str):
     target_id = _target_id(n)
-    await served.registry.targets.register(ACME, Place(target_id, f"/srv/{n}", "host", "link"))
+    registration = TargetRegistration(agent="personal", path=f"/srv/{n}", host="host", mode="link")
+    await served.registry.targets.register(ACME.workspace, target_id, registration)
     record = {"manifest_hash": None, "version": None, "outcome": "removed", "error": None}
     body = {"expected": None, "record": record, "action": "removed"}
     return "PUT", f"/v1/workspaces/{w}/targets/{target_id}/skills/demo", {"json": body}

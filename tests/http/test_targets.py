@@ -12,7 +12,7 @@ from typing import get_args
 
 import pytest
 
-from registry.services.materialize import wire
+from registry import wire
 from registry.services.materialize.reconcile import ACTIONS
 from registry.services.materialize.source import OUTCOMES
 from tests.http.helpers import publish

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from registry import ANY, ReconcileReport, Registry, Scope
+from registry.client import Sync
 from registry.failpoints import NO_FAILPOINTS, Failpoints
 from registry.http.app import create_app
-from registry.services.materialize.sync import Sync
 from tests.support import packages
 from tests.support.appserver import AppServer, Faults
 from tests.support.packages import as_bytes, package

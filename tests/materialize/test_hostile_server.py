@@ -17,6 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from registry.client import Sync
+from registry.client.http import Bounds, check_url, is_loopback
 from registry.domain.limits import Limits
 from registry.domain.model import Scope
 from registry.errors import (
@@ -26,9 +28,7 @@ from registry.errors import (
     RemoteRefused,
     StorageUnavailable,
 )
-from registry.services.materialize.client import Bounds, check_url, is_loopback
 from registry.services.materialize.reconcile import ReconcileReport
-from registry.services.materialize.sync import Sync
 from tests.support.hostile import HostileRegistry, Reply, endless, skill_md, trickle
 from tests.support.targets import load_skill
 

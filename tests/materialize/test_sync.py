@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+from registry.client import Backoff
 from registry.errors import NotFound, TargetMismatch, Unauthenticated
 from registry.services.materialize.lockfile import LockedSkill, LockFile
-from registry.services.materialize.sync import Backoff
 from tests.http.helpers import digest, raw
 from tests.materialize.conftest import expected_files, publish
 from tests.support.appserver import Rule

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from blobstore.local import LocalBlobStore
 from registry.api import Registry
+from registry.client import Sync
 from registry.db.engine import create_engine
 from registry.domain.model import Scope
-from registry.services.materialize.sync import Sync
 from registry.settings import Settings
 
 

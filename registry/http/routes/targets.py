@@ -35,15 +35,11 @@ from registry.http.routes.common import (
     make_scope,
     problems,
 )
-from registry.services.materialize.source import Place
-from registry.services.materialize.wire import (
+from registry.wire import (
     TARGET_ID_PATTERN,
-    AppliedRecord,
-    DesiredSkill,
     DesiredState,
     RecordRequest,
     RecordResult,
-    TargetPlace,
     TargetRegistered,
     TargetRegistration,
 )
@@ -90,17 +86,9 @@ async def get_desired(
         make_scope(workspace, agent), target_id=target, matches=matches
     )
     headers = {"ETag": served.tag, "Cache-Control": "no-cache"}
-    if served.unchanged:
+    if served.state is None:
         return Response(status_code=304, headers=headers)
-    body = DesiredState(
-        workspace=served.scope.workspace,
-        agent=served.scope.agent,
-        etag=served.tag,
-        skills=[DesiredSkill.of(h) for h in served.heads],
-        target=None if served.place is None else TargetPlace.of(served.place),
-        applied=[AppliedRecord.of(a) for a in served.applied],
-    )
-    return JSONResponse(body.model_dump(mode="json"), headers=headers)
+    return JSONResponse(served.state.model_dump(mode="json"), headers=headers)
 
 
 @router.put(
@@ -124,10 +112,7 @@ async def register_target(
     """
     del caller
     body = await json_body(request, TargetRegistration)
-    scope = make_scope(workspace, body.agent)
-    place = Place(target_id, body.path, body.host, body.mode)
-    changed = await registry_of(request).targets.register(scope, place)
-    return TargetRegistered(agent=scope.agent, target=TargetPlace.of(place), changed=changed)
+    return await registry_of(request).targets.register(workspace, target_id, body)
 
 
 @router.put(
@@ -153,12 +138,4 @@ async def record_applied(
     """
     del caller
     body = await json_body(request, RecordRequest)
-    new = body.record.applied(slug)
-    changed = await registry_of(request).targets.record(
-        workspace,
-        target_id,
-        expected=None if body.expected is None else body.expected.applied(slug),
-        new=new,
-        change=body.change(),
-    )
-    return RecordResult(record=AppliedRecord.of(new), changed=changed)
+    return await registry_of(request).targets.record(workspace, target_id, slug, body)

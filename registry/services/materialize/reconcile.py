@@ -21,7 +21,7 @@ on. One reconciler works on a target at a time (`target`). Drift is found by `dr
 The desired state, the blobs and the records come from a `Source` (`source.py`): the
 engine here (`materialize`) is the same for both of them. `reconcile` reads the database and
 the blob store (`direct.py`); `skillreg sync` speaks the registry's HTTP API and keeps a
-local blob cache (`remote.py`, `sync.py`).
+local blob cache (`registry.client`).
 """
 
 from __future__ import annotations
@@ -218,9 +218,10 @@ async def materialize(
     `reconcile` and `sync` are this with their own source; `adopter` (if any) publishes
     drift instead of repairing it; `bind=False` refuses to bind a new target to `scope`
     (`ScopeNotFound`). Every slug and every package written passes the registry's rules
-    again, within `limits` (defence in depth: `admission.py` says why). `run_deadline`
-    (seconds) bounds the run once the target is locked: past it, the filesystem step in
-    flight finishes (old or new package, never a mix) and `RunTimeout` is raised.
+    again, within `limits` (defence in depth: `registry/client/admission.py` says
+    why). `run_deadline` (seconds) bounds the run once the target is locked: past it,
+    the filesystem step in flight finishes (old or new package, never a mix) and
+    `RunTimeout` is raised.
     """
     if lock is not None:
         lock.check_scope(scope)

@@ -14,12 +14,12 @@ from registry.services.materialize.drift import DriftItem
 from registry.services.materialize.source import (
     APPLIED,
     FAILED,
-    MAX_ERROR,
     REMOVED,
     Applied,
     Change,
     Source,
 )
+from registry.wire import MAX_ERROR
 
 
 class Records:

@@ -11,9 +11,9 @@ registry goes through one `Source`:
     finish   the run is over (a source with a cache trims it to the desired state)
 
 Two sources implement it: `direct.DirectSource` reads the database and the blob store
-(`skillreg reconcile`); `remote.RemoteSource` speaks the registry's HTTP API and keeps a
-local content-addressed cache of blobs (`skillreg sync`). The reconciler cannot tell them
-apart, so both give the same guarantees and the same report.
+(`skillreg reconcile`); `registry.client.remote.RemoteSource` speaks the registry's HTTP
+API and keeps a local content-addressed cache of blobs (`skillreg sync`). The reconciler
+cannot tell them apart, so both give the same guarantees and the same report.
 
 Adopting an edit (publishing the disk's package as a new version) needs the registry's
 write path with origin `out_of_band`, which only the direct source has: it is a separate
@@ -32,13 +32,12 @@ from registry.errors import LockMismatch, NotInUse, RegistryError, SkillNotFound
 from registry.services.materialize.drift import DriftItem
 from registry.services.materialize.lockfile import LockFile
 from registry.services.materialize.target import Target
+from registry.wire import MAX_DRIFT_IN_EVENT
 
 APPLIED: Final = "applied"
 REMOVED: Final = "removed"
 FAILED: Final = "failed"
 OUTCOMES: Final = (APPLIED, REMOVED, FAILED)
-MAX_DRIFT_IN_EVENT: Final = 100
-MAX_ERROR: Final = 2000  # characters of an error message a record keeps
 
 
 @dataclass(frozen=True)

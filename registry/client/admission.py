@@ -17,7 +17,7 @@ host's own package limits:
 So a path like `../../etc/x`, an absolute path or slug, a NUL or a control character, a
 file that declares more bytes than a package may hold, never reaches the engine as
 something to write, move or remove. The engine checks slugs and manifests again
-(`reconcile._Run`), for the database source too.
+(`services/materialize/reconcile.py`), for the database source too.
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ from registry.errors import (
     RegistryError,
     RemoteRefused,
 )
+from registry.services.materialize.exchange import applied_of, head_of
 from registry.services.materialize.source import Applied, Head
-from registry.services.materialize.wire import DesiredFile, DesiredState
+from registry.wire import DesiredFile, DesiredState
 
 RULE_DUPLICATE_SLUG = "duplicate_slug"
 RULE_WRONG_SCOPE = "wrong_scope"
@@ -70,11 +71,11 @@ def admit(state: DesiredState, limits: Limits) -> Admitted:
             blocked[skill.slug] = exc
             continue
         try:
-            heads[skill.slug] = skill.head(manifest)
+            heads[skill.slug] = head_of(skill, manifest)
         except ValueError as exc:
             raise Inconsistency(f"the registry's desired state: {exc}") from None
     applied = {
-        a.slug: a.applied(a.slug) for a in _unique("applied records", state.applied, refused)
+        a.slug: applied_of(a, a.slug) for a in _unique("applied records", state.applied, refused)
     }
     return Admitted(heads, blocked, applied, tuple(refused))
 

@@ -34,19 +34,15 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from blobstore import BlobCorrupted, BlobNotFound
 from blobstore.local import LocalBlobStore
+from registry.client.admission import RULE_WRONG_SCOPE, Admitted, admit, received_manifest
+from registry.client.http import RULE_MALFORMED, RegistryClient
 from registry.domain.display import visible
 from registry.domain.limits import Limits
 from registry.domain.manifest import Manifest
 from registry.domain.model import PackageFile, Scope
 from registry.errors import Inconsistency, RemoteRefused
 from registry.failpoints import NO_FAILPOINTS, Failpoints
-from registry.services.materialize.admission import (
-    RULE_WRONG_SCOPE,
-    Admitted,
-    admit,
-    received_manifest,
-)
-from registry.services.materialize.client import RULE_MALFORMED, RegistryClient
+from registry.services.materialize.exchange import place_of, record_request
 from registry.services.materialize.lockfile import LockFile
 from registry.services.materialize.source import (
     Applied,
@@ -58,12 +54,7 @@ from registry.services.materialize.source import (
     resolve,
 )
 from registry.services.materialize.target import Target
-from registry.services.materialize.wire import (
-    DesiredFile,
-    DesiredState,
-    RecordRequest,
-    TargetRegistration,
-)
+from registry.wire import DesiredFile, DesiredState, TargetRegistration
 
 T = TypeVar("T")
 
@@ -138,7 +129,7 @@ class RemoteSource:
         self._saved = await _settled(self._load, target)
         state, admitted = await self._desired(target)
         place = Place.of(target)
-        if state.target is None or state.target.place() != place:
+        if state.target is None or place_of(state.target) != place:
             await self._register(place)
         self._pins = {}
         wanted = await resolve(admitted.heads, lock, self._pinned)
@@ -246,7 +237,7 @@ class RemoteSource:
     async def record(self, *, expected: Applied | None, new: Applied, change: Change) -> None:
         target = self._target
         assert target is not None, "begin() first"
-        body = RecordRequest.of(expected=expected, new=new, change=change)
+        body = record_request(expected=expected, new=new, change=change)
         await self.client.request(
             "PUT",
             f"{self._base}/targets/{target.target_id}/skills/{new.slug}",

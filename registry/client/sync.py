@@ -25,6 +25,8 @@ from typing import Final, NoReturn, Self
 import httpx
 
 from blobstore import BlobStoreError
+from registry.client.http import RULE_RUN_DEADLINE, Bounds, RegistryClient
+from registry.client.remote import RemoteSource
 from registry.domain.limits import Limits
 from registry.domain.model import Scope
 from registry.errors import (
@@ -36,10 +38,8 @@ from registry.errors import (
     TargetMismatch,
 )
 from registry.failpoints import NO_FAILPOINTS, Failpoints
-from registry.services.materialize.client import RULE_RUN_DEADLINE, Bounds, RegistryClient
 from registry.services.materialize.lockfile import LockFile
 from registry.services.materialize.reconcile import ReconcileReport, RunTimeout, materialize
-from registry.services.materialize.remote import RemoteSource
 
 # No retry fixes these: the loop stops and says why.
 PERMANENT: Final = (TargetMismatch, TargetInvalid, LockFileInvalid, InvalidName)
@@ -84,7 +84,7 @@ class Sync:
         bounds: Bounds | None = None,
         allow_plain_http: bool = False,
     ) -> None:
-        """Sync `target` from the registry at `url` (see `client.py` for what it refuses).
+        """Sync `target` from the registry at `url` (see `http.py` for what it refuses).
 
         `limits` are the host's package limits (what it takes from the registry);
         `bounds` how much and how long; `allow_plain_http` accepts http:// to another
