@@ -66,9 +66,10 @@ console-screenshots: install browser-deps ## regenerate the screenshots of docs/
 	rm -f docs/console/*.png
 	SKILLREG_CONSOLE_SCREENSHOTS=docs/console $(BIN)/pytest -q tests/console/browser -k "not postgresql"
 
-lint: install ## ruff lint and format check
+lint: install ## ruff lint and format check; the import contracts (import-linter)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 format: install ## apply ruff's formatter and autofixes
 	$(BIN)/ruff format .

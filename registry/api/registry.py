@@ -25,7 +25,7 @@ from registry.api.targets import Targets
 from registry.api.tokens import Tokens
 from registry.api.uploads import Uploads
 from registry.bootstrap import build_blobstore, build_engine
-from registry.db.migrate import current_revision, head_revision, upgrade
+from registry.db.migrate import current_revision, ensure_database, head_revision, upgrade
 from registry.domain.approvals import FindingRef
 from registry.domain.clock import Clock, SystemClock
 from registry.domain.model import ExpectedHead, FileInput, Origin, PackageFile, Publication, Scope
@@ -48,6 +48,7 @@ from registry.services.ops import status
 from registry.services.ops.status import Status
 from registry.services.read import Package, PackageInfo, SkillPage
 from registry.services.write import edit, pending, restore
+from registry.services.write.content import check_metadata
 from registry.services.write.publish import write_package
 from registry.services.write.request import WriteRequest
 from registry.services.write.retry import Change, write_with_retry
@@ -137,6 +138,26 @@ class Registry(OwnerControls, Searching):
         """Create or upgrade the database schema and create the blob store (idempotent)."""
         await self.blobs.ensure()
         await upgrade(self.engine)
+
+    @staticmethod
+    async def ensure_database(database_url: str) -> bool:
+        """Create the PostgreSQL database `database_url` names if missing; True if it was.
+
+        Only if the role may create databases; SQLite files are made when first opened.
+        """
+        return await ensure_database(database_url)
+
+    async def revision(self) -> str | None:
+        """The database's migration revision; None before the first migration."""
+        return await current_revision(self.engine)
+
+    def check_metadata(self, fields: Mapping[str, str | None]) -> None:
+        """Refuse a caller's text fields (an actor, a reason, a key) holding a credential.
+
+        `ContentBlocked` naming `meta:<field>`, never the value; the same check the write
+        path applies to a version's message and sources.
+        """
+        check_metadata(self.ctx.scanner, [(k, v) for k, v in fields.items() if v])
 
     async def check_schema(self) -> None:
         """Raise `NotInitialized` unless the database is at the newest revision."""

@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from registry.api.types import ExclusionReport, SkillStatus
 from registry.cli.common import (
     CliState,
     agent_option,
@@ -19,8 +20,6 @@ from registry.cli.common import (
 )
 from registry.cli.history import actor_option, parse_skill
 from registry.cli.output import Output
-from registry.services.history.controls import SkillStatus
-from registry.services.history.exclusions import ExclusionReport
 
 
 def render_status(status: SkillStatus, console: Console) -> None:

@@ -8,11 +8,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from registry.api.types import DiscoveryIndex, DiscoverySettings
 from registry.cli.common import CliState, agent_option, json_option, make_scope, run_async
 from registry.cli.output import Output, human_size
 from registry.errors import NotFound
-from registry.services.discovery.index import DiscoveryIndex
-from registry.services.discovery.settings import DiscoverySettings
 
 workspace_option = click.option("--workspace", "-w", required=True, help="The workspace.")
 actor_option = click.option("--actor", default="cli", show_default=True, help="Who acts.")

@@ -8,13 +8,11 @@ from typing import Final
 import click
 from rich.console import Console
 
+from registry.api.types import FsckReport, GcFigures, GcReport
 from registry.cli.common import CliState, json_option, run_async
 from registry.cli.exits import exit_code
 from registry.cli.output import Output, human_size, to_jsonable
 from registry.errors import Inconsistency
-from registry.services.gc.collect import GcReport
-from registry.services.gc.figures import GcFigures
-from registry.services.gc.fsck import FsckReport
 
 _UNITS: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 _PART: Final = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")

@@ -8,6 +8,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from registry.api.types import DiffTarget, FileChange, HistoryPage, PackageDiff, ProposalRef
 from registry.cli.common import (
     VERSION,
     CliState,
@@ -22,8 +23,6 @@ from registry.cli.common import (
 )
 from registry.cli.output import Output, human_size
 from registry.domain.model import Publication
-from registry.services.history.diff import DiffTarget, FileChange, PackageDiff, ProposalRef
-from registry.services.history.versions import HistoryPage
 
 actor_option = click.option("--actor", default="cli", show_default=True, help="Who acts.")
 

@@ -18,6 +18,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from registry.api.folders import read_folder
+from registry.api.types import (
+    PROPOSAL_KINDS,
+    DecisionOutcome,
+    DecisionRequest,
+    PendingWriteInfo,
+    ProposalPage,
+    SuppressionInfo,
+)
 from registry.cli.common import (
     FOLDER,
     ROW_ID,
@@ -32,14 +41,8 @@ from registry.cli.common import (
 )
 from registry.cli.history import actor_option, publication_dict
 from registry.cli.output import Output, human_size
-from registry.db.tables import PROPOSAL_KINDS
 from registry.domain.model import check_scope_name
 from registry.errors import InvalidName
-from registry.services.history.decisions import DecisionOutcome, DecisionRequest
-from registry.services.history.proposals import ProposalPage
-from registry.services.history.suppressions import SuppressionInfo
-from registry.services.materialize.folder import read_folder
-from registry.services.write.pending import PendingWriteInfo
 
 
 def _workspace(value: str) -> str:

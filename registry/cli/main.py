@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from registry import __version__
+from registry.api import Registry
 from registry.cli import (
     controls,
     discovery,
@@ -32,7 +33,6 @@ from registry.cli import (
 )
 from registry.cli.common import CliState, json_option, redact, run_async, settings_with
 from registry.cli.output import Output
-from registry.db.migrate import current_revision, ensure_database
 
 _JSON = "skillreg.json"  # the context's meta key: the command line asked for --json
 
@@ -115,9 +115,9 @@ async def init(state: CliState, out: Output) -> None:
 
     A PostgreSQL database that does not exist is created first, if the role may.
     """
-    created = await ensure_database(state.settings.database_url)
+    created = await Registry.ensure_database(state.settings.database_url)
     async with state.open(initialize=True) as reg:
-        revision = await current_revision(reg.engine)
+        revision = await reg.revision()
     data = {
         "database_url": redact(state.settings.database_url),
         "blob_url": state.settings.blob_url,

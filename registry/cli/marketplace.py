@@ -25,6 +25,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from registry.api import Registry
+from registry.api.folders import read_folder
+from registry.api.types import DEFAULT_ACTOR, POLICIES, JobOutcome, JobRow, Policy
 from registry.cli.common import (
     FOLDER,
     ROW_ID,
@@ -41,12 +43,8 @@ from registry.cli.common import (
 from registry.cli.exits import EXIT_CODES, UNEXPECTED, exit_code
 from registry.cli.output import Output, human_size, to_jsonable
 from registry.cli.packages import _pub, _publication_line, parse_expect
-from registry.db.jobs import JobRow
 from registry.domain.numbers import MAX_VERSION
 from registry.errors import RegistryError, by_code
-from registry.services.marketplace.install import DEFAULT_ACTOR, POLICIES, Policy
-from registry.services.marketplace.jobs import JobOutcome
-from registry.services.materialize.folder import read_folder
 
 _STATUSES = ("queued", "running", "succeeded", "failed")
 

@@ -12,6 +12,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from registry.api.folders import read_folder, write_folder
+from registry.api.types import PackageInfo, SkillPage
 from registry.cli.common import (
     FOLDER,
     OUTPUT_FOLDER,
@@ -29,8 +31,6 @@ from registry.cli.output import Output, human_size
 from registry.domain.approvals import FindingRef
 from registry.domain.model import ANY, ExpectedHead, Origin, PackageFile, Publication
 from registry.domain.numbers import MAX_VERSION
-from registry.services.materialize.folder import read_folder, write_folder
-from registry.services.read import PackageInfo, SkillPage
 
 
 def parse_expect(value: str | None) -> ExpectedHead:

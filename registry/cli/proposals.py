@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from registry.api.folders import read_folder
+from registry.api.types import Changes, Decision, DecisionResult, ProposalDetail, ProposalPage
 from registry.cli.common import (
     FOLDER,
     ROW_ID,
@@ -23,14 +25,6 @@ from registry.cli.common import (
 )
 from registry.cli.history import actor_option, publication_dict, render_changes
 from registry.cli.output import Output, human_size
-from registry.services.history.proposals import (
-    Changes,
-    Decision,
-    DecisionResult,
-    ProposalDetail,
-    ProposalPage,
-)
-from registry.services.materialize.folder import read_folder
 
 
 @click.group()

@@ -17,6 +17,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from registry.api.types import LockFile, ReconcileReport, SkillOutcome
 from registry.cli.common import (
     FOLDER,
     CliState,
@@ -28,8 +29,6 @@ from registry.cli.common import (
 from registry.cli.exits import UNEXPECTED, exit_code
 from registry.cli.output import Output
 from registry.domain.display import visible
-from registry.services.materialize.lockfile import LockFile
-from registry.services.materialize.reconcile import ReconcileReport, SkillOutcome
 
 _DRIFT_SHOWN = 20  # drift lines per skill in the human report (JSON has them all)
 _STYLE = {

@@ -6,6 +6,7 @@ import click
 from rich.console import Console
 from rich.text import Text
 
+from registry.api.types import DEFAULT_LIMIT, MAX_LIMIT, SearchHit, SearchResults
 from registry.cli.common import (
     CliState,
     DecimalRange,
@@ -15,7 +16,6 @@ from registry.cli.common import (
     run_async,
 )
 from registry.cli.output import Output
-from registry.services.search.query import DEFAULT_LIMIT, MAX_LIMIT, SearchHit, SearchResults
 
 
 def _snippet(hit: SearchHit) -> Text:

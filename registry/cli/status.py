@@ -10,10 +10,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from registry.api.types import Status
 from registry.cli.common import CliState, json_option, make_scope, run_async
 from registry.cli.gc import render_figures
 from registry.cli.output import Output
-from registry.services.ops.status import Status
 
 
 @click.command()

@@ -19,14 +19,13 @@ from pathlib import Path
 import click
 
 from registry import __version__
+from registry.api.types import UNCHANGED, LockFile, ReconcileReport
 from registry.cli.common import CliState, json_option, make_scope, run_async
 from registry.cli.output import Output, to_jsonable
 from registry.cli.reconcile import failure_code, render_report, report_dict, target_options
 from registry.client import Backoff, Bounds, Sync
 from registry.domain.display import visible
 from registry.domain.model import Scope
-from registry.services.materialize.lockfile import LockFile
-from registry.services.materialize.reconcile import UNCHANGED, ReconcileReport
 
 
 @click.command()

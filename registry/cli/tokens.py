@@ -8,10 +8,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from registry.api.types import TokenInfo
 from registry.cli.common import CliState, json_option, run_async
 from registry.cli.output import Output
 from registry.domain.access import Role
-from registry.services.ops.tokens import TokenInfo
 
 
 def _info(info: TokenInfo) -> dict[str, Any]:

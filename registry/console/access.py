@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from registry.api.types import TokenInfo
 from registry.domain.access import Role
-from registry.services.ops.tokens import TokenInfo
 
 ROLES: Final[dict[str, Role | None]] = {
     # no token: the entrance and the way out (the forms still carry a CSRF token)

@@ -18,12 +18,15 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from registry.api import Registry
+from registry.api.types import (
+    Decision,
+    DecisionRequest,
+    ProposalSummary,
+    SearchHit,
+    SkillSummary,
+    VersionSummary,
+)
 from registry.domain.model import Scope
-from registry.services.history.decisions import DecisionRequest
-from registry.services.history.proposals import Decision, ProposalSummary
-from registry.services.history.versions import VersionSummary
-from registry.services.read import SkillSummary
-from registry.services.search.query import SearchHit
 
 # Pages of a listing the console reads at most per agent; past that it says so.
 SKILLS_PER_AGENT: Final = 200

@@ -24,10 +24,10 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from registry.api import Registry
+from registry.api.types import TokenInfo
 from registry.domain.access import Role
 from registry.errors import Forbidden, Unauthenticated
 from registry.http.problems import HttpProblem
-from registry.services.ops.tokens import TokenInfo
 
 # Route name (operation id) -> the role it needs; None: no token at all.
 ROLES: Final[dict[str, Role | None]] = {

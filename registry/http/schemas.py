@@ -10,17 +10,23 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from registry.api.types import (
+    GcFigures,
+    JobFigures,
+    JobPage,
+    JobRow,
+    LearningStatus,
+    ListingVersion,
+    ManifestFile,
+    MaterializationFigures,
+    PackageInfo,
+    SkillPage,
+)
 from registry.domain.manifest import Manifest
 from registry.domain.model import Publication, Scope
 from registry.domain.numbers import MAX_ID, MAX_VERSION
 from registry.http.preconditions import entity_tag
 from registry.http.problems import public_error
-from registry.services.gc.figures import GcFigures
-from registry.services.marketplace.catalog import ListingVersion
-from registry.services.marketplace.jobs import JobPage, JobRow
-from registry.services.ops.health import JobFigures, LearningStatus, MaterializationFigures
-from registry.services.read import PackageInfo, SkillPage
-from registry.services.write.uploads import ManifestFile
 
 DIGEST_PATTERN: Final = r"^[0-9a-f]{64}$"
 # A slug is 1-64 letters, digits and hyphens, Unicode letters included (docs/package-format.md):

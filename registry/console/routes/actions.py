@@ -14,6 +14,7 @@ from fastapi import APIRouter, Request
 from starlette.datastructures import FormData
 from starlette.responses import Response
 
+from registry.api.types import ProposalRef
 from registry.console.render import url
 from registry.console.routes.skill import SKILL, skill_context
 from registry.console.routing import (
@@ -39,7 +40,6 @@ from registry.errors import (
     RefusedInput,
     StateConflict,
 )
-from registry.services.history.diff import ProposalRef
 
 router = APIRouter(prefix="/console", route_class=ConsoleRoute, include_in_schema=False)
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from registry.api.types import CopyStatus
 from registry.console import workspace as ws
 from registry.console.render import url
 from registry.console.routing import (
@@ -21,7 +22,6 @@ from registry.console.routing import (
 )
 from registry.domain.model import Scope, check_scope_name
 from registry.errors import InvalidName
-from registry.services.marketplace.copies import CopyStatus
 
 router = APIRouter(prefix="/console", route_class=ConsoleRoute, include_in_schema=False)
 

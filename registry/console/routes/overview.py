@@ -9,6 +9,7 @@ from typing import Any, get_args
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from registry.api.types import Decision
 from registry.console import workspace as ws
 from registry.console.render import url
 from registry.console.routing import (
@@ -19,7 +20,6 @@ from registry.console.routing import (
     viewer_of,
 )
 from registry.domain.numbers import MAX_ID, decimal
-from registry.services.history.proposals import Decision
 
 router = APIRouter(prefix="/console", route_class=ConsoleRoute, include_in_schema=False)
 

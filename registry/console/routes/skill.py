@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from registry.api.types import DiffTarget, Package, ProposalRef
 from registry.console.render import has_hidden
 from registry.console.routing import ConsoleRoute, message_page, page, registry_of
 from registry.console.tree import file_tree
@@ -15,8 +16,6 @@ from registry.domain.model import Scope
 from registry.domain.numbers import MAX_ID, MAX_VERSION, decimal
 from registry.domain.textdiff import is_text
 from registry.errors import NotInstalled, RegistryError, VersionUnavailable
-from registry.services.history.diff import DiffTarget, ProposalRef
-from registry.services.read import Package
 
 router = APIRouter(prefix="/console", route_class=ConsoleRoute, include_in_schema=False)
 

@@ -11,7 +11,6 @@ from pydantic import BaseModel, ValidationError
 from registry.domain.model import DEFAULT_AGENT, Scope
 from registry.http.problems import PROBLEM_JSON, HttpProblem
 from registry.http.schemas import DIGEST_PATTERN, NAME_PATTERN, SLUG_PATTERN
-from registry.services.write.content import check_metadata
 
 Workspace = Annotated[
     str, Path(pattern=NAME_PATTERN, max_length=128, description="the token's workspace")
@@ -155,5 +154,4 @@ def refuse_credentials(request: Request, **fields: str | None) -> None:
     client names is checked the same way, before anything runs (`content_blocked`, 422,
     at `meta:<field>`; the value is never echoed).
     """
-    scanner = request.app.state.registry.ctx.scanner
-    check_metadata(scanner, [(name, value) for name, value in fields.items() if value])
+    request.app.state.registry.check_metadata(fields)

@@ -18,6 +18,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from registry.api.types import DiscoverySettings
 from registry.domain.model import ANY, ExpectedHead
 from registry.domain.numbers import MAX_VERSION, decimal
 from registry.http.auth import Caller, authorize, registry_of
@@ -34,7 +35,6 @@ from registry.http.routes.common import (
 )
 from registry.http.routes.wellknown import PREFIX
 from registry.http.schemas import SLUG_PATTERN
-from registry.services.discovery.settings import DiscoverySettings
 
 router = APIRouter(prefix="/v1/workspaces/{workspace}", tags=["discovery"])
 

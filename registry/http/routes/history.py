@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import Field, TypeAdapter
 
+from registry.api.types import DiffTarget, HistoryPage, PackageDiff, ProposalRef, SkillStatus
 from registry.domain.numbers import MAX_VERSION
 from registry.domain.states import Action
 from registry.errors import HeadConflict
@@ -37,9 +38,6 @@ from registry.http.routes.common import (
 )
 from registry.http.routes.skills import published
 from registry.http.schemas import ActorOptions, PublishResult
-from registry.services.history.controls import SkillStatus
-from registry.services.history.diff import DiffTarget, PackageDiff, ProposalRef
-from registry.services.history.versions import HistoryPage
 
 router = APIRouter(prefix="/v1/workspaces/{workspace}/skills/{slug}", tags=["history"])
 

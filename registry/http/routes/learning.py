@@ -13,6 +13,16 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import Field, TypeAdapter
 
+from registry.api.types import (
+    DecisionOutcome,
+    DecisionRequest,
+    LearningStatus,
+    LoadRecord,
+    ManifestFile,
+    PendingWriteInfo,
+    ProposalPage,
+    SuppressionInfo,
+)
 from registry.http.auth import Caller, authorize, registry_of
 from registry.http.problems import HttpProblem
 from registry.http.routes.common import (
@@ -27,13 +37,6 @@ from registry.http.routes.common import (
     refuse_credentials,
 )
 from registry.http.schemas import NAME_PATTERN, ActorOptions, FileEntry, _Model
-from registry.services.history.decisions import DecisionOutcome, DecisionRequest
-from registry.services.history.loads import LoadRecord
-from registry.services.history.proposals import ProposalPage
-from registry.services.history.suppressions import SuppressionInfo
-from registry.services.ops.learning import LearningStatus
-from registry.services.write.pending import PendingWriteInfo
-from registry.services.write.uploads import ManifestFile
 
 router = APIRouter(prefix="/v1/workspaces/{workspace}", tags=["learning"])
 

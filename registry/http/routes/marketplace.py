@@ -18,6 +18,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from registry.api import Registry
+from registry.api.types import Enqueued
 from registry.domain.model import Scope
 from registry.domain.numbers import MAX_ID, MAX_VERSION
 from registry.errors import HeadConflict, JobNotFound
@@ -58,7 +59,6 @@ from registry.http.schemas import (
     PublishResult,
     UpdateRequest,
 )
-from registry.services.marketplace.jobs import Enqueued
 
 catalog_router = APIRouter(prefix="/v1/catalog", tags=["catalog"])
 jobs_router = APIRouter(prefix="/v1/workspaces/{workspace}", tags=["marketplace"])

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import Field, TypeAdapter
 
+from registry.api.types import DecisionResult, ManifestFile, ProposalDetail, ProposalPage
 from registry.domain.numbers import MAX_ID
 from registry.errors import HeadConflict, ProposalStale
 from registry.http.auth import Caller, authorize, registry_of
@@ -38,8 +39,6 @@ from registry.http.routes.common import (
     refuse_credentials,
 )
 from registry.http.schemas import ActorOptions, FileEntry
-from registry.services.history.proposals import DecisionResult, ProposalDetail, ProposalPage
-from registry.services.write.uploads import ManifestFile
 
 router = APIRouter(prefix="/v1/workspaces/{workspace}/proposals", tags=["proposals"])
 

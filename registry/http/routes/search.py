@@ -7,9 +7,9 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
 
+from registry.api.types import DEFAULT_LIMIT, MAX_LIMIT, SearchResults
 from registry.http.auth import Caller, authorize, registry_of
 from registry.http.routes.common import DEFAULT, Agent, Workspace, make_scope, problems
-from registry.services.search.query import DEFAULT_LIMIT, MAX_LIMIT, SearchResults
 
 router = APIRouter(prefix="/v1/workspaces/{workspace}", tags=["search"])
 

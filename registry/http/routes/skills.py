@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 
 from registry.api import Registry
+from registry.api.types import PackageInfo
 from registry.domain.access import Role
 from registry.domain.approvals import FindingRef
 from registry.domain.model import ExpectedHead, Origin, Publication, Scope
@@ -56,7 +57,6 @@ from registry.http.schemas import (
     SkillVersion,
     WriteOptions,
 )
-from registry.services.read import PackageInfo
 
 router = APIRouter(prefix="/v1/workspaces/{workspace}", tags=["skills"])
 

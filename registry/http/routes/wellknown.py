@@ -28,6 +28,7 @@ from typing import Annotated, Any, Final
 from fastapi import APIRouter, Depends, Path, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials
 
+from registry.api.types import Artifact, DiscoverySettings, IndexEntry
 from registry.domain import discovery
 from registry.domain.model import Scope
 from registry.errors import NotFound, VersionNotFound
@@ -35,9 +36,6 @@ from registry.http.auth import authenticate, bearer, registry_of
 from registry.http.preconditions import entity_tag, parse_condition
 from registry.http.routes.common import DEFAULT, Slug, Workspace, make_scope, problems
 from registry.http.schemas import NAME_PATTERN
-from registry.services.discovery.artifacts import Artifact
-from registry.services.discovery.index import IndexEntry
-from registry.services.discovery.settings import DiscoverySettings
 
 WELL_KNOWN: Final = "/.well-known/agent-skills"
 PREFIX: Final = "/discovery/{workspace}/{agent}" + WELL_KNOWN

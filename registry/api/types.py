@@ -1,0 +1,113 @@
+"""The values the API takes and returns, in one place for the entry points.
+
+The CLI, the HTTP service and the console import `registry.api` (and `registry.errors`,
+`registry.domain` value types, `registry.wire`), never `registry.services` or `registry.db`
+(the import-linter contracts in pyproject.toml). The results and requests of `Registry`
+and its namespaces are defined by the services that produce them; this module names them
+for the callers.
+"""
+
+from __future__ import annotations
+
+from registry.services.discovery.artifacts import Artifact
+from registry.services.discovery.index import DiscoveryIndex, IndexEntry
+from registry.services.discovery.settings import DiscoverySettings
+from registry.services.gc.collect import GcReport
+from registry.services.gc.figures import GcFigures
+from registry.services.gc.fsck import FsckReport
+from registry.services.history.controls import SkillStatus
+from registry.services.history.decisions import KINDS as PROPOSAL_KINDS
+from registry.services.history.decisions import DecisionOutcome, DecisionRequest
+from registry.services.history.diff import DiffTarget, FileChange, PackageDiff, ProposalRef
+from registry.services.history.exclusions import ExclusionReport
+from registry.services.history.loads import LoadRecord
+from registry.services.history.proposals import (
+    Changes,
+    Decision,
+    DecisionResult,
+    ProposalDetail,
+    ProposalPage,
+    ProposalSummary,
+)
+from registry.services.history.suppressions import SuppressionInfo
+from registry.services.history.versions import HistoryPage, VersionSummary
+from registry.services.marketplace.catalog import ListingVersion
+from registry.services.marketplace.copies import CopyStatus
+from registry.services.marketplace.install import DEFAULT_ACTOR, POLICIES, Policy
+from registry.services.marketplace.jobs import Enqueued, JobOutcome, JobPage, JobRow
+from registry.services.materialize.forget import ForgetReport
+from registry.services.materialize.lockfile import LockedSkill, LockFile
+from registry.services.materialize.reconcile import (
+    ACTIONS,
+    UNCHANGED,
+    ReconcileReport,
+    SkillOutcome,
+)
+from registry.services.ops.health import JobFigures, MaterializationFigures
+from registry.services.ops.learning import LearningStatus
+from registry.services.ops.status import Status
+from registry.services.ops.tokens import TokenInfo
+from registry.services.read import Package, PackageInfo, SkillPage, SkillSummary
+from registry.services.search.query import DEFAULT_LIMIT, MAX_LIMIT, SearchHit, SearchResults
+from registry.services.write.pending import PendingWriteInfo
+from registry.services.write.uploads import ManifestFile
+
+__all__ = [
+    "ACTIONS",
+    "DEFAULT_ACTOR",
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "POLICIES",
+    "PROPOSAL_KINDS",
+    "UNCHANGED",
+    "Artifact",
+    "Changes",
+    "CopyStatus",
+    "Decision",
+    "DecisionOutcome",
+    "DecisionRequest",
+    "DecisionResult",
+    "DiffTarget",
+    "DiscoveryIndex",
+    "DiscoverySettings",
+    "Enqueued",
+    "ExclusionReport",
+    "FileChange",
+    "ForgetReport",
+    "FsckReport",
+    "GcFigures",
+    "GcReport",
+    "HistoryPage",
+    "IndexEntry",
+    "JobFigures",
+    "JobOutcome",
+    "JobPage",
+    "JobRow",
+    "LearningStatus",
+    "ListingVersion",
+    "LoadRecord",
+    "LockFile",
+    "LockedSkill",
+    "ManifestFile",
+    "MaterializationFigures",
+    "Package",
+    "PackageDiff",
+    "PackageInfo",
+    "PendingWriteInfo",
+    "Policy",
+    "ProposalDetail",
+    "ProposalPage",
+    "ProposalRef",
+    "ProposalSummary",
+    "ReconcileReport",
+    "SearchHit",
+    "SearchResults",
+    "SkillOutcome",
+    "SkillPage",
+    "SkillStatus",
+    "SkillSummary",
+    "Status",
+    "SuppressionInfo",
+    "TokenInfo",
+    "VersionSummary",
+]
