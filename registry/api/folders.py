@@ -1,13 +1,14 @@
-"""Folders on the caller's disk: a skill folder read as a package, a package written out.
+"""Folders on the caller's disk: a skill folder read, a package written out, a file replaced.
 
 What `skillreg publish DIR` and `skillreg get --out DIR` (and a catalog import) need from
 the local filesystem, with the rules of docs/package-format.md ("How a folder is read"):
 every file opened relative to its parent without following links, `.skillregignore`,
-the package limits checked while reading.
+the package limits checked while reading; and a file replaced whole (a lock file).
 """
 
 from __future__ import annotations
 
 from registry.services.materialize.folder import read_folder, write_folder
+from registry.services.materialize.fsops import replace_file
 
-__all__ = ["read_folder", "write_folder"]
+__all__ = ["read_folder", "replace_file", "write_folder"]

@@ -8,8 +8,6 @@ they all share one, else 1.
 from __future__ import annotations
 
 import asyncio
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from registry.api.folders import replace_file
 from registry.api.types import LockFile, ReconcileReport, SkillOutcome
 from registry.cli.common import (
     FOLDER,
@@ -233,25 +232,11 @@ async def lock(
     if out_path is None:
         click.echo(text, nl=False)
         return
-    await asyncio.to_thread(_write_atomically, out_path, text)
+    await asyncio.to_thread(replace_file, out_path, text.encode())
     out.emit(
         {"out": str(out_path), "skills": len(pinned.skills), "lock": pinned},
         lambda c: c.print(f"wrote {out_path} ({len(pinned.skills)} skills of {scope})"),
     )
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    directory = path.resolve().parent
-    fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        Path(temp).replace(path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
 
 
 @click.group(name="target")

@@ -38,6 +38,7 @@ from registry.errors import (
     TargetMismatch,
 )
 from registry.failpoints import NO_FAILPOINTS, Failpoints
+from registry.services.backoff import delay
 from registry.services.materialize.lockfile import LockFile
 from registry.services.materialize.reconcile import ReconcileReport, RunTimeout, materialize
 
@@ -58,9 +59,9 @@ class Backoff:
 
         `draw()` is a number in [0, 1): half the delay is fixed, half is spread by it.
         """
-        base = self.interval if failures == 0 else self.first * 2.0 ** (failures - 1)
-        base = min(base, self.cap)
-        return base / 2 + draw() * base / 2
+        if failures == 0:
+            return delay(1, first=self.interval, cap=self.cap, draw=draw())
+        return delay(failures, first=self.first, cap=self.cap, draw=draw())
 
 
 class Sync:

@@ -49,6 +49,7 @@ from registry.errors import (
     RegistryError,
     SkillExists,
 )
+from registry.services.backoff import delay as backoff_delay
 from registry.services.context import Context
 
 MAX_PAGE: Final = 500
@@ -105,8 +106,8 @@ def backoff(ctx: Context, attempt: int, rng: random.Random) -> float:
     many jobs that failed together spread out, yet none comes back at once.
     """
     settings = ctx.settings
-    ceiling = min(settings.job_backoff_max, settings.job_backoff_base * 2 ** (attempt - 1))
-    return rng.uniform(ceiling / 2, ceiling)
+    first, cap = settings.job_backoff_base, settings.job_backoff_max
+    return backoff_delay(attempt, first=first, cap=cap, draw=rng.random())
 
 
 def error_record(exc: BaseException, *, attempt: int, now: datetime) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from registry.domain.limits import Limits
 from registry.domain.model import PackageFile
 from registry.domain.paths import RULE_TOO_DEEP
 from registry.errors import LimitExceeded, PathRejected
+from registry.services.materialize.fsops import create_file
 
 IGNORE_FILE = ".skillregignore"
 ALWAYS_IGNORED = (".git/",)
@@ -58,7 +59,6 @@ RULE_ESCAPES_TARGET: Final = "escapes_target"
 _DIRECTORY: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NOCTTY: a terminal device swapped in is not made the process's controlling terminal.
 _FILE: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-_NEW_FILE: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _CHUNK: Final = 1024 * 1024
 
 
@@ -369,15 +369,7 @@ def _write_tree(parent_fd: int, temp: str, plan: list[tuple[list[str], PackageFi
     try:
         for segments, file in plan:
             dir_fd = _folder_fd(folders, segments[:-1])
-            fd = os.open(segments[-1], _NEW_FILE, 0o600, dir_fd=dir_fd)
-            try:
-                view = memoryview(file.data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fchmod(fd, 0o755 if file.executable else 0o644)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            create_file(segments[-1], dir_fd, file.data, executable=file.executable)
         for fd in folders.values():
             os.fsync(fd)
     finally:

@@ -21,6 +21,7 @@ import stat
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 from blake3 import blake3
@@ -158,18 +159,8 @@ def write_file(
     (`EISDIR`); if it is a link, the link itself is replaced.
     """
     temp = f"{token()}.{token()}.tmp"
-    fd = os.open(temp, _WRITE_FLAGS, 0o600, dir_fd=stage_fd)
     try:
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            # fchmod, not the open mode: the umask must not strip the executable bit.
-            os.fchmod(fd, file_mode(executable=executable))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        create_file(temp, stage_fd, data, executable=executable)
         step("materialize.file_written")
         os.rename(temp, name, src_dir_fd=stage_fd, dst_dir_fd=dir_fd)
     except BaseException:
@@ -177,6 +168,38 @@ def write_file(
             os.unlink(temp, dir_fd=stage_fd)
         raise
     step("materialize.file_placed")
+
+
+def create_file(name: str, dir_fd: int, data: bytes, *, executable: bool) -> None:
+    """Create `name` under `dir_fd` (it must not exist, nor be a link) with `data`, fsynced.
+
+    The one way the registry writes a file's bytes: `write_file` (temp then rename over),
+    `replace_file`, and a package folder written out (`folder.write_folder`) go through it.
+    """
+    fd = os.open(name, _WRITE_FLAGS, 0o600, dir_fd=dir_fd)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        # fchmod, not the open mode: the umask must not strip the executable bit.
+        os.fchmod(fd, file_mode(executable=executable))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Durably replace the file at `path` (a temp file beside it, renamed over, dir fsynced).
+
+    A reader sees the old bytes or the new ones, never a part; a crash leaves the old file
+    (and a temp file named `.<name>.<token>.tmp` beside it at most).
+    """
+    parent = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        write_file(parent, parent, path.name, data, executable=False)
+        fsync_fd(parent)
+    finally:
+        os.close(parent)
 
 
 def hash_file(name: str, dir_fd: int) -> tuple[str, os.stat_result] | None:

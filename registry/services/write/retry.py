@@ -4,22 +4,22 @@ Many writers on one hot skill make compare-and-swap fail often: each writer's ex
 head is stale by the time it takes the lock. Retrying at once makes it worse (every loser
 comes back together). `write_with_retry` reads the head package, asks the caller's `change`
 for the new files, writes with `expected_head` set to the version it read, and on a
-`HeadConflict` waits a random time that grows with each attempt (tenacity's
-`wait_random_exponential`, "full jitter") before it reads again. The change is re-applied to
-what is current, never to what the caller saw first, so no writer's change is lost and none
-overwrites another's (docs/write-path.md, "Retrying a compare-and-swap").
+`HeadConflict` waits a random time that grows with each attempt (tenacity, with the
+registry's one backoff formula, `registry/services/backoff.py`) before it reads again.
+The change is re-applied to what is current, never to what the caller saw first, so no
+writer's change is lost and none overwrites another's (docs/write-path.md, "Retrying a
+compare-and-swap").
 
 Writers in one process take turns first (`registry/services/turns.py`, one `Turns` per
 `Context`): each skill's retried writes run one at a time, in the order they asked, so they
 never conflict with each other and none waits behind luckier ones. Without turns, one
-unlucky writer could lose dozens of times in a row to tasks of its own process (eight
-writers on one skill: a p99 of 1.5 s, and four conflicts per write).
+unlucky writer could lose dozens of times in a row to tasks of its own process
+(docs/benchmarks.md has the figures).
 
 On PostgreSQL the skill's turn is also taken among processes (`UnitOfWork.turn`, a
 session-level advisory lock, one round trip to take and one to give back), so the writers of
 several processes that contend for one skill queue instead of backing off against each
-other: eight writer processes on one skill went from 70-120 conflicts for 144 writes and a
-p99 of 0.8-1.5 s to none and 213-297 ms (docs/write-path.md, "Turns among processes").
+other (docs/write-path.md, "Turns among processes", has what that changed).
 Only writers that do not go through `write_with_retry` can still make an attempt fail, and
 backoff handles those. A writer that cannot have the turn (a quarter of this process's
 connections hold turns already, or the lock is not granted within `lock_timeout`) goes on
@@ -37,11 +37,11 @@ from tenacity import (
     AsyncRetrying,
     retry_if_exception_type,
     stop_after_attempt,
-    wait_random_exponential,
 )
 
 from registry.domain.model import ANY, FileInput, Origin, Publication, Scope
 from registry.errors import HeadConflict, SkillNotFound
+from registry.services.backoff import tenacity_wait
 from registry.services.context import Context
 from registry.services.read import Package, read_package
 from registry.services.write.publish import write_package
@@ -69,7 +69,8 @@ async def write_with_retry(
 
     Each attempt reads the head, calls `change` with it and writes the result with
     `expected_head` set to the version read. A `HeadConflict` (another writer moved the head
-    in between) waits a random time, up to `wait * 2**attempt` seconds capped at `wait_max`,
+    in between) waits between half and all of `wait * 2**(attempt-1)` seconds, capped at
+    `wait_max` (`registry/services/backoff.py`),
     and tries again, at most `attempts` times; the last conflict is raised. Every other error
     is raised at once. The calls of one process for one skill take turns (in the order they
     came), and on PostgreSQL they also take the skill's turn among processes when they can.
@@ -77,7 +78,7 @@ async def write_with_retry(
     retrying = AsyncRetrying(
         retry=retry_if_exception_type(HeadConflict),
         stop=stop_after_attempt(attempts),
-        wait=wait_random_exponential(multiplier=wait, max=wait_max),
+        wait=tenacity_wait(wait, wait_max),
         reraise=True,
     )
     # Built once, before any read: a malformed argument is refused before the first attempt.
