@@ -66,6 +66,7 @@ from registry.errors.missing import (
 from registry.errors.refused import (
     ArchiveRejected,
     ArgumentInvalid,
+    AttestationInvalid,
     BlobDigestMismatch,
     BlobsMissing,
     CapacityExceeded,
@@ -90,6 +91,7 @@ __all__ = [
     "AccessDenied",
     "ArchiveRejected",
     "ArgumentInvalid",
+    "AttestationInvalid",
     "BlobDigestMismatch",
     "BlobUnknown",
     "BlobsMissing",

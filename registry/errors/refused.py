@@ -241,3 +241,18 @@ class RemoteRefused(RefusedInput, code="remote_refused"):
 
     def __str__(self) -> str:
         return f"{self.what} refused: {self.rule}{in_parens(self.detail)}"
+
+
+@dataclass(eq=False, repr=False)
+class AttestationInvalid(RefusedInput, code="attestation_invalid"):
+    """A version's attestation does not verify (docs/trust.md).
+
+    Malformed, signed by no trusted key, a signature that does not check out, or a
+    statement about other files; `rule` names which.
+    """
+
+    rule: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"attestation refused: {self.rule}{in_parens(self.detail)}"
