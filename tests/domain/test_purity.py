@@ -47,9 +47,6 @@ ALLOWED = {
     # The content check's one-pass literal search (registry/domain/literals.py): a regex
     # engine over bytes in memory, like `re`.
     "re2",
-    # ... or Hyperscan's (the `fast-scan` extra), whose scratch space is kept per thread.
-    "hyperscan",
-    "threading",
     "blobstore.digest",
     "registry.errors",
 }
