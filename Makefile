@@ -19,6 +19,10 @@ UV_STAMP := $(VENV)/.uv-$(UV_VERSION)
 # the virtualenv's interpreter is the $(PYTHON) that made it.
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export UV_PYTHON_DOWNLOADS := never
+# uv trusts the machine's certificate store, as Python, pip and curl do here, rather than
+# the roots compiled into it: a machine that reaches the index through a TLS proxy has the
+# proxy's CA there (and nowhere else, without SSL_CERT_FILE set).
+export UV_SYSTEM_CERTS := 1
 # What `make lint` compares with deploy/requirements.txt, and `make lock` writes there: the
 # runtime dependencies pinned with their hashes, for the container image (deploy/install.sh).
 EXPORT := $(UV) export --frozen --no-emit-project --no-header --quiet
