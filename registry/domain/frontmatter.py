@@ -185,9 +185,10 @@ def _line_of(source: str, index: int) -> int:
     return source.count("\n", 0, index) + 2
 
 
-# What YAML lets a document hold (YAML 1.2, "c-printable"), as the parser's reader checks
-# it. Checked here first: the reader's refusal reaches strictyaml as an error it cannot
-# report (it raises AttributeError), and this one names the character and its line.
+# What YAML lets a document hold (YAML 1.2, "c-printable"), the set the parser's reader
+# checks. Checked here first: strictyaml fails on the reader's refusal with an
+# AttributeError (it reads marks that refusal lacks), and this one names the character and
+# its line.
 _NOT_PRINTABLE: Final = re.compile(
     "[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
 )
