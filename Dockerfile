@@ -1,7 +1,8 @@
 # skill-registry as a service: `skillreg serve` on port 8080 (docs/deployment.md).
 # tests/packaging/test_wheel.py builds the wheel from exactly what the build stage copies
-# and installs it with deploy/install.sh, as the runtime stage does; test_deployment.py
-# checks the rest of this file (no container runtime runs on the test machines).
+# and installs it with deploy/install.sh and deploy/requirements.txt, as the runtime stage
+# does; test_deployment.py checks the rest of this file (no container runtime runs on the
+# test machines).
 
 FROM python:3.11-slim AS build
 WORKDIR /src
@@ -15,10 +16,11 @@ FROM python:3.11-slim
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONUNBUFFERED=1
-COPY deploy/install.sh /tmp/install.sh
+# The dependencies as uv.lock pins them (its export, with hashes), then the wheel.
+COPY deploy/install.sh deploy/requirements.txt /tmp/
 COPY --from=build /dist /tmp/dist
-RUN sh /tmp/install.sh /opt/skillreg /tmp/dist/*.whl \
-    && rm -r /tmp/install.sh /tmp/dist \
+RUN sh /tmp/install.sh /opt/skillreg /tmp/dist/*.whl /tmp/requirements.txt \
+    && rm -r /tmp/install.sh /tmp/requirements.txt /tmp/dist \
     && useradd --system --user-group --uid 10001 --home-dir /var/lib/skillreg --create-home skillreg
 # Without settings the container keeps SQLite and blobs in its volume; compose.yaml sets
 # PostgreSQL and S3 for several replicas.

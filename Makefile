@@ -8,27 +8,52 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 RUN_STAMP := $(VENV)/.run-stamp
 
-.PHONY: help install run test test-fast lint format typecheck db-check openapi bench bench-quick docs clean \
-	browser-deps console-screenshots
+# Every dependency, direct and transitive, is pinned in uv.lock (docs/development.md,
+# "Dependencies"); pyproject.toml keeps the ranges the wheel declares. uv installs from the
+# lock; it is bootstrapped into the virtualenv by pip, pinned here and in pyproject.toml's
+# `[tool.uv] required-version` (tests/packaging/test_lock.py keeps the two equal).
+UV_VERSION := 0.13.9
+UV := $(BIN)/uv
+UV_STAMP := $(VENV)/.uv-$(UV_VERSION)
+# uv works on $(VENV), whatever it is called, and never downloads a Python of its own:
+# the virtualenv's interpreter is the $(PYTHON) that made it.
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+export UV_PYTHON_DOWNLOADS := never
+# uv trusts the machine's certificate store, as Python, pip and curl do here, rather than
+# the roots compiled into it: a machine that reaches the index through a TLS proxy has the
+# proxy's CA there (and nowhere else, without SSL_CERT_FILE set).
+export UV_SYSTEM_CERTS := 1
+# What `make lint` compares with deploy/requirements.txt, and `make lock` writes there: the
+# runtime dependencies pinned with their hashes, for the container image (deploy/install.sh).
+EXPORT := $(UV) export --frozen --no-emit-project --no-header --quiet
+
+.PHONY: help install run test test-fast lint lock upgrade format typecheck db-check openapi bench bench-quick docs \
+	clean browser-deps console-screenshots
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | \
 	  awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(UV_STAMP):
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,bench,fast-scan]'
+	$(BIN)/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	@touch $@
+
+# The whole lock: the package (editable), its dependencies and the dev and bench extras.
+# An exact sync: whatever the lock no longer names leaves the virtualenv. `--locked` stops
+# here when pyproject.toml has changed since the lock (run `make lock`).
+$(STAMP): pyproject.toml uv.lock $(UV_STAMP)
+	$(UV) sync --locked --quiet --extra dev --extra bench
 	@touch $@ $(RUN_STAMP)
 
-# Running needs the package, its runtime dependencies and the fast content check (the
-# `fast-scan` extra, where its wheels exist): no test or benchmark tools.
-$(RUN_STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[fast-scan]'
+# Running needs the package and its runtime dependencies: no test or benchmark tools. An
+# inexact sync, so that `make run` in a development virtualenv removes nothing.
+$(RUN_STAMP): pyproject.toml uv.lock $(UV_STAMP)
+	$(UV) sync --locked --quiet --inexact
 	@touch $@
 
 # The suite tests the benchmark harness and its report too, so the bench extra is part of it.
-install: $(STAMP) ## create .venv and install the package with its dev, bench and fast-scan extras
+install: $(STAMP) ## create .venv and install the locked package with its dev and bench extras
 
 run: $(RUN_STAMP) ## the main job: install what running needs, init the embedded default, publish the examples
 	@$(BIN)/skillreg init
@@ -66,10 +91,21 @@ console-screenshots: install browser-deps ## regenerate the screenshots of docs/
 	rm -f docs/console/*.png
 	SKILLREG_CONSOLE_SCREENSHOTS=docs/console $(BIN)/pytest -q tests/console/browser -k "not postgresql"
 
-lint: install ## ruff lint and format check; the import contracts (import-linter)
+lint: install ## ruff; the import contracts (import-linter); uv.lock agrees with pyproject.toml and deploy/requirements.txt
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(UV) lock --check
+	@$(EXPORT) | diff -u deploy/requirements.txt - \
+	  || { echo "deploy/requirements.txt is not uv.lock's export: run make lock" >&2; exit 1; }
+
+lock: $(UV_STAMP) ## after editing pyproject.toml: update uv.lock (keeping every other pin) and its export
+	$(UV) lock
+	$(EXPORT) --output-file deploy/requirements.txt
+
+upgrade: $(UV_STAMP) ## move every pin to the newest release pyproject.toml allows (PACKAGE=name: that one only)
+	$(UV) lock $(if $(PACKAGE),--upgrade-package $(PACKAGE),--upgrade)
+	$(EXPORT) --output-file deploy/requirements.txt
 
 format: install ## apply ruff's formatter and autofixes
 	$(BIN)/ruff format .

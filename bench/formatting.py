@@ -7,11 +7,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import matplotlib as mpl
-
-mpl.use("Agg")
-import matplotlib.pyplot as plt
-
 ROOT = Path(__file__).resolve().parents[1]
 PLOTS = ROOT / "docs" / "benchmarks"
 
@@ -106,9 +101,24 @@ def references_header(comparisons: list[Json]) -> list[str]:
 # ---------------------------------------------------------------- plots
 
 
+def pyplot() -> Any:
+    """matplotlib's `pyplot` on the Agg backend (files, no display), imported on first use.
+
+    matplotlib comes with the `bench` extra: the tables of the report, and the tests that
+    read them, need none of it; only drawing a plot does.
+    """
+    import matplotlib as mpl  # noqa: PLC0415 - the `bench` extra, only when a plot is drawn
+
+    mpl.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    return plt
+
+
 def figure(name: str, draw: Callable[[], None], caption: str) -> str:
     """Draw a plot into `docs/benchmarks/<name>.png`; return the Markdown that shows it."""
     PLOTS.mkdir(parents=True, exist_ok=True)
+    plt = pyplot()
     draw()
     plt.tight_layout()
     plt.savefig(PLOTS / f"{name}.png", dpi=90)

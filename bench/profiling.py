@@ -23,11 +23,9 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import sqlalchemy as sa
-from pyinstrument import Profiler
-from pyinstrument.frame import Frame
 
 from bench.content import KiB, MiB, package
 from bench.harness import Result, Run, scenario
@@ -37,6 +35,12 @@ from registry.domain.limits import Limits
 from registry.domain.manifest import build_manifest
 from registry.domain.package import validate_package
 from registry.domain.scanner import DefaultScanner, raise_for
+
+if TYPE_CHECKING:
+    # pyinstrument comes with the `bench` extra: imported when a profile is taken (`_profiler`),
+    # so that the harness and its tests load without it.
+    from pyinstrument import Profiler
+    from pyinstrument.frame import Frame
 
 TOP = 15
 _TRANSACTION_CONTROL = frozenset({"BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE"})
@@ -129,8 +133,14 @@ async def _count_statements(backend: Backend) -> dict[str, dict[str, int]]:
     return out
 
 
+def _profiler(async_mode: Literal["enabled", "disabled"]) -> Profiler:
+    from pyinstrument import Profiler  # noqa: PLC0415 - the `bench` extra (see above)
+
+    return Profiler(interval=0.0005, async_mode=async_mode)
+
+
 async def _profile_async(name: str, work: Callable[[], Awaitable[Any]]) -> Result:
-    profiler = Profiler(interval=0.0005, async_mode="enabled")
+    profiler = _profiler("enabled")
     started = time.perf_counter()
     profiler.start()
     await work()
@@ -139,7 +149,7 @@ async def _profile_async(name: str, work: Callable[[], Awaitable[Any]]) -> Resul
 
 
 def _profile_sync(name: str, work: Callable[[], None]) -> Result:
-    profiler = Profiler(interval=0.0005, async_mode="disabled")
+    profiler = _profiler("disabled")
     started = time.perf_counter()
     profiler.start()
     work()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-
 from bench.formatting import (
     DASH,
     Json,
@@ -14,6 +12,7 @@ from bench.formatting import (
     fmt_ratio,
     fmt_spread,
     fmt_time,
+    pyplot,
     table,
 )
 from bench.sections import Section
@@ -83,7 +82,7 @@ def section_reconcile(data: Json) -> str:
     ]
 
     def draw() -> None:
-        _fig, ax = plt.subplots(figsize=(8, 3.6))
+        _fig, ax = pyplot().subplots(figsize=(8, 3.6))
         labels = [c["case"]["case"] for c in comparisons]
         xs = list(range(len(comparisons)))
         width = 0.38
@@ -161,7 +160,7 @@ def section_gc(data: Json) -> str:
         )
 
     def draw() -> None:
-        _fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
+        _fig, (left, right) = pyplot().subplots(1, 2, figsize=(12, 4.2))
         for backend in dict.fromkeys(c["case"]["backend"] for c in comparisons):
             rows = sorted(
                 (c for c in comparisons if c["case"]["backend"] == backend),

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import matplotlib as mpl
-import matplotlib.pyplot as plt
-
 from bench.formatting import (
     DASH,
     TIMES,
@@ -16,6 +13,7 @@ from bench.formatting import (
     fmt_ratio,
     fmt_spread,
     fmt_time,
+    pyplot,
     references_header,
     table,
 )
@@ -108,7 +106,9 @@ def section_concurrency(data: Json) -> str:
     out = [table(header, rows), "\n", _hot_skill(comparisons)]
 
     def draw() -> None:
-        _fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6))
+        from matplotlib.ticker import ScalarFormatter  # noqa: PLC0415 - see `pyplot`
+
+        _fig, (left, right) = pyplot().subplots(1, 2, figsize=(12, 4.6))
         single = {c["case"]["mode"]: c for c in comparisons if c["case"]["writers"] == 1}
         for runner in dict.fromkeys(_runner(c) for c in comparisons):
             style = "-" if runner == "processes" else ":"
@@ -144,7 +144,7 @@ def section_concurrency(data: Json) -> str:
         right.set_xscale("log", base=2)
         for ax in (left, right):
             ax.set_xticks(sorted({c["case"]["writers"] for c in comparisons}))
-            ax.get_xaxis().set_major_formatter(mpl.ticker.ScalarFormatter())
+            ax.get_xaxis().set_major_formatter(ScalarFormatter())
         left.set_xlabel("writers (solid: processes, dotted: tasks of one process)")
         left.set_ylabel("committed writes per second")
         left.set_title("Throughput against concurrency (PostgreSQL)")
@@ -187,7 +187,9 @@ def section_scale(data: Json) -> str:
 
     def draw() -> None:
         backends = list(dict.fromkeys(c["case"]["backend"] for c in comparisons))
-        fig, axes = plt.subplots(1, len(backends), figsize=(6 * len(backends), 4.2), squeeze=False)
+        fig, axes = pyplot().subplots(
+            1, len(backends), figsize=(6 * len(backends), 4.2), squeeze=False
+        )
         for ax, backend in zip(axes[0], backends, strict=True):
             for op in dict.fromkeys(c["case"]["operation"] for c in comparisons):
                 rows = [

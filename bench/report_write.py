@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-
 from bench.formatting import (
     DASH,
     TIMES,
@@ -15,6 +13,7 @@ from bench.formatting import (
     fmt_spread,
     fmt_time,
     ordered,
+    pyplot,
     references_header,
     table,
 )
@@ -67,7 +66,7 @@ def section_publish(data: Json) -> str:
     def draw() -> None:
         backends = sorted({c["case"]["backend"] for c in comparisons}, reverse=True)
         counts = sorted({c["case"]["files"] for c in comparisons})
-        fig, axes = plt.subplots(
+        fig, axes = pyplot().subplots(
             len(backends),
             len(counts),
             figsize=(4.2 * len(counts), 3.4 * len(backends)),
@@ -253,7 +252,7 @@ def section_lock(data: Json) -> str:
     out.append("\n")
 
     def draw() -> None:
-        _fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
+        _fig, (left, right) = pyplot().subplots(1, 2, figsize=(12, 4.2))
         for backend in sorted({c["case"]["backend"] for c in comparisons}, reverse=True):
             rows = [c for c in comparisons if c["case"]["backend"] == backend]
             xs = [c["case"]["file_size"] for c in rows]

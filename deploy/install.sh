@@ -1,22 +1,31 @@
 #!/bin/sh
-# Install skill-registry from its wheel into a virtual environment of its own.
+# Install skill-registry from its wheel, with the locked dependencies, into a virtual
+# environment of its own.
 #
-#   deploy/install.sh PREFIX WHEEL
+#   deploy/install.sh PREFIX WHEEL REQUIREMENTS
+#
+# REQUIREMENTS is deploy/requirements.txt: the runtime dependencies as uv.lock pins them,
+# every one with its hashes (`make lock` writes it, `make lint` checks it against the lock).
+# They are installed exactly as pinned, and only if their files match the hashes; then the
+# wheel, without letting pip resolve anything more, and `pip check` confirms the pins
+# satisfy the wheel's ranges.
 #
 # The Dockerfile runs this script, and tests/packaging/test_wheel.py runs it on the wheel it
 # builds, so the image's install steps are exercised on every `make test`. PYTHON picks the
 # interpreter (default python3); pip's own settings (index, cache) come from the environment.
 set -eu
-if [ "$#" -ne 2 ]; then
-  echo "usage: $0 PREFIX WHEEL" >&2
+if [ "$#" -ne 3 ]; then
+  echo "usage: $0 PREFIX WHEEL REQUIREMENTS" >&2
   exit 2
 fi
 prefix=$1
 wheel=$2
+requirements=$3
 "${PYTHON:-python3}" -m venv "$prefix"
-# With the `fast-scan` extra: Hyperscan lists the content check's literals where its wheels
-# exist (on other platforms the extra installs nothing and RE2 does it).
-"$prefix/bin/python" -m pip install --quiet --disable-pip-version-check "$wheel[fast-scan]"
+pip="$prefix/bin/python -m pip --disable-pip-version-check"
+$pip install --quiet --require-hashes --no-deps --only-binary :all: -r "$requirements"
+$pip install --quiet --no-deps "$wheel"
+$pip check
 # Fails unless the console script, its imports and the packaged migrations are all there.
 "$prefix/bin/python" -c 'from registry.db.migrate import head_revision; head_revision()'
 "$prefix/bin/skillreg" --version

@@ -119,8 +119,12 @@ class Settings(BaseSettings):
 
     # The web console (docs/console.md): the key that signs its session cookies. Processes
     # serving one registry behind a load balancer must share it; without one, each process
-    # draws its own at start, and its sessions end when it stops.
+    # draws its own at start, and its sessions end when it stops. The keys it replaced
+    # still verify (a JSON list, newest first) until they are dropped: key rotation.
     console_secret: SecretStr | None = Field(default=None, description="signs console sessions")
+    console_previous_secrets: list[SecretStr] = Field(
+        default_factory=list, description="still verify console sessions"
+    )
     console_session_hours: float = Field(default=12.0, gt=0, description="a sign-in lasts")
 
     # Discovery (docs/distribution.md): the scope whose index the host serves at its root,

@@ -78,7 +78,8 @@ class Console:
             key = secrets.token_bytes(32)
         else:
             key = secret.get_secret_value().encode()
-        self.sessions = Sessions(key, lifetime=settings.console_session_hours * 3600)
+        previous = [old.get_secret_value().encode() for old in settings.console_previous_secrets]
+        self.sessions = Sessions([key, *previous], lifetime=settings.console_session_hours * 3600)
         self.env: Environment = environment()
         self.max_part_size = settings.max_file_bytes + _FORM_PART_SLACK
 

@@ -1,10 +1,16 @@
 """`SKILL.md`: parse and validate the Agent Skills frontmatter.
 
 A `SKILL.md` is UTF-8 text that opens with a `---` line, holds a YAML mapping, closes it
-with another `---` line and continues with a Markdown body. The YAML is read by a loader
-that refuses anchors and aliases (so a "billion laughs" document cannot expand), duplicate
-keys (which most loaders resolve silently, each differently), merge keys and deep nesting,
-over a frontmatter of bounded size. The mapping may hold only the fields the Agent Skills
+with another `---` line and continues with a Markdown body. The YAML is read as the Agent
+Skills reference validator reads it, by strictyaml: every value is text (`yes`, `1.0`,
+`null` and `2024-01-01` are strings), and there are no tags, no flow style (`{...}`,
+`[...]`), no anchors or aliases. Before strictyaml builds anything, one pass over the
+parser's events (`_inspect`) refuses, each with its own rule and line, what strictyaml
+refuses and what it would accept but this registry does not: aliases (a "billion laughs"
+document cannot expand), merge keys (`<<`), duplicate keys, keys that are not text,
+nesting over `MAX_YAML_DEPTH` (strictyaml builds recursively) and over `MAX_YAML_NODES`
+nodes (its validation takes time quadratic in a collection's entries), all over a
+frontmatter of bounded size. The mapping may hold only the fields the Agent Skills
 specification defines; `name` must equal the skill's slug.
 
 Every refusal is a `FrontmatterInvalid(rule, detail, line)` whose `rule` is one of the
@@ -18,13 +24,14 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import Final
 
-import yaml
-from yaml.constructor import SafeConstructor
+import strictyaml
+from strictyaml import ruamel
+from strictyaml.ruamel import events
 
 from registry.domain.model import check_slug
 from registry.errors import FrontmatterInvalid, InvalidName
@@ -34,6 +41,12 @@ MAX_FRONTMATTER_BYTES: Final = 64 * 1024
 
 MAX_YAML_DEPTH: Final = 16
 """How deeply YAML nodes may nest; the spec's fields need 3 (mapping, `metadata`, value)."""
+
+MAX_YAML_NODES: Final = 128
+"""How many YAML nodes (each key and each value is one) a frontmatter may hold: the spec's
+six fields and 58 `metadata` entries. strictyaml's validation takes time quadratic in the
+entries of one collection (docs/package-format.md), so their number is bounded before it
+runs."""
 
 MAX_DESCRIPTION_CHARS: Final = 1024
 MAX_COMPATIBILITY_CHARS: Final = 500
@@ -47,6 +60,9 @@ RULE_YAML_ALIAS: Final = "yaml_alias"
 RULE_YAML_DUPLICATE_KEY: Final = "yaml_duplicate_key"
 RULE_YAML_MERGE_KEY: Final = "yaml_merge_key"
 RULE_YAML_TOO_DEEP: Final = "yaml_too_deep"
+RULE_YAML_TOO_MANY_NODES: Final = "yaml_too_many_nodes"
+RULE_YAML_TAG: Final = "yaml_tag"
+RULE_YAML_FLOW_STYLE: Final = "yaml_flow_style"
 RULE_NOT_MAPPING: Final = "not_a_mapping"
 RULE_UNKNOWN_FIELD: Final = "unknown_field"
 RULE_MISSING_NAME: Final = "missing_name"
@@ -107,10 +123,10 @@ def parse_skill_md(data: bytes, slug: str) -> Frontmatter:
 
     Raises `InvalidName` if `slug` itself is not a valid slug, and `FrontmatterInvalid`
     for every problem with the file: not UTF-8, no opening or closing `---` line, a
-    frontmatter over `MAX_FRONTMATTER_BYTES`, invalid or refused YAML (aliases, duplicate
-    or merge keys, nesting over `MAX_YAML_DEPTH`), not a mapping, an unknown field, a
-    missing or invalid `name` or `description`, a `name` other than `slug`, or an invalid
-    optional field.
+    frontmatter over `MAX_FRONTMATTER_BYTES`, invalid or refused YAML (tags, flow style,
+    anchors or aliases, duplicate or merge keys, nesting over `MAX_YAML_DEPTH`, more than
+    `MAX_YAML_NODES` nodes), not a mapping, an unknown field, a missing or invalid `name`
+    or `description`, a `name` other than `slug`, or an invalid optional field.
     """
     check_slug(slug)
     try:
@@ -162,164 +178,195 @@ def _is_delimiter(line: str) -> bool:
     return line.rstrip(" \t\r") == _DELIMITER
 
 
-class _Mark(Protocol):
-    """A position in the YAML text (PyYAML has a pure-Python and a C class for it)."""
-
-    @property
-    def index(self) -> int: ...
-
-
-def _line_of(source: str, mark: _Mark | None) -> int | None:
+def _line_of(source: str, index: int) -> int:
     """Return the SKILL.md line of a position in the frontmatter (the opening `---` is 1)."""
-    if mark is None:
-        return None
-    # Counted from the character index rather than taken from `mark.line`, because YAML also
-    # breaks lines at U+0085, U+2028 and U+2029, which Markdown editors do not.
-    return source.count("\n", 0, mark.index) + 2
+    # Counted from the character index rather than taken from a mark's line, because YAML
+    # also breaks lines at U+0085, U+2028 and U+2029, which Markdown editors do not.
+    return source.count("\n", 0, index) + 2
 
 
-if TYPE_CHECKING:
-    # What the refusals extend, as type checkers see it; at run time they are a mixin, put
-    # before either loader's parser, composer and constructor.
-    _Loader = yaml.SafeLoader
-else:
-    _Loader = object
+# What YAML lets a document hold (YAML 1.2, "c-printable"), the set the parser's reader
+# checks. Checked here first: strictyaml fails on the reader's refusal with an
+# AttributeError (it reads marks that refusal lacks), and this one names the character and
+# its line.
+_NOT_PRINTABLE: Final = re.compile(
+    "[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+)
 
 
-class _Refusals(_Loader):
-    """The refusals of the frontmatter's loaders, over PyYAML's safe loading.
+@dataclass(slots=True)
+class _Collection:
+    """A mapping or a sequence the event pass is inside: its nodes so far, its keys."""
 
-    Anchors and aliases, merge keys, duplicate keys and deep nesting are refused, as is a
-    value PyYAML's constructors cannot build (an impossible date, a tag a value does not
-    fit), which they report with whatever Python exception they meet.
+    mapping: bool
+    nodes: int = 0
+    keys: set[str] = field(default_factory=set)
+
+
+def _inspect(source: str) -> dict[str, int]:
+    """Refuse, in document order, what the frontmatter may not hold; return the key lines.
+
+    One pass over the events of strictyaml's own parser (the vendored ruamel.yaml it
+    builds with, so both read the same text the same way), which builds nothing and keeps
+    a stack of the open collections, never recursion. The returned mapping gives the
+    SKILL.md line of each top-level key.
     """
-
-    _source: str
-    _depth: int
-
-    def _refuse(self, rule: str, detail: str, mark: _Mark | None) -> FrontmatterInvalid:
-        return FrontmatterInvalid(rule, detail, _line_of(self._source, mark))
-
-    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
-        # types-PyYAML leaves Parser.peek_event unannotated; it returns the next Event.
-        event: yaml.Event = self.peek_event()  # type: ignore[no-untyped-call]
-        if isinstance(event, yaml.AliasEvent):
-            raise self._refuse(RULE_YAML_ALIAS, "YAML aliases are not accepted", event.start_mark)
-        if isinstance(event, yaml.NodeEvent) and event.anchor is not None:
-            raise self._refuse(RULE_YAML_ALIAS, "YAML anchors are not accepted", event.start_mark)
-        if self._depth >= MAX_YAML_DEPTH:
-            raise self._refuse(
-                RULE_YAML_TOO_DEEP,
-                f"the YAML nests deeper than {MAX_YAML_DEPTH} levels",
-                event.start_mark,
-            )
-        self._depth += 1
-        try:
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-
-    def construct_object(
-        self,
-        node: yaml.Node,
-        deep: bool = False,  # noqa: FBT001, FBT002, ARG002 - PyYAML's signature
-    ) -> object:
-        # Always deep: PyYAML builds a mapping, a set or a list in two steps, the second one
-        # later and outside this call unless `deep`; deep, a failure is met here, at its node.
-        try:
-            return super().construct_object(node, deep=True)
-        except (FrontmatterInvalid, yaml.YAMLError):
-            raise
-        except Exception:  # noqa: BLE001 - whatever PyYAML's constructor met in the input
-            kind = node.tag.rpartition(":")[2] if node.tag.startswith("tag:yaml.org,") else "value"
-            raise self._refuse(
-                RULE_INVALID_YAML,
-                f"the value is not a valid YAML {kind}; quote it to keep it as text",
-                node.start_mark,
-            ) from None
-
-    def construct_mapping(
-        self,
-        node: yaml.MappingNode,
-        deep: bool = False,  # noqa: FBT001, FBT002 - PyYAML's signature
-    ) -> dict[Hashable, object]:
-        seen: set[Hashable] = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                raise self._refuse(
-                    RULE_YAML_MERGE_KEY,
-                    "YAML merge keys ('<<') are not accepted",
-                    key_node.start_mark,
-                )
-            key = self.construct_object(key_node, deep=True)
-            if isinstance(key, Hashable):
-                if key in seen:
-                    raise self._refuse(
-                        RULE_YAML_DUPLICATE_KEY,
-                        f"the key {key!r} appears twice",
-                        key_node.start_mark,
-                    )
-                seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+    bad = _NOT_PRINTABLE.search(source)
+    if bad is not None:
+        raise FrontmatterInvalid(
+            RULE_INVALID_YAML,
+            f"character U+{ord(bad.group()):04X} is not allowed in YAML",
+            _line_of(source, bad.start()),
+        )
+    walk = _Walk(source)
+    try:
+        for event in ruamel.parse(source, Loader=ruamel.RoundTripLoader):
+            walk.see(event)
+    except FrontmatterInvalid:
+        raise
+    except ruamel.YAMLError as exc:
+        raise _yaml_error(exc, source) from None
+    except Exception as exc:  # noqa: BLE001 - see `_parser_failed`
+        raise _parser_failed(exc) from None
+    if walk.root != "a mapping":
+        raise FrontmatterInvalid(
+            RULE_NOT_MAPPING, f"the frontmatter is {walk.root}, not a mapping", 2
+        )
+    return walk.lines
 
 
-class _StrictLoader(_Refusals, yaml.SafeLoader):
-    """PyYAML's safe loader, pure Python, with the refusals."""
+class _Walk:
+    """The event pass's state: the open collections, what the root is, the key lines."""
 
     def __init__(self, source: str) -> None:
-        super().__init__(source)
-        self._source = source
-        self._depth = 0
+        self.source = source
+        self.lines: dict[str, int] = {}
+        self.stack: list[_Collection] = []
+        self.root = "empty"
+        self.nodes = 0
+        self.documents = 0
+
+    def see(self, event: events.Event) -> None:
+        if isinstance(event, events.DocumentStartEvent):
+            self.documents += 1
+            if self.documents > 1:
+                raise self._refuse(
+                    RULE_INVALID_YAML, "the frontmatter holds more than one YAML document", event
+                )
+        elif isinstance(event, events.CollectionEndEvent):
+            self.stack.pop()
+        elif isinstance(event, events.NodeEvent):
+            self._node(event)
+
+    def _refuse(self, rule: str, detail: str, event: events.Event) -> FrontmatterInvalid:
+        return FrontmatterInvalid(rule, detail, _line_of(self.source, event.start_mark.index))
+
+    def _node(self, event: events.NodeEvent) -> None:
+        """The refusals of one node (a scalar, the start of a collection or an alias)."""
+        self.nodes += 1
+        mapping = isinstance(event, events.MappingStartEvent)
+        collection = isinstance(event, events.CollectionStartEvent)
+        if self.nodes == 1:
+            self.root = "a mapping" if mapping else "a list" if collection else "text"
+        self._markup(event)
+        if len(self.stack) >= MAX_YAML_DEPTH:
+            raise self._refuse(
+                RULE_YAML_TOO_DEEP, f"the YAML nests deeper than {MAX_YAML_DEPTH} levels", event
+            )
+        if self.nodes > MAX_YAML_NODES:
+            raise self._refuse(
+                RULE_YAML_TOO_MANY_NODES,
+                f"the YAML holds more than {MAX_YAML_NODES} keys and values",
+                event,
+            )
+        parent = self.stack[-1] if self.stack else None
+        if parent is not None:
+            if parent.mapping and parent.nodes % 2 == 0:
+                self._key(event, parent)
+            parent.nodes += 1
+        if collection:
+            self.stack.append(_Collection(mapping=mapping))
+
+    def _markup(self, event: events.NodeEvent) -> None:
+        """Aliases, anchors, tags and flow style: YAML's ways to be more than text."""
+        if isinstance(event, events.AliasEvent):
+            raise self._refuse(RULE_YAML_ALIAS, "YAML aliases are not accepted", event)
+        if event.anchor is not None:
+            raise self._refuse(RULE_YAML_ALIAS, "YAML anchors are not accepted", event)
+        if event.tag is not None:
+            raise self._refuse(
+                RULE_YAML_TAG, "YAML tags are not accepted: every value is text", event
+            )
+        if isinstance(event, events.CollectionStartEvent) and event.flow_style:
+            raise self._refuse(
+                RULE_YAML_FLOW_STYLE,
+                "YAML flow style ('{...}', '[...]') is not accepted; write a block mapping or "
+                "list, one entry a line, or quote the value to keep it as text",
+                event,
+            )
+
+    def _key(self, event: events.NodeEvent, mapping: _Collection) -> None:
+        """The refusals of a mapping's key: not text, a merge key, a key given twice."""
+        if not isinstance(event, events.ScalarEvent):
+            raise self._refuse(
+                RULE_INVALID_YAML, "a key must be text, not a list or a mapping", event
+            )
+        key = event.value
+        # Only a plain `<<` is a merge key (YAML 1.1's merge type); `'<<'` is text.
+        if key == "<<" and event.style is None:
+            raise self._refuse(
+                RULE_YAML_MERGE_KEY, "YAML merge keys ('<<') are not accepted", event
+            )
+        if key in mapping.keys:
+            raise self._refuse(RULE_YAML_DUPLICATE_KEY, f"the key {key!r} appears twice", event)
+        mapping.keys.add(key)
+        if len(self.stack) == 1:
+            self.lines[key] = _line_of(self.source, event.start_mark.index)
 
 
-# Where libyaml and PyYAML's Python reader part ways (tests/domain/test_frontmatter_parsers.py
-# compares them on generated documents): a tab as a separator, tags (`!`), explicit keys
-# (`?`), a comment right after a block scalar's header, and the characters they count or
-# skip differently (CR, NEL, LS, PS, a byte-order mark). A frontmatter holding any of them
-# is read by the Python loader alone.
-_LIBYAML_DIFFERS: Final = re.compile(r"[\t!?\r\x85\u2028\u2029\ufeff]|[|>][0-9+-]*#")
-_LibyamlLoader: type[_Refusals] | None = None
-try:
-    from yaml._yaml import CParser
-except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    pass  # `_LibyamlLoader` stays None: the Python loader reads every frontmatter
-else:
+def _yaml_error(
+    exc: ruamel.YAMLError, source: str, *, at_context: bool = False
+) -> FrontmatterInvalid:
+    """A refusal for an error of the YAML parser: its problem and its line, no content.
 
-    class _ParsedByLibyaml(
-        _Refusals,
-        yaml.composer.Composer,
-        CParser,
-        SafeConstructor,
-        yaml.resolver.Resolver,
-    ):
-        """The same loader over libyaml's parser: PyYAML's composer, refusals and constructor.
+    The parser's own words (context and problem) name what it expected; the snippet of
+    the document it adds to its message is never used, since a value there may be one that
+    must not reach a log. The line is the problem's, or with `at_context` the context's
+    (strictyaml's own refusals give a node's start as their context and its end as their
+    problem).
+    """
+    parts = (getattr(exc, "context", None), getattr(exc, "problem", None))
+    detail = "; ".join(part for part in parts if isinstance(part, str) and part)
+    marks = (getattr(exc, "problem_mark", None), getattr(exc, "context_mark", None))
+    mark = marks[1] or marks[0] if at_context else marks[0] or marks[1]
+    index = getattr(mark, "index", None)
+    line = _line_of(source, index) if isinstance(index, int) else None
+    return FrontmatterInvalid(RULE_INVALID_YAML, detail or "invalid YAML", line)
 
-        libyaml (C) reads the text into events; the nodes and values are built in Python,
-        as by `_StrictLoader`, so every refusal hook runs. Four to seven times faster than
-        reading the text in Python (docs/package-format.md).
-        """
 
-        def __init__(self, source: str) -> None:
-            CParser.__init__(self, source)
-            SafeConstructor.__init__(self)
-            yaml.resolver.Resolver.__init__(self)
-            yaml.composer.Composer.__init__(self)
-            self._source = source
-            self._depth = 0
+def _parser_failed(exc: Exception) -> FrontmatterInvalid:
+    """A refusal for a failure of the parser that is no YAML error.
 
-    _LibyamlLoader = _ParsedByLibyaml
+    The vendored ruamel.yaml gives up on some documents with other exceptions (comments it
+    cannot place raise `NotImplementedError`, an explicit key that is a list an
+    `AssertionError`; tests/domain/test_frontmatter_yaml.py generates such documents). It
+    read the text and could not make sense of it: that is the file's problem, never a
+    server error.
+    """
+    return FrontmatterInvalid(
+        RULE_INVALID_YAML, f"the YAML parser could not read it ({type(exc).__name__})", None
+    )
 
 
 @functools.lru_cache(maxsize=LOADED_CACHE_SIZE)
 def _load_cached(source: str) -> tuple[object, dict[str, int]]:
     """`_load`, remembered: a package saved again mostly keeps its `SKILL.md`.
 
-    Loading runs the composer and the constructor in Python even when libyaml parses the
-    text (66 µs for a dozen lines), and the Python parser alone, when it reads the text,
-    about 0.5-1 ms. Only what the YAML says is kept,
+    Loading reads the text twice in Python (the event pass and strictyaml's load), so a
+    frontmatter costs far more than checking its fields. Only what the YAML says is kept,
     keyed by its exact text; `_validate` checks it against the slug on every call, and
-    only reads it (the `Frontmatter` it builds copies what it keeps). A refusal raises
-    and is not remembered.
+    only reads it (the `Frontmatter` it builds copies what it keeps). A refusal raises and
+    is not remembered.
     """
     return _load(source)
 
@@ -327,56 +374,47 @@ def _load_cached(source: str) -> tuple[object, dict[str, int]]:
 def _load(source: str) -> tuple[object, dict[str, int]]:
     """Load the frontmatter YAML; return the value and the line of each top-level key.
 
-    libyaml parses it where PyYAML has it (`_LibyamlLoader`), unless the text holds what
-    the two parsers read differently (`_LIBYAML_DIFFERS`); a document libyaml does not
-    accept, or one the refusals stop, is loaded again by the pure-Python loader, whose
-    words and lines every refusal carries. Either way the result is the pure loader's
-    (tests/domain/test_frontmatter_parsers.py compares the two).
+    The value is strictyaml's: a mapping of text to text, mappings and lists, read once
+    `_inspect` has refused what may not be read (a document that is no mapping included).
     """
-    if _LibyamlLoader is not None and not _LIBYAML_DIFFERS.search(source):
-        try:
-            return _read(_LibyamlLoader(source), source)
-        except (FrontmatterInvalid, yaml.YAMLError):
-            pass  # read again below, so the refusal is worded and placed as always
+    lines = _inspect(source)
     try:
-        # The reader refuses unprintable characters as soon as it is built.
-        return _read(_StrictLoader(source), source)
-    except yaml.MarkedYAMLError as exc:
-        detail = "; ".join(part for part in (exc.context, exc.problem) if part)
-        raise FrontmatterInvalid(
-            RULE_INVALID_YAML, detail or "invalid YAML", _line_of(source, exc.problem_mark)
-        ) from None
-    except yaml.reader.ReaderError as exc:
-        raise FrontmatterInvalid(
-            RULE_INVALID_YAML,
-            f"character U+{exc.character:04X} is not allowed in YAML"
-            if isinstance(exc.character, int)
-            else "invalid character",
-            source.count("\n", 0, exc.position) + 2,
-        ) from None
+        document = strictyaml.load(source)
+    except strictyaml.YAMLError as exc:
+        # What strictyaml still refuses after the event pass: a mapping whose block
+        # mappings start at different indentations (it takes them for a mistake).
+        raise _yaml_error(exc, source, at_context=True) from None
+    except Exception as exc:  # noqa: BLE001 - see `_parser_failed`
+        raise _parser_failed(exc) from None
+    return _as_text(document.data), lines
 
 
-def _read(loader: _Refusals, source: str) -> tuple[object, dict[str, int]]:
-    """The document `loader` reads (then disposed of), and the line of each top-level key."""
-    try:
-        node = loader.get_single_node()
-        value = None if node is None else loader.construct_document(node)
-    finally:
-        loader.dispose()
-    lines: dict[str, int] = {}
-    if isinstance(node, yaml.MappingNode):
-        for key_node, _ in node.value:
-            if isinstance(key_node, yaml.ScalarNode):
-                line = _line_of(source, key_node.start_mark)
-                if line is not None:
-                    lines.setdefault(key_node.value, line)
-    return value, lines
+def _as_text(value: object) -> object:
+    """The value strictyaml read, with every scalar as `str`.
+
+    strictyaml makes every scalar text but two that YAML 1.1 gives types it has no
+    constructor for (`=`, the "value" type, and `<<` where it is a value, not a key): it
+    hands those back as objects whose `str` is their text.
+    """
+    if isinstance(value, dict):
+        return {str(key): _as_text(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_as_text(item) for item in value]
+    return value if isinstance(value, str) else str(value)
+
+
+def _kind(value: object) -> str:
+    """How a detail names what YAML gave: `a list`, `a mapping`, `text`."""
+    if isinstance(value, dict):
+        return "a mapping"
+    return "a list" if isinstance(value, list) else "text"
 
 
 def _validate(fields: object, lines: Mapping[str, int], slug: str, body: str) -> Frontmatter:
     if not isinstance(fields, dict):
-        kind = "empty" if fields is None else f"a {type(fields).__name__}"
-        raise FrontmatterInvalid(RULE_NOT_MAPPING, f"the frontmatter is {kind}, not a mapping", 2)
+        raise FrontmatterInvalid(
+            RULE_NOT_MAPPING, f"the frontmatter is {_kind(fields)}, not a mapping", 2
+        )
     for key in fields:
         if key == TRIGGERS_KEY:
             raise FrontmatterInvalid(
@@ -389,7 +427,7 @@ def _validate(fields: object, lines: Mapping[str, int], slug: str, body: str) ->
             raise FrontmatterInvalid(
                 RULE_UNKNOWN_FIELD,
                 f"unknown field {key!r}; the allowed fields are {', '.join(FIELDS)}",
-                lines.get(key) if isinstance(key, str) else None,
+                lines.get(key),
             )
 
     given = _text_field(fields, lines, "name", RULE_MISSING_NAME, RULE_INVALID_NAME)
@@ -482,21 +520,24 @@ def _text_field(
 ) -> str:
     if key not in fields:
         raise FrontmatterInvalid(missing, f"the {key!r} field is required", None)
-    value = _optional_text(fields, lines, key, invalid)
-    if value is None:
-        raise FrontmatterInvalid(invalid, f"{key!r} must be a string, not null", lines.get(key))
+    value = fields[key]
+    if not isinstance(value, str):
+        raise FrontmatterInvalid(
+            invalid, f"{key!r} must be text, not {_kind(value)}", lines.get(key)
+        )
     return value
 
 
 def _optional_text(
     fields: Mapping[object, object], lines: Mapping[str, int], key: str, invalid: str
 ) -> str | None:
+    """An optional field's text; None if it is absent or empty (`license:`, `license: ''`)."""
     value = fields.get(key)
-    if value is None or isinstance(value, str):
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
         return value
-    raise FrontmatterInvalid(
-        invalid, f"{key!r} must be a string, not {type(value).__name__}", lines.get(key)
-    )
+    raise FrontmatterInvalid(invalid, f"{key!r} must be text, not {_kind(value)}", lines.get(key))
 
 
 def _check_length(value: str, *, high: int, lines: Mapping[str, int], key: str, rule: str) -> None:
@@ -509,25 +550,25 @@ def _check_length(value: str, *, high: int, lines: Mapping[str, int], key: str, 
 
 
 def _metadata(value: object, lines: Mapping[str, int]) -> Mapping[str, str]:
-    if value is None:
+    if value is None or value == "":
         return MappingProxyType({})
     if not isinstance(value, dict):
         raise FrontmatterInvalid(
             RULE_INVALID_METADATA,
-            f"'metadata' must be a mapping, not {type(value).__name__}",
+            f"'metadata' must be a mapping, not {_kind(value)}",
             lines.get("metadata"),
         )
     for key, item in value.items():
         if key == TRIGGERS_KEY and not isinstance(item, str):
             raise FrontmatterInvalid(
                 RULE_INVALID_TRIGGERS,
-                f"'metadata.triggers' is a {type(item).__name__}; {TRIGGERS_FORM}",
+                f"'metadata.triggers' is {_kind(item)}; {TRIGGERS_FORM}",
                 lines.get("metadata"),
             )
-        if not isinstance(key, str) or not isinstance(item, str):
+        if not isinstance(item, str):
             raise FrontmatterInvalid(
                 RULE_INVALID_METADATA,
-                f"'metadata' maps strings to strings; the entry {key!r} does not",
+                f"'metadata' maps text to text; the entry {key!r} holds {_kind(item)}",
                 lines.get("metadata"),
             )
     return MappingProxyType(dict(value))

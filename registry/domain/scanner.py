@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 from blake3 import blake3
 
 from registry.domain import values, windowed
-from registry.domain.literals import Guard, Listed, Literals, Occurrences, Seek
+from registry.domain.literals import Listed, Literals, Occurrences, Seek
 from registry.domain.values import GENERIC_MIN_ENTROPY, GENERIC_MIN_LENGTH, TOKEN_MIN_ENTROPY
 from registry.errors import ContentBlocked
 
@@ -322,7 +322,6 @@ _ASSIGNMENT: Final = re.compile(
 _ASSIGNMENT_WORDS: Final = ("pass", "pwd", "secret", "token", "auth", "credential", "key")
 _NAME_CHARACTERS: Final = string.ascii_letters + string.digits + "_.-"
 _NAME_OPENERS: Final = string.ascii_letters + "_"
-_QUOTES: Final = ('"', "'", "`")
 _NOT_NAME: Final = re.compile(r"[^A-Za-z0-9_.-]")
 _LOOK_BACK: Final = 68  # a name's 64 characters, the `--` before it, and a margin
 
@@ -356,48 +355,6 @@ def _word_starts(text: str, seek: Seek, at: int) -> Iterator[int]:
         at = seek(at + 1)
 
 
-# Every assignment match holds, from its secret word on, the rest of its name (at most 63
-# more characters), an optional quote and `]`, at most 8 blanks and the operator's first
-# character; Hyperscan lists where that shape ends in the same pass as the rules' literals
-# (`literals.Guard`), so prose full of `author` and `keyboard` costs no try at all. Its
-# longest match: the longest word, 63 name characters, a quote, `]`, 8 blanks, `=` or `:`.
-_ASSIGNMENT_GUARD: Final = Guard(
-    pattern=b"(?:"
-    + b"|".join(word.encode("ascii") for word in _ASSIGNMENT_WORDS)
-    + rb""")[A-Za-z0-9_.\-]{0,63}["'`]?\]?[ \t]{0,8}[=:]""",
-    reach=max(map(len, _ASSIGNMENT_WORDS)) + 63 + 1 + 1 + 8 + 1,
-)
-_BEFORE_OPERATOR: Final = 80  # 8 blanks, `]`, a quote, `--` and a 64-character name, and more
-
-
-def _starts_before(text: str, ends: list[int]) -> list[int]:
-    """The positions where a match may start, in order, from where its guard matches end.
-
-    A match's name is the whole run of name characters before its operator (a name
-    character cannot follow a name), after the blanks, `]` and quote between them, so each
-    operator gives one run and the run one position, as in `_word_starts`.
-    """
-    starts: list[int] = []
-    for operator in ends:
-        window = max(operator - _BEFORE_OPERATOR, 0)
-        head = text[window:operator].rstrip(" \t")
-        head = head.removesuffix("]")
-        if head.endswith(_QUOTES):
-            head = head[:-1]
-        run = window + len(head.rstrip(_NAME_CHARACTERS))
-        if run == window and window > 0:
-            continue  # a run this long holds no name: the name would be over 64 characters
-        if text.startswith("--", run):
-            start = run + 2
-        elif run < len(text) and text[run] in _NAME_OPENERS:
-            start = run
-        else:
-            continue
-        if not starts or start != starts[-1]:
-            starts.append(start)
-    return starts
-
-
 def _assignment_starts(text: str, found: Occurrences | None = None) -> list[int]:
     """The positions where an assignment match may start, in order (a superset).
 
@@ -405,9 +362,6 @@ def _assignment_starts(text: str, found: Occurrences | None = None) -> list[int]
     """
     if found is None:
         found = _LITERALS.occurrences(text)
-    ends = found.guarded()
-    if ends is not None:
-        return _starts_before(text, ends)
     words = []
     for word in _ASSIGNMENT_WORDS:
         seek = found.seeker(word)
@@ -446,11 +400,10 @@ def assignment_matches(text: str, found: Occurrences | None = None) -> Iterator[
 
 # Every literal the content check looks for (registry/domain/literals.py):
 # the rules' prefixes as written, the assignment's words in any case (as the pattern folds
-# them, in ASCII only), or where Hyperscan lists, the assignment's guard in their place.
+# them, in ASCII only).
 _LITERALS: Final = Literals(
     cased=[literal for rule in _RULES for literal in rule.literals],
     folded=_ASSIGNMENT_WORDS,
-    guard=_ASSIGNMENT_GUARD,
 )
 
 

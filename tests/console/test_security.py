@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 
 import httpx
+from pydantic import SecretStr
 
+from registry.console.routing import Console
 from registry.domain.model import Scope
 from registry.http.app import create_app
 from tests.console.site import WS, make_site, publish, skill_md, skill_path
@@ -76,12 +78,43 @@ async def test_the_session_cookie_is_secure_over_https(registry):
         assert "Secure" in _cookie(await site.signin("owner"))
 
 
+async def test_a_rotated_key_keeps_sessions_until_it_is_dropped(registry):
+    old, new = "o" * 32, "n" * 32
+
+    def console(secret: str, *previous: str) -> Console:
+        keys = {
+            "console_secret": SecretStr(secret),
+            "console_previous_secrets": [SecretStr(key) for key in previous],
+        }
+        return Console(registry, registry.settings.model_copy(update=keys))
+
+    app = create_app(registry)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://c.test"
+    ) as client:
+        site = await make_site(registry, client)
+        app.state.console = console(old)
+        await site.signin("owner")
+        signed_by_old = client.cookies.get("skillreg_console")
+        overview = f"/console/{WS}/"
+        # The new key signs, the old one still verifies: still signed in, forms still work.
+        app.state.console = console(new, old)
+        assert (await client.get(overview)).status_code == 200
+        answer = await site.post("/console/signout")
+        assert answer.status_code == 303
+        # Once the old key is dropped, what it signed is no session.
+        app.state.console = console(new)
+        client.cookies.set("skillreg_console", signed_by_old, path="/console")
+        assert (await client.get(overview)).status_code == 303
+
+
 async def test_signing_in_draws_a_new_session_and_signing_out_ends_it(site):
     await site.client.get("/console/signin")
     before = site.client.cookies.get("skillreg_console")
     await site.signin("owner")
     after = site.client.cookies.get("skillreg_console")
-    assert before.split(".")[1] != after.split(".")[1]
+    # The signed payload (the session id among it) changed, not only the signing time.
+    assert before.split(".")[0] != after.split(".")[0]
     planted = httpx.Cookies({"skillreg_console": after})
     await site.post("/console/signout")
     assert (await site.client.get(f"/console/{WS}/")).status_code == 303

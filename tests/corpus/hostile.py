@@ -226,9 +226,16 @@ CASES: list[HostileCase] = [
     _front("no-frontmatter", b"# Just Markdown\n", "no_frontmatter"),
     _front("byte-order-mark", b"\xef\xbb\xbf" + VALID_SKILL_MD, "no_frontmatter"),
     _front("unterminated-frontmatter", f"---\nname: {SLUG}\n".encode(), "unterminated_frontmatter"),
-    _front("malformed-yaml", f"---\nname: [{SLUG}\n---\n".encode(), "invalid_yaml"),
-    _front("yaml-impossible-date", skill_md(extra="license: 2020-02-30\n"), "invalid_yaml"),
-    _front("yaml-tagged-non-bool", skill_md(extra="license: !!bool maybe\n"), "invalid_yaml"),
+    _front("malformed-yaml", f"---\nname: '{SLUG}\n---\n".encode(), "invalid_yaml"),
+    _front("yaml-flow-style", f"---\nname: [{SLUG}\n---\n".encode(), "yaml_flow_style"),
+    _front("yaml-tag", skill_md(extra="license: !!python/object:os.system x\n"), "yaml_tag"),
+    _front("yaml-merge-key", skill_md(extra="metadata:\n  <<:\n    a: b\n"), "yaml_merge_key"),
+    _front("yaml-deep", skill_md(extra="metadata:\n  " + "- " * 100 + "x\n"), "yaml_too_deep"),
+    _front(
+        "yaml-many-nodes",
+        skill_md(extra="metadata:\n" + "".join(f"  k{i}: v\n" for i in range(200))),
+        "yaml_too_many_nodes",
+    ),
     _front("yaml-not-a-mapping", b"---\n- a\n- b\n---\n", "not_a_mapping"),
     _front("non-utf8", skill_md(description="caf\xe9").replace(b"\xc3\xa9", b"\xe9"), "not_utf8"),
     _front("alias-bomb", _BILLION_LAUGHS, "yaml_alias"),
@@ -246,7 +253,9 @@ CASES: list[HostileCase] = [
         "invalid_compatibility",
     ),
     _front(
-        "metadata-not-strings", skill_md(extra="metadata:\n  nested: {a: b}\n"), "invalid_metadata"
+        "metadata-not-strings",
+        skill_md(extra="metadata:\n  nested:\n    a: b\n"),
+        "invalid_metadata",
     ),
     # ------------------------------------------------------------ slug
     HostileCase("invalid-slug-case", VALID_FILES, "Corpus-Skill", InvalidName, None),

@@ -2,14 +2,13 @@
 
 `Occurrences.next_at(literal, position)` must give the literal's first occurrence at or
 after `position` (overlapping occurrences included, folded literals in any ASCII case,
-never inside a character beyond ASCII), whether Hyperscan or RE2 listed them or each
-question is a `find`, and whatever the window. A text crowded with literals is searched.
+never inside a character beyond ASCII), whether RE2 listed them or each question is a
+`find`, and whatever the window. A text crowded with literals is searched.
 The content check built on them finds the same with every engine.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from unittest import mock
@@ -19,7 +18,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from registry.domain import literals, scanner, windowed
-from registry.domain.literals import SPARSE, Guard, Listed, Literals, Searched
+from registry.domain.literals import SPARSE, Listed, Literals, Searched
 from registry.domain.scanner import DefaultScanner
 from tests.corpus import fakes
 
@@ -92,44 +91,6 @@ def test_every_occurrence_of_every_literal(engine, text, window):
                 assert found.next_at(literal, position) == (following[0] if following else -1)
 
 
-# A guard: a folded word, then letters, then `=`.
-GUARD = Guard(rb"(?:key|pass|auth|token)[a-z]{0,3}=", reach=5 + 3 + 1)
-_GUARDED = st.lists(st.sampled_from(["key", "PASS", "aUth", "token", "a", "=", "?", "é", "k"]))
-
-
-def _guard_ends(text: str) -> list[int]:
-    """Where a match of `GUARD` ends (its last byte), tried at every position."""
-    probe = text.encode("ascii", "replace")
-    pattern = re.compile(GUARD.pattern, re.IGNORECASE)
-    return sorted(
-        {m.end() - 1 for at in range(len(probe)) if (m := pattern.match(probe, at)) is not None}
-    )
-
-
-@ENGINES
-@given(text=_GUARDED.map("".join), window=WINDOWS)
-@example(text="keykey=", window=1)  # two matches end at one `=`
-@example(text="tokenaaa=", window=3)  # the longest match, across windows
-def test_a_guard_is_listed_in_place_of_the_folded_literals(engine, text, window):
-    with mock.patch.object(windowed, "WINDOW", window), mock.patch.object(literals, "SPARSE", 1):
-        found = Literals(CASED, FOLDED, engine=engine, guard=GUARD).occurrences(text)
-    expected = _expected(text)
-    if engine != "hyperscan":
-        # Only Hyperscan lists a guard; the others answer for the folded literals.
-        assert found.guarded() is None
-        assert found.next_at("key", 0) == expected.get("key", [-1])[0]
-        return
-    assert found.guarded() == _guard_ends(text)
-    assert found.next_at("sk-", 0) == expected.get("sk-", [-1])[0]
-    with pytest.raises(LookupError, match="'key' was not listed: its guard was"):
-        found.next_at("key", 0)
-
-
-def test_a_guard_must_reach_a_byte():
-    with pytest.raises(ValueError, match="reaches at least one byte"):
-        Literals(CASED, FOLDED, guard=Guard(b"key=", reach=0))
-
-
 @ENGINES
 def test_a_text_crowded_with_literals_is_searched_not_listed(engine):
     finder = Literals(CASED, FOLDED, engine=engine)
@@ -162,19 +123,19 @@ def test_literals_the_probe_could_not_hold_are_refused(cased, folded):
         Literals(cased, folded, engine="search")
 
 
-def test_the_default_engine_is_the_fastest_installed():
-    # The development install has the `fast-scan` extra: Hyperscan, then RE2.
-    assert literals.ENGINES == ("hyperscan", "re2", "search")
-    assert Literals(CASED, FOLDED).engine == literals.ENGINE == "hyperscan"
+def test_re2_lists_by_default():
+    # google-re2 is a dependency, not an extra: every install lists with it.
+    assert literals.ENGINES == ("re2", "search")
+    assert Literals(CASED, FOLDED).engine == literals.ENGINE == "re2"
     assert isinstance(Literals(CASED, FOLDED).occurrences("a key"), Listed)
 
 
 def test_an_engine_that_is_not_installed_is_refused():
     with (
-        mock.patch.object(literals, "ENGINES", ("re2", "search")),
-        pytest.raises(RuntimeError, match="'hyperscan' engine is not installed"),
+        mock.patch.object(literals, "ENGINES", ("search",)),
+        pytest.raises(RuntimeError, match="'re2' engine is not installed"),
     ):
-        Literals(CASED, FOLDED, engine="hyperscan")
+        Literals(CASED, FOLDED, engine="re2")
 
 
 def test_an_ascii_texts_own_bytes_are_its_probe():
@@ -211,7 +172,7 @@ def test_the_content_check_finds_the_same_with_every_engine(engine, text, window
         with mock.patch.object(literals, "SPARSE", 1):
             listed = DefaultScanner().scan("f", data)
         mine = scanner._LITERALS
-        other = Literals(mine.cased, mine.folded, engine=engine, guard=mine.guard)
+        other = Literals(mine.cased, mine.folded, engine=engine)
         with mock.patch.object(scanner, "_LITERALS", other):
             assert DefaultScanner().scan("f", data) == listed
 
@@ -246,7 +207,7 @@ def test_every_way_a_rule_opens_holds_one_of_its_literals(token):
 
 @ENGINES
 def test_threads_list_at_once_and_each_finds_the_same(engine):
-    """Worker threads scan packages at once; Hyperscan's scratch space is per thread."""
+    """Worker threads scan packages at once, sharing one compiled set of literals."""
     finder = Literals(CASED, FOLDED, engine=engine)
     texts = [f"{'a word ' * 40 * n}a key, sk-ant- and {'TOKEN ' * n}" * 50 for n in range(1, 9)]
     expected = [_found(finder.occurrences(text)) for text in texts]

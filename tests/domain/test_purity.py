@@ -38,18 +38,14 @@ ALLOWED = {
     # and the JSON document itself, both computed over bytes in memory.
     "hashlib",
     "json",
-    "yaml",
-    # The frontmatter's loaders (registry/domain/frontmatter.py): PyYAML's constructor and
-    # its libyaml parser, over a str in memory.
-    "yaml.constructor",
-    "yaml._yaml",
+    # The frontmatter's YAML (registry/domain/frontmatter.py): strictyaml and the parser it
+    # vendors, over a str in memory.
+    "strictyaml",
+    "strictyaml.ruamel",
     "blake3",
     # The content check's one-pass literal search (registry/domain/literals.py): a regex
     # engine over bytes in memory, like `re`.
     "re2",
-    # ... or Hyperscan's (the `fast-scan` extra), whose scratch space is kept per thread.
-    "hyperscan",
-    "threading",
     "blobstore.digest",
     "registry.errors",
 }

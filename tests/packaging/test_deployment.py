@@ -40,11 +40,13 @@ def test_both_stages_start_from_the_slim_python_image():
     assert bases == ["python:3.11-slim", "python:3.11-slim"]
 
 
-def test_the_image_installs_the_wheel_with_the_install_script_and_runs_as_a_user():
+def test_the_image_installs_the_locked_dependencies_and_the_wheel_and_runs_as_a_user():
     runtime = stages()[-1]
     runs = [args for kw, args in runtime if kw == "RUN"]
-    assert any("/tmp/install.sh /opt/skillreg /tmp/dist/*.whl" in run for run in runs)
-    assert any(kw == "COPY" and args.split()[0] == "deploy/install.sh" for kw, args in runtime)
+    install = "/tmp/install.sh /opt/skillreg /tmp/dist/*.whl /tmp/requirements.txt"
+    assert any(install in run for run in runs)
+    copies = [args.split()[:-1] for kw, args in runtime if kw == "COPY"]
+    assert ["deploy/install.sh", "deploy/requirements.txt"] in copies
     assert any("useradd" in run and "skillreg" in run for run in runs)
     users = [args for kw, args in runtime if kw == "USER"]
     assert users == ["skillreg"]
