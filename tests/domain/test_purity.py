@@ -46,6 +46,13 @@ ALLOWED = {
     # The content check's one-pass literal search (registry/domain/literals.py): a regex
     # engine over bytes in memory, like `re`.
     "re2",
+    # Attestations (registry/domain/attestation.py): Ed25519 and base64 over bytes in memory;
+    # keys come from the caller.
+    "base64",
+    "binascii",
+    "cryptography.exceptions",
+    "cryptography.hazmat.primitives.asymmetric.ed25519",
+    "cryptography.hazmat.primitives.serialization",
     "blobstore.digest",
     "registry.errors",
 }
