@@ -16,6 +16,7 @@ from registry.domain.limits import Limits
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./.skillreg/registry.db"
 DEFAULT_BLOB_URL = "file://./.skillreg/blobs"
+DEFAULT_SIGNING_KEY_FILE = "./.skillreg/signing-key.pem"
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -136,6 +137,13 @@ class Settings(BaseSettings):
     sync_max_json_bytes: int = Field(default=16 * MiB, ge=1024, description="a JSON answer")
     sync_request_timeout: float = Field(default=60.0, gt=0, description="a request, in all")
     sync_run_timeout: float = Field(default=1800.0, gt=0, description="a sync run, in all")
+
+    # Signing (docs/trust.md): the Ed25519 key that signs every version's attestation. The
+    # PEM itself (`SKILLREG_SIGNING_KEY`, for a secret store) or a file (0600) that holds
+    # it; `skillreg init` and `skillreg keys create` make the file. Processes serving one
+    # registry share the key.
+    signing_key: SecretStr | None = Field(default=None, description="a PEM private key")
+    signing_key_file: str = Field(default=DEFAULT_SIGNING_KEY_FILE, min_length=1)
 
     @field_validator("database_url", "blob_url")
     @classmethod

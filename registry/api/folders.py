@@ -8,7 +8,7 @@ the package limits checked while reading; and a file replaced whole (a lock file
 
 from __future__ import annotations
 
+from registry.services.fsops import replace_file
 from registry.services.materialize.folder import read_folder, write_folder
-from registry.services.materialize.fsops import replace_file
 
 __all__ = ["read_folder", "replace_file", "write_folder"]

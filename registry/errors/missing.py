@@ -144,6 +144,17 @@ class StorageUnavailable(RegistryError, code="storage_unavailable"):
 
 
 @dataclass(eq=False, repr=False)
+class SigningKeyUnavailable(StorageUnavailable, code="signing_key_unavailable"):
+    """The key that signs versions is missing, unreadable, or was retired (docs/trust.md).
+
+    `what` names where the key was looked for (a file, `SKILLREG_SIGNING_KEY`, a key id);
+    nothing is written unsigned: `skillreg init` or `skillreg keys create` makes one.
+    """
+
+    template = "signing key {what} unavailable: {detail}"
+
+
+@dataclass(eq=False, repr=False)
 class WorkspaceBusy(StorageUnavailable, code="workspace_busy"):
     """The workspace lock (or the database's write lock) was not granted in time."""
 

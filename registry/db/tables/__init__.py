@@ -11,8 +11,8 @@ may see is decided through its versions and manifests, never by digest alone.
 manifests, blobs and outbox; `history` proposals, approvals and exclusions; `learning`
 suppressions, pending writes, loads and the SKILL.md index; `ops` jobs, GC runs,
 materialisations and tokens; `discovery` what a scope publishes in its Agent Skills
-index; `search` the full-text documents. Every table is importable from
-`registry.db.tables`.
+index; `search` the full-text documents; `trust` signing keys and attestations. Every
+table is importable from `registry.db.tables`.
 """
 
 from registry.db.tables.base import (
@@ -70,6 +70,7 @@ from registry.db.tables.ops import (
     MaterializationTarget,
 )
 from registry.db.tables.search import SearchCursor, SearchDocument
+from registry.db.tables.trust import Attestation, SigningKey
 
 __all__ = [
     "BLOB_STATUSES",
@@ -90,6 +91,7 @@ __all__ = [
     "SUPPRESSION_STATUSES",
     "TOKEN_ROLES",
     "ApiToken",
+    "Attestation",
     "Base",
     "BigId",
     "Blob",
@@ -112,6 +114,7 @@ __all__ = [
     "ScopeCount",
     "SearchCursor",
     "SearchDocument",
+    "SigningKey",
     "Skill",
     "SkillMdIndex",
     "SourceExclusion",

@@ -206,6 +206,10 @@ class Version(Base):
     parent: Mapped[int | None] = mapped_column(sa.Integer)
     origin: Mapped[str] = mapped_column(sa.String(32))
     actor: Mapped[str] = mapped_column(sa.String(200))
+    # Who really wrote it: the authenticated token (`token:<id>`) or the operating system's
+    # user (`os:<name>`). `actor` is what the writer declared. Null for versions older than
+    # the column.
+    principal: Mapped[str | None] = mapped_column(sa.String(200))
     message: Mapped[str] = mapped_column(sa.Text, default="")
     restored_from: Mapped[int | None] = mapped_column(sa.Integer)
     manifest_id: Mapped[int] = mapped_column(sa.ForeignKey("manifests.id"))

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from registry.domain.manifest import Manifest, ManifestEntry
-from registry.services.materialize import fsops
-from registry.services.materialize.fsops import FileStamp
+from registry.services import fsops
+from registry.services.fsops import FileStamp
 from registry.services.materialize.target import SkillCache, Target
 
 MAX_ENTRIES: Final = 10_000

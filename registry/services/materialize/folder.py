@@ -40,7 +40,7 @@ from registry.domain.limits import Limits
 from registry.domain.model import PackageFile
 from registry.domain.paths import RULE_TOO_DEEP
 from registry.errors import LimitExceeded, PathRejected
-from registry.services.materialize.fsops import create_file
+from registry.services.fsops import create_file
 
 IGNORE_FILE = ".skillregignore"
 ALWAYS_IGNORED = (".git/",)

@@ -28,9 +28,10 @@ from registry.db import materializations as db_materializations
 from registry.db import skills as db_skills
 from registry.domain.model import Scope
 from registry.errors import TargetBusy
+from registry.services import fsops
 from registry.services.context import Context
-from registry.services.materialize import fsops, swap
-from registry.services.materialize.fsops import no_step
+from registry.services.fsops import no_step
+from registry.services.materialize import swap
 from registry.services.materialize.target import PRIVATE, Target, wait_until_free
 
 TARGET_FORGOTTEN: Final = "materialize_target_forgotten"

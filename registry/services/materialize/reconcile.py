@@ -54,10 +54,10 @@ from registry.errors import (
 )
 from registry.failpoints import NO_FAILPOINTS, Failpoints
 from registry.services.context import Context, blob_store_failed
+from registry.services.fsops import Step, no_step
 from registry.services.materialize import drift, swap
 from registry.services.materialize.direct import DirectSource
 from registry.services.materialize.drift import DIR, LINK, DriftItem, Observation
-from registry.services.materialize.fsops import Step, no_step
 from registry.services.materialize.lockfile import LockFile
 from registry.services.materialize.records import Records
 from registry.services.materialize.source import (

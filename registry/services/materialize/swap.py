@@ -35,9 +35,9 @@ from typing import Final
 from registry.domain.manifest import Manifest, ManifestEntry
 from registry.domain.model import PackageFile
 from registry.errors import Inconsistency
-from registry.services.materialize import fsops
+from registry.services import fsops
+from registry.services.fsops import FileStamp, Step
 from registry.services.materialize.drift import ABSENT, DIR, Observation
-from registry.services.materialize.fsops import FileStamp, Step
 from registry.services.materialize.target import Target, link_text, tree_name
 
 SKILL_MD: Final = "SKILL.md"

@@ -43,8 +43,8 @@ from registry.errors import (
     TargetInvalid,
     TargetMismatch,
 )
-from registry.services.materialize import fsops
-from registry.services.materialize.fsops import FileStamp, Step, no_step
+from registry.services import fsops
+from registry.services.fsops import FileStamp, Step, no_step
 
 PRIVATE: Final = ".skillreg"
 IDENTITY: Final = "target.json"

@@ -1,6 +1,8 @@
 """Crash-safe file operations on directory descriptors that never follow a symbolic link.
 
-The materialiser writes into directories that agents (and people) may have edited: a
+Shared by the capabilities that write files (materialisation's targets and folders, the
+signing key's file) and the CLI's lock files (`registry.api.folders`). The materialiser
+writes into directories that agents (and people) may have edited: a
 `scripts/` folder replaced by a link to `/etc`, a `SKILL.md` that is now a link to a
 secret. Every operation here therefore works relative to an open directory descriptor,
 opens each name with `O_NOFOLLOW`, and checks what it opened with `fstat`, so that a
@@ -170,7 +172,9 @@ def write_file(
     step("materialize.file_placed")
 
 
-def create_file(name: str, dir_fd: int, data: bytes, *, executable: bool) -> None:
+def create_file(
+    name: str, dir_fd: int, data: bytes, *, executable: bool, mode: int | None = None
+) -> None:
     """Create `name` under `dir_fd` (it must not exist, nor be a link) with `data`, fsynced.
 
     The one way the registry writes a file's bytes: `write_file` (temp then rename over),
@@ -182,8 +186,17 @@ def create_file(name: str, dir_fd: int, data: bytes, *, executable: bool) -> Non
         while view:
             view = view[os.write(fd, view) :]
         # fchmod, not the open mode: the umask must not strip the executable bit.
-        os.fchmod(fd, file_mode(executable=executable))
+        os.fchmod(fd, file_mode(executable=executable) if mode is None else mode)
         os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_path(directory: Path) -> None:
+    """Make a directory's entries durable (a rename in it, say)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fsync_fd(fd)
     finally:
         os.close(fd)
 

@@ -1,0 +1,109 @@
+"""Queries on signing keys and attestations. The caller owns the transaction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from registry.db.tables import Attestation, SigningKey, Version
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRow:
+    key_id: str
+    public_key: str
+    created_at: datetime
+    retired_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class AttestationRow:
+    version_id: int
+    key_id: str
+    package_digest: str
+    digest: str
+    envelope: bytes
+
+
+_KEY = (SigningKey.key_id, SigningKey.public_key, SigningKey.created_at, SigningKey.retired_at)
+
+
+async def keys(conn: AsyncConnection) -> list[KeyRow]:
+    """Every key, oldest first."""
+    rows = await conn.execute(sa.select(*_KEY).order_by(SigningKey.created_at, SigningKey.key_id))
+    return [KeyRow(*r) for r in rows]
+
+
+async def key(conn: AsyncConnection, key_id: str) -> KeyRow | None:
+    row = (await conn.execute(sa.select(*_KEY).where(SigningKey.key_id == key_id))).first()
+    return None if row is None else KeyRow(*row)
+
+
+async def insert_key(conn: AsyncConnection, key_id: str, public_key: str, now: datetime) -> None:
+    await conn.execute(
+        sa.insert(SigningKey).values(key_id=key_id, public_key=public_key, created_at=now)
+    )
+
+
+async def retire_keys(conn: AsyncConnection, keep: str, now: datetime) -> list[str]:
+    """Retire every key but `keep` that is not retired yet; their ids."""
+    live = await conn.execute(
+        sa.select(SigningKey.key_id).where(
+            SigningKey.retired_at.is_(None), SigningKey.key_id != keep
+        )
+    )
+    retired = [r.key_id for r in live]
+    if retired:
+        await conn.execute(
+            sa.update(SigningKey).where(SigningKey.key_id.in_(retired)).values(retired_at=now)
+        )
+    return retired
+
+
+async def insert_attestation(
+    conn: AsyncConnection,
+    *,
+    version_id: int,
+    workspace: str,
+    key_id: str,
+    package_digest: str,
+    digest: str,
+    envelope: bytes,
+) -> None:
+    await conn.execute(
+        sa.insert(Attestation).values(
+            version_id=version_id,
+            workspace=workspace,
+            key_id=key_id,
+            package_digest=package_digest,
+            digest=digest,
+            envelope=envelope,
+        )
+    )
+
+
+async def attestation(
+    conn: AsyncConnection, workspace: str, version_id: int
+) -> AttestationRow | None:
+    """A version's attestation, in `workspace` only (an id elsewhere is none)."""
+    row = (
+        await conn.execute(
+            sa.select(
+                Attestation.version_id,
+                Attestation.key_id,
+                Attestation.package_digest,
+                Attestation.digest,
+                Attestation.envelope,
+            ).where(Attestation.version_id == version_id, Attestation.workspace == workspace)
+        )
+    ).first()
+    return None if row is None else AttestationRow(*row)
+
+
+async def principal(conn: AsyncConnection, version_id: int) -> str | None:
+    return (
+        await conn.execute(sa.select(Version.principal).where(Version.id == version_id))
+    ).scalar_one_or_none()
