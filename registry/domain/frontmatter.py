@@ -280,7 +280,7 @@ class _StrictLoader(_Refusals, yaml.SafeLoader):
 _LIBYAML_DIFFERS: Final = re.compile(r"[\t!?\r\x85\u2028\u2029\ufeff]|[|>][0-9+-]*#")
 _LibyamlLoader: type[_Refusals] | None = None
 try:
-    from yaml._yaml import CParser
+    from yaml.cyaml import CParser
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
     pass  # `_LibyamlLoader` stays None: the Python loader reads every frontmatter
 else:
