@@ -24,7 +24,6 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Protocol
 
 import yaml
-from yaml.constructor import SafeConstructor
 
 from registry.domain.model import check_slug
 from registry.errors import FrontmatterInvalid, InvalidName
@@ -280,18 +279,14 @@ class _StrictLoader(_Refusals, yaml.SafeLoader):
 _LIBYAML_DIFFERS: Final = re.compile(r"[\t!?\r\x85\u2028\u2029\ufeff]|[|>][0-9+-]*#")
 _LibyamlLoader: type[_Refusals] | None = None
 try:
-    from yaml.cyaml import CParser
+    # libyaml's parser, the safe constructor and the resolver (its public face; the parser
+    # alone is `yaml._yaml`'s, a private module).
+    from yaml import CSafeLoader
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
     pass  # `_LibyamlLoader` stays None: the Python loader reads every frontmatter
 else:
 
-    class _ParsedByLibyaml(
-        _Refusals,
-        yaml.composer.Composer,
-        CParser,
-        SafeConstructor,
-        yaml.resolver.Resolver,
-    ):
+    class _ParsedByLibyaml(_Refusals, yaml.composer.Composer, CSafeLoader):
         """The same loader over libyaml's parser: PyYAML's composer, refusals and constructor.
 
         libyaml (C) reads the text into events; the nodes and values are built in Python,
@@ -300,9 +295,7 @@ else:
         """
 
         def __init__(self, source: str) -> None:
-            CParser.__init__(self, source)
-            SafeConstructor.__init__(self)
-            yaml.resolver.Resolver.__init__(self)
+            CSafeLoader.__init__(self, source)
             yaml.composer.Composer.__init__(self)
             self._source = source
             self._depth = 0
