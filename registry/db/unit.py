@@ -63,6 +63,21 @@ async def _no_hit(_name: str) -> None:
     return None
 
 
+async def _commit(conn: AsyncConnection, transaction: AsyncTransaction) -> None:
+    """Commit; if that fails, drop the connection, whose state is unknown now.
+
+    A failed `COMMIT` can leave the driver's transaction open (SQLite answers busy and
+    keeps it) while SQLAlchemy's has ended, and a connection given back so would refuse
+    its next `BEGIN`: the pool gets rid of it instead (`invalidate`).
+    """
+    try:
+        await transaction.commit()
+    except BaseException:
+        if not conn.invalidated:
+            await conn.invalidate()
+        raise
+
+
 class CommitOutcomeUnknown(Exception):
     """The commit was sent and failed: the transaction may or may not have committed."""
 
@@ -174,7 +189,7 @@ class UnitOfWork:
                     await transaction.rollback()
                     return outcome.value
                 try:
-                    await transaction.commit()
+                    await _commit(conn, transaction)
                     await hit("publish.committed")
                 except Exception as exc:
                     raise CommitOutcomeUnknown(str(exc)) from exc
@@ -193,7 +208,7 @@ class UnitOfWork:
                 except BaseException:
                     await transaction.rollback()
                     raise
-                await transaction.commit()
+                await _commit(conn, transaction)
                 return result
 
         return await self._retried(once, workspace=workspace)
