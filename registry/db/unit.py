@@ -297,7 +297,8 @@ class UnitOfWork:
             ) from None
         try:
             async with self.engine.connect() as raw:
-                yield await raw.execution_options(**self._options(raw, write=write, one=one))
+                options = self._options(raw, write=write, one=one)
+                yield await raw.execution_options(**options) if options else raw
         finally:
             self._gate.release()
 

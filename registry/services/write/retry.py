@@ -12,14 +12,14 @@ overwrites another's (docs/write-path.md, "Retrying a compare-and-swap").
 Writers in one process take turns first (`registry/services/turns.py`, one `Turns` per
 `Context`): each skill's retried writes run one at a time, in the order they asked, so they
 never conflict with each other and none waits behind luckier ones. Without turns, one
-unlucky writer could lose dozens of times in a row to tasks of its own process (eight
-writers on one skill: a p99 of 1.5 s, and four conflicts per write).
+unlucky writer could lose dozens of times in a row to tasks of its own process
+(docs/write-path.md, "Turns within a process", has the figures).
 
 On PostgreSQL the skill's turn is also taken among processes (`UnitOfWork.turn`, a
 session-level advisory lock, one round trip to take and one to give back), so the writers of
 several processes that contend for one skill queue instead of backing off against each
-other: eight writer processes on one skill went from 70-120 conflicts for 144 writes and a
-p99 of 0.8-1.5 s to none and 213-297 ms (docs/write-path.md, "Turns among processes").
+other, and conflict no more (docs/write-path.md, "Turns among processes", has the
+figures).
 Only writers that do not go through `write_with_retry` can still make an attempt fail, and
 backoff handles those. A writer that cannot have the turn (a quarter of this process's
 connections hold turns already, or the lock is not granted within `lock_timeout`) goes on
