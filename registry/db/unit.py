@@ -309,7 +309,9 @@ class UnitOfWork:
         if one:
             return {"isolation_level": "AUTOCOMMIT"} if postgres else {NO_BEGIN: True}
         if write:
-            return {} if postgres else {WRITE_TX: True}
+            # SQLite's begin hook reads it (`BEGIN IMMEDIATE`); elsewhere it marks the
+            # transaction as a write for whoever listens (PostgreSQL ignores it).
+            return {WRITE_TX: True}
         if postgres:
             return {"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
         return {}
