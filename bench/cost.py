@@ -105,10 +105,6 @@ class PhaseCounter:
     def __init__(self) -> None:
         self.phase = "read"
         self.counted: dict[str, Counter[str]] = {}
-        # Connections inside a transaction SQLAlchemy does not track: a PostgreSQL
-        # publish runs on the driver (`driver_transaction.DriverTransaction`), announced by the
-        # `begin` event and ended by `commit` or `rollback`.
-        self._open: set[int] = set()
 
     async def hit(self, name: str) -> None:
         self.phase = _PHASE_STARTS.get(name, self.phase)
@@ -121,31 +117,23 @@ class PhaseCounter:
         if keyword not in _TRANSACTION_CONTROL:
             self._tally("statements")
             self._tally(f"kind {keyword}")
-            if not args[0].in_transaction() and id(args[0]) not in self._open:
-                # One statement run as its own transaction (`UnitOfWork.single`): no
-                # `begin` event, and a transaction all the same.
-                self._tally("transactions")
 
-    def _begin(self, conn: Any) -> None:
-        self._open.add(id(conn))
+    def _begin(self, _conn: Any) -> None:
+        # Every transaction SQLAlchemy begins, a read of one statement in autocommit
+        # (`UnitOfWork.read_one`) included.
         self._tally("transactions")
 
-    def _commit(self, conn: Any) -> None:
-        self._open.discard(id(conn))
+    def _commit(self, _conn: Any) -> None:
         self._tally("commits")
-
-    def _rollback(self, conn: Any) -> None:
-        self._open.discard(id(conn))
 
     @contextmanager
     def count(self, engine: AsyncEngine) -> Iterator[None]:
         """Count what `engine` is sent inside the block, from the `read` phase on."""
-        self.phase, self.counted, self._open = "read", {}, set()
+        self.phase, self.counted = "read", {}
         listeners = (
             ("before_cursor_execute", self._statement),
             ("begin", self._begin),
             ("commit", self._commit),
-            ("rollback", self._rollback),
         )
         for name, function in listeners:
             sa.event.listen(engine.sync_engine, name, function)

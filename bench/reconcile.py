@@ -31,7 +31,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from blake3 import blake3
 
@@ -43,15 +43,18 @@ from bench.services import SQLITE_LOCAL, Backend
 from registry.domain.model import Scope
 from registry.services.materialize.reconcile import ReconcileReport
 
-if TYPE_CHECKING:
-    from _typeshed import HasFileno
-
 SCOPE: Final = Scope("reconcile")
 FILES: Final = 5
 SIZE: Final = 4 * KiB
 EDITED: Final = "references/part-001.md"
 
 Packages = Mapping[str, Mapping[str, bytes]]
+
+
+class HasFileno(Protocol):
+    """What `os.fsync` takes besides a descriptor (typeshed's own is private to it)."""
+
+    def fileno(self) -> int: ...
 
 
 @contextmanager

@@ -24,8 +24,8 @@
 - `cas_transaction`: the yardstick issue 14 names for the lock hold, "a well-written CAS
   transaction (advisory lock, read head, conditional update, 10 inserts)": the workspace
   lock, the head read, its compare-and-swap, ten rows in one multi-row insert and a
-  durable commit, each statement through the registry's own driver path
-  (`registry/db/direct.py`), on `bench_head` and `bench_rows`, tables of the bench's own.
+  durable commit, each statement through SQLAlchemy's `AsyncConnection.execute` as every
+  statement of the registry's, on `bench_head` and `bench_rows`, tables of the bench's own.
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bench.content import write_tree
 from blobstore import BlobStore
 from blobstore.digest import compute_digest
-from registry.db import direct
 from registry.db.engine import write_connection
 from registry.db.locks import lock_workspace
 from registry.domain.manifest import build_manifest
@@ -189,12 +188,12 @@ async def cas_transaction(engine: AsyncEngine, workspace: str) -> None:
         conn = await write_connection(raw)
         async with conn.begin():
             await lock_workspace(conn, workspace)
-            head = (await direct.run(conn, _READ_HEAD)).scalar()
-            moved = await direct.run(conn, _MOVE_HEAD, {"expected": head})
+            head = (await conn.execute(_READ_HEAD)).scalar_one()
+            moved = await conn.execute(_MOVE_HEAD, {"expected": head})
             if moved.rowcount != 1:
                 msg = f"the compare-and-swap from head {head} found another head"
                 raise RuntimeError(msg)
-            await direct.run(conn, _INSERT_ROWS, {"head": head + 1})
+            await conn.execute(_INSERT_ROWS, {"head": head + 1})
 
 
 async def _locked_transaction(engine: AsyncEngine, workspace: str, *, row: bool) -> None:

@@ -49,10 +49,10 @@ TEMP_DIR: Final = ".tmp"
 # Stored objects never change; read-only files make an accidental in-place edit fail loudly.
 _OBJECT_MODE: Final = 0o444
 _SHARD_NAME: Final = re.compile(r"[0-9a-f]{2}")
-# Objects the listing gathers per worker-thread hop (at least one middle shard each). A hop
-# costs ~0.1 ms and a middle shard of a store under ~10 million objects holds a handful,
-# so one hop per middle shard spent three quarters of the time of listing 100,000 objects
-# handing work to threads (docs/benchmarks.md, GC). The batch bounds the memory instead.
+# Objects the listing gathers per worker-thread hop (at least one middle shard each). A
+# middle shard of a store under ~10 million objects holds a handful of objects, so one hop
+# per middle shard spent most of a listing's time handing work to threads
+# (docs/benchmarks.md, GC). The batch bounds the memory instead.
 LIST_BATCH: Final = 1000
 # Objects a put takes through each step together (temp files open at once).
 PUT_BATCH: Final = 64

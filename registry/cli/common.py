@@ -111,7 +111,7 @@ class DecimalRange(click.IntRange):
             if not (text.isascii() and text.isdigit()):
                 self.fail(f"{text!r} is not a whole number in ASCII digits.", param, ctx)
             shown = text if len(text) <= _SHOWN_DIGITS else f"a number of {len(text)} digits"
-            self.fail(f"{shown} is not in the range {self._describe_range()}.", param, ctx)
+            self.fail(f"{shown} is not in the range {self.min}<=x<={self.max}.", param, ctx)
         return super().convert(number, param, ctx)
 
 

@@ -10,6 +10,10 @@ underneath it (docs/gc.md).
 
 A write never deletes a blob. On failure it only releases its claims; GC reclaims what
 nobody references once the grace period has passed.
+
+The claim rules are written here once: `claim` (the blob rows and the claim rows),
+`release` (the claims dropped, by a publish inside its locked transaction or after a
+failure) and `confirm` (the publish's blob check).
 """
 
 from __future__ import annotations
@@ -23,12 +27,11 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from registry.db import direct
 from registry.db.tables import Blob, BlobClaim
 
 
 def upsert(conn: AsyncConnection, table: type[Any]) -> Any:
-    """The dialect's `INSERT` construct that supports `ON CONFLICT`."""
+    """The dialect's `INSERT` construct that supports `ON CONFLICT` (the same statement)."""
     if conn.dialect.name == "postgresql":
         return postgresql.insert(table)
     return sqlite.insert(table)
@@ -65,15 +68,16 @@ async def claim(
         for d, size in sorted(sizes.items())
     ]
     dialect = conn.dialect.name
-    result = await direct.run(conn, _CLAIM_BLOBS[dialect], rows)
+    # Several rows with RETURNING: SQLAlchemy sends them as one multi-row INSERT
+    # ("insertmanyvalues"), on either database.
+    result = await conn.execute(_CLAIM_BLOBS[dialect], rows)
     statuses = {row.digest: row.status for row in result}
     # Whatever is still `deleting` is fenced. The upsert holds the row lock until commit
     # (PostgreSQL), so GC cannot lift the fence and delete the row underneath this claim.
     claimable = sorted(d for d in sizes if statuses[d] != "deleting")
     if claimable:
         # A write that claims again (its publish found a claim lapsed) renews the expiry.
-        await direct.run(
-            conn,
+        await conn.execute(
             _CLAIM[dialect],
             [
                 {
@@ -89,11 +93,7 @@ async def claim(
     return statuses
 
 
-def _claim_blobs(insert: Any) -> Any:
-    return on_claim(insert(Blob))
-
-
-def on_claim(statement: Any) -> Any:
+def _claim_blobs(statement: Any) -> Any:
     """The blob rows' upsert of a claim: `statement` inserts `pending` rows (or touches)."""
     # In an upsert's SET, column references are the existing row's values; the new row's
     # `touched_at` is the claim's time, so a fence that ends before it has expired.
@@ -112,11 +112,7 @@ def on_claim(statement: Any) -> Any:
     ).returning(Blob.digest, Blob.status)
 
 
-def _claim(insert: Any) -> Any:
-    return on_reclaim(insert(BlobClaim))
-
-
-def on_reclaim(statement: Any) -> Any:
+def _claim(statement: Any) -> Any:
     """A claim that exists already (the write claims again) only renews its expiry."""
     return statement.on_conflict_do_update(
         index_elements=["write_id", "digest"],
@@ -124,16 +120,27 @@ def on_reclaim(statement: Any) -> Any:
     )
 
 
-# Built once per dialect and executed with a list of rows: one multi-row statement each.
+# Built once per dialect (the same statement in each one's `ON CONFLICT` construct) and
+# executed with a list of rows: one multi-row statement each.
 _DIALECTS: Final = (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))
-_CLAIM_BLOBS: Final = {name: _claim_blobs(insert) for name, insert in _DIALECTS}
-_CLAIM: Final = {name: _claim(insert) for name, insert in _DIALECTS}
+_CLAIM_BLOBS: Final = {name: _claim_blobs(insert(Blob)) for name, insert in _DIALECTS}
+_CLAIM: Final = {name: _claim(insert(BlobClaim)) for name, insert in _DIALECTS}
+_RELEASE: Final = (
+    sa.delete(BlobClaim)
+    .where(BlobClaim.write_id == sa.bindparam("write_id"))
+    .returning(BlobClaim.digest, BlobClaim.expires_at)
+)
 
 
-async def release(conn: AsyncConnection, write_id: str) -> int:
-    """Drop every claim of `write_id`; return how many there were."""
-    result = await conn.execute(sa.delete(BlobClaim).where(BlobClaim.write_id == write_id))
-    return int(result.rowcount)
+async def release(conn: AsyncConnection, write_id: str, now: datetime) -> frozenset[str]:
+    """Drop every claim of `write_id`; return the digests whose claim had not expired.
+
+    A publish releases its claims inside its locked transaction (its commit makes the
+    release stick) and passes what was still held at `now` to `confirm`; a failed write
+    releases them alone.
+    """
+    rows = await conn.execute(_RELEASE, {"write_id": write_id})
+    return frozenset(r.digest for r in rows if r.expires_at > now)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +160,7 @@ async def confirm(
     """Inside the publish transaction: check every referenced blob, mark uploads `live`.
 
     `held` are the digests whose claim of this write had not expired when the
-    transaction dropped the write's claims (`publication.take_claims`).
+    transaction dropped the write's claims (`release`).
 
     A digest this write uploaded must have a row that is not `deleting` and this write's
     claim on it must still be unexpired; any other digest (deduplicated against the head
@@ -177,16 +184,15 @@ async def confirm(
     if not wanted:
         return None
     mine = set(uploaded)
-    query = _STATUSES
-    if conn.dialect.name == "postgresql":
-        query = _STATUSES_FOR_CONFIRM if mine else _STATUSES_FOR_SHARE
-    found = {row.digest: row.status for row in await direct.run(conn, query, {"digests": wanted})}
+    # SQLite has no row locks (its write lock is the database's) and renders no FOR clause.
+    query = _STATUSES_FOR_CONFIRM if mine else _STATUSES_FOR_SHARE
+    found = {row.digest: row.status for row in await conn.execute(query, {"digests": wanted})}
     problem = unusable(found, referenced=wanted, uploaded=mine, held=held)
     if problem is not None:
         return problem
     to_confirm = sorted(d for d in mine if found.get(d) == "pending")
     if to_confirm:
-        await direct.run(conn, _MAKE_LIVE, {"digests": to_confirm})
+        await conn.execute(_MAKE_LIVE, {"digests": to_confirm})
     return None
 
 

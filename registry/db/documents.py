@@ -15,7 +15,6 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from registry.db import direct
 from registry.db.tables import Manifest, ManifestEntry, SkillMdIndex
 from registry.domain.paths import SKILL_MD
 
@@ -27,14 +26,13 @@ async def remember(
 
     The caller has claimed `digest`, so its blob row exists.
     """
-    await direct.run(
-        conn,
+    await conn.execute(
         _REMEMBER[conn.dialect.name],
         {"digest": digest, "triggers": list(triggers), "created_at": now},
     )
 
 
-# Built once per dialect (module constants run on SQLite's driver directly, db/direct.py).
+# Built once per dialect: the same statement in each one's `ON CONFLICT` construct.
 _REMEMBER: Final = {
     name: insert(SkillMdIndex).on_conflict_do_nothing(index_elements=["digest"])
     for name, insert in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))

@@ -1,8 +1,10 @@
 """Building the async engine for either database, with the session settings the write path needs.
 
 SQLite: WAL journal, `synchronous=FULL` (a committed version survives a power cut), foreign
-keys on, a busy timeout, and SQLAlchemy, not the driver, emitting `BEGIN`, so that a write
-transaction can start with `BEGIN IMMEDIATE` and take the database's write lock up front.
+keys on, a busy timeout, and SQLAlchemy, not the driver, emitting `BEGIN` (the "begin" event,
+SQLAlchemy's documented recipe for pysqlite and aiosqlite), so that a write transaction can
+start with `BEGIN IMMEDIATE` and take the database's write lock up front. The stock
+`sqlite+aiosqlite` driver runs every statement.
 
 PostgreSQL (psycopg 3): `lock_timeout` and `statement_timeout` on every session, so a stuck
 writer cannot hold a workspace's advisory lock, or wait for one, without bound.
@@ -10,7 +12,6 @@ writer cannot hold a workspace's advisory lock, or wait for one, without bound.
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -18,12 +19,17 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from registry.db import sqlite_driver
 from registry.db.cancel import check_cancelled
 
-# Execution option that makes the next transaction on a SQLite connection a write
-# transaction (`BEGIN IMMEDIATE`); other dialects ignore it.
+# Execution options read by SQLite's "begin" hook; other dialects ignore them.
+# The next transaction on the connection is a write transaction (`BEGIN IMMEDIATE`).
 WRITE_TX: Final = "skillreg_write_tx"
+# `BEGIN IMMEDIATE` waits at most this many milliseconds for the write lock (a write whose
+# lock budget is partly spent), instead of the engine's busy timeout.
+LOCK_WAIT_MS: Final = "skillreg_lock_wait_ms"
+# No `BEGIN`: each statement is its own transaction (the driver's autocommit), for one
+# statement that needs no other (`UnitOfWork.read_one`).
+NO_BEGIN: Final = "skillreg_no_begin"
 
 SUPPORTED_DRIVERS: Final = ("sqlite+aiosqlite", "postgresql+psycopg")
 
@@ -115,10 +121,7 @@ def _sqlite_engine(
             "max_overflow": max_overflow,
             "pool_timeout": pool_timeout,
         }
-    # The driver connection runs each statement in one hop to its thread (sqlite_driver.py).
-    engine = create_async_engine(
-        url, async_creator=partial(sqlite_driver.connect, url, busy_timeout), **pooling
-    )
+    engine = create_async_engine(url, connect_args={"timeout": busy_timeout}, **pooling)
     busy_ms = int(busy_timeout * 1000)
 
     @sa.event.listens_for(engine.sync_engine, "connect")
@@ -138,31 +141,24 @@ def _sqlite_engine(
 
     @sa.event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: sa.Connection) -> None:
-        if conn.get_execution_options().get(WRITE_TX):
-            # Without a wait, on the loop's thread, when the write lock is free (almost
-            # always); else on the connection's thread, where the busy timeout waits.
-            driver = conn.connection.driver_connection
-            if not (isinstance(driver, sqlite_driver.Connection) and driver.begin_at_once()):
-                conn.exec_driver_sql("BEGIN IMMEDIATE")
-        else:
+        options = conn.get_execution_options()
+        if options.get(NO_BEGIN):
+            return  # the driver runs each statement as its own transaction
+        if not options.get(WRITE_TX):
             conn.exec_driver_sql("BEGIN")
+            return
+        wait_ms = options.get(LOCK_WAIT_MS)
+        if wait_ms is None:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            return
+        # The busy timeout is the connection's: set for this wait, then back to the default.
+        conn.exec_driver_sql(f"PRAGMA busy_timeout={int(wait_ms)}")
+        try:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        finally:
+            conn.exec_driver_sql(f"PRAGMA busy_timeout={busy_ms}")
 
     return engine
-
-
-# psycopg converts a query's `%(name)s` placeholders to `$n` once per query text and caches
-# the result, for texts up to `MAX_CACHED_STATEMENT_LENGTH` characters (4096 in psycopg
-# 3.1-3.3). The staging statement (registry/db/staging.py) is 4,300-4,430 characters, so it
-# was converted anew on every execution: 0.12 ms of CPU with the workspace lock held.
-STATEMENT_CACHE_LENGTH: Final = 16384
-
-
-def _cache_long_statements() -> None:
-    from psycopg import _queries  # noqa: PLC0415 - only a PostgreSQL engine needs psycopg
-
-    limit = getattr(_queries, "MAX_CACHED_STATEMENT_LENGTH", None)
-    if isinstance(limit, int) and limit < STATEMENT_CACHE_LENGTH:
-        _queries.MAX_CACHED_STATEMENT_LENGTH = STATEMENT_CACHE_LENGTH
 
 
 def _postgres_engine(
@@ -181,7 +177,6 @@ def _postgres_engine(
         f"-c idle_in_transaction_session_timeout={int(max(statement_timeout, 1) * 2000)} "
         "-c timezone=UTC"
     )
-    _cache_long_statements()
     return create_async_engine(
         url,
         connect_args={"options": options},

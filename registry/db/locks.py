@@ -20,8 +20,6 @@ import sqlalchemy as sa
 from blake3 import blake3
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from registry.db import direct
-
 
 def lock_key(namespace: str, name: str) -> int:
     """A stable signed 64-bit advisory lock key for `name` within `namespace`."""
@@ -36,53 +34,34 @@ GIVE_TURN: Final = sa.text("SELECT pg_advisory_unlock(:key)")
 
 _LOCK: Final = sa.text("SELECT pg_advisory_xact_lock(:key)")
 # The same, and for the rest of the transaction no plan scans a table that an index serves.
-# The driver prepares a statement after five executions and the server then keeps a
-# generic plan for the connection's life, made from the tables' sizes of that moment: in a
-# young database it scanned `blobs` whole, and a publish's lock hold doubled over its
-# first 300 writes. Every statement of a publish is a lookup by key (docs/write-path.md).
+# The driver prepares a statement once it has run it a few times, and the server then
+# keeps a generic plan for the connection's life, made from the tables' sizes of that
+# moment: in a young database it scanned `blobs` whole, and a publish's lock hold grew with
+# every blob stored until autovacuum caught up. Every statement of a publish is a lookup by
+# key (docs/write-path.md, "Plans").
 _LOCK_INDEXED: Final = sa.text(
     "SELECT pg_advisory_xact_lock(:key), set_config('enable_seqscan', 'off', true)"
 )
+_LOCK_TIMEOUT: Final = sa.text("SELECT set_config('lock_timeout', :ms, true)")
 
 
-async def lock_workspace(conn: AsyncConnection, workspace: str, *, indexed: bool = False) -> None:
+async def lock_workspace(
+    conn: AsyncConnection,
+    workspace: str,
+    *,
+    indexed: bool = False,
+    lock_timeout_ms: int | None = None,
+) -> None:
     """Take the workspace's transaction-scoped lock (waits up to `lock_timeout`).
 
     `indexed` (PostgreSQL): the transaction's later statements are planned with index scans
     wherever an index serves them (`enable_seqscan = off`, local to the transaction).
-    """
-    if conn.dialect.name == "postgresql":
-        await direct.run(
-            conn, _LOCK_INDEXED if indexed else _LOCK, {"key": lock_key("workspace", workspace)}
-        )
-
-
-_LOCK_TIMEOUT: Final = sa.text("SELECT set_config('lock_timeout', :ms, true)")
-
-
-async def lock_workspace_then(
-    conn: AsyncConnection,
-    workspace: str,
-    then: direct.Query,
-    *,
-    lock_timeout_ms: int | None = None,
-    transaction: direct.Opening | None = None,
-) -> direct.Rows | None:
-    """Take the workspace's lock (`indexed`), then run `then`: one round trip on PostgreSQL.
-
-    The statements go out together (`direct.run_together`): the server runs `then` as
-    soon as it grants the lock, with a snapshot taken after the grant, so it reads what the
-    lock protects, and the lock is not held while its reply travels back to the client
-    before `then` is sent. If the lock is refused (`lock_timeout`), `then` does not run.
-    `lock_timeout_ms` shortens the wait for this transaction (`SET LOCAL`, sent first in
-    the same round trip); `transaction` is the `DriverTransaction` they begin, if any.
-    On SQLite the transaction's `BEGIN IMMEDIATE` is the lock: nothing runs, and None says
-    that the caller runs `then` itself, under that lock.
+    `lock_timeout_ms` shortens the wait for this transaction (`SET LOCAL`, first). On
+    SQLite the transaction's `BEGIN IMMEDIATE` is the lock: nothing runs here.
     """
     if conn.dialect.name != "postgresql":
-        return None
-    queries = [direct.Query(_LOCK_INDEXED, {"key": lock_key("workspace", workspace)}), then]
+        return
     if lock_timeout_ms is not None:
-        queries.insert(0, direct.Query(_LOCK_TIMEOUT, {"ms": str(lock_timeout_ms)}))
-    results = await direct.run_together(conn, queries, transaction=transaction)
-    return results[-1]
+        await conn.execute(_LOCK_TIMEOUT, {"ms": str(lock_timeout_ms)})
+    key = lock_key("workspace", workspace)
+    await conn.execute(_LOCK_INDEXED if indexed else _LOCK, {"key": key})

@@ -82,7 +82,7 @@ async def move_baseline(
     """Point the copy's baseline at another listing version, compare-and-swap on its head.
 
     The workspace lock already serialises writers; the `WHERE head = :expected` makes the
-    swap read like one, as `skills.move_head` does.
+    swap read like one, as `heads.swap` does.
     """
     listing, version, manifest_hash = baseline
     result = await conn.execute(

@@ -2,20 +2,24 @@
 
 A write runs the same dozen statements thousands of times. Building a SQLAlchemy statement
 costs more client CPU than running it, so each one here is a module-level constant with
-bind parameters: SQLAlchemy compiles it once and then only binds values. The statements
-are also shaped so the locked transaction needs as few round trips as possible
-(docs/write-path.md lists them one by one):
+bind parameters: SQLAlchemy builds it once and takes its compiled form from its cache after
+that. The statements are also shaped so the locked transaction needs as few statements as
+possible (docs/write-path.md lists them one by one):
 
-- `write_context_query`: the live skill, its head's manifest hash, whether any of the
-  write's sources is excluded and whether the skill has a pending proposal, in one
-  statement, so the compare-and-swap, the no-op check, the source check and the proposal
-  bookkeeping need no further reads in the common case; it runs in the lock's round trip.
-- `take_claims`: drops the write's claims and returns the unexpired ones (`DELETE ...
-  RETURNING`), which is both the release and the claim check of `blobs.confirm`.
-- `ensure_manifest`: `INSERT ... ON CONFLICT DO NOTHING RETURNING id`, then the entries in one
-  multi-row insert; an existing manifest costs one more select instead.
+- `head_for_write`: the write's read before any claim, in one statement (the head's
+  entries and the digests already scanned clean as JSON aggregates).
+- `write_context`: the live skill, its head's manifest hash, whether any of the write's
+  sources is excluded, whether the skill has a pending proposal and, when the write may
+  need them, the capacity and quota counters, in one statement, so the compare-and-swap,
+  the no-op check, the source check, the proposal bookkeeping, capacity and quota need no
+  further reads in the common case.
+- `ensure_manifest`: `INSERT ... ON CONFLICT DO NOTHING RETURNING id`, then the entries in
+  one multi-row insert; an existing manifest costs one more select instead.
+- `insert_skill`, `insert_version`: a new skill's row, a version and its sources.
 
-The caller owns the transaction (and holds the workspace lock for all but `head_for_write`).
+The head's compare-and-swap is `heads.py`'s; the claims' release and the blob check are
+`blobs.py`'s. The caller owns the transaction (and holds the workspace lock for all but
+`head_for_write`).
 """
 
 from __future__ import annotations
@@ -29,26 +33,21 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from registry.db import direct
-from registry.db.skills import SkillRow
+from registry.db.skills import LIVE_OF_KIND, USED_BYTES, SkillRow
 from registry.db.tables import (
     PENDING_PROPOSAL_STATUSES,
-    BlobClaim,
     Manifest,
     ManifestEntry,
     Proposal,
     ScanResult,
-    ScopeCount,
     Skill,
     SourceExclusion,
     Version,
     VersionSource,
-    WorkspaceUsage,
 )
 from registry.domain.manifest import Manifest as DomainManifest
 from registry.domain.manifest import ManifestEntry as DomainEntry
 from registry.domain.model import Scope
-from registry.errors import HeadConflict
 
 _SKILL_COLUMNS: Final = tuple(getattr(Skill, f) for f in SkillRow.__slots__)
 _ONE: Final = sa.select(sa.literal(1).label("one")).subquery("one")
@@ -100,66 +99,40 @@ _WRITE_CONTEXT: Final = sa.select(
         Proposal.status.in_(PENDING_PROPOSAL_STATUSES),
     )
     .label("pending"),
-    sa.case(
-        (
-            Skill.id.is_(None),
-            sa.func.coalesce(
-                sa.select(ScopeCount.live_skills)
-                .where(
-                    ScopeCount.workspace == sa.bindparam("workspace"),
-                    ScopeCount.agent == sa.bindparam("agent"),
-                    ScopeCount.kind == sa.bindparam("kind"),
-                )
-                .scalar_subquery(),
-                0,
-            ),
-        )
-    ).label("live_of_kind"),
+    sa.case((Skill.id.is_(None), LIVE_OF_KIND.scalar_subquery())).label("live_of_kind"),
     sa.case(
         (
             sa.bindparam("total_size", type_=sa.BigInteger) > sa.func.coalesce(Skill.head_size, 0),
-            sa.func.coalesce(
-                sa.select(WorkspaceUsage.live_bytes)
-                .where(WorkspaceUsage.workspace == sa.bindparam("workspace"))
-                .scalar_subquery(),
-                0,
-            ),
+            USED_BYTES.scalar_subquery(),
         )
     ).label("usage"),
 ).select_from(_LIVE_WITH_HEAD)
 
 
-def write_context_query(
+async def write_context(
+    conn: AsyncConnection,
     scope: Scope,
     slug: str,
     sources: Sequence[str],
     *,
     kind: str,
     total_size: int,
-) -> direct.Query:
-    """The statement that reads the skill a write replaces and what its checks need.
+) -> WriteContext:
+    """Read the skill a write replaces and what its checks need, in one statement.
 
     `kind` and `total_size` are the new package's: the capacity count is read for a new
     skill of `kind`, the workspace's usage if `total_size` exceeds the head's size. The
-    locked transaction runs it in the lock's round trip (`UnitOfWork.publish`); its rows
-    become a `WriteContext` through `write_context`.
+    locked transaction runs it first, once the lock is held (`publish._publish`).
     """
-    return direct.Query(
-        _WRITE_CONTEXT,
-        {
-            "workspace": scope.workspace,
-            "agent": scope.agent,
-            "slug": slug,
-            "sources": list(dict.fromkeys(sources)),
-            "kind": kind,
-            "total_size": total_size,
-        },
-    )
-
-
-def write_context(rows: direct.Rows) -> WriteContext:
-    """The `WriteContext` the rows of `write_context_query` describe."""
-    values = rows.one()._asdict()
+    params = {
+        "workspace": scope.workspace,
+        "agent": scope.agent,
+        "slug": slug,
+        "sources": list(dict.fromkeys(sources)),
+        "kind": kind,
+        "total_size": total_size,
+    }
+    values = (await conn.execute(_WRITE_CONTEXT, params)).one()._asdict()
     head_hash, excluded, pending = (
         values.pop("head_hash"),
         values.pop("excluded"),
@@ -197,11 +170,12 @@ async def head_for_write(
 
     The clean digests are those of `digests` that `scanner` already found clean. One
     statement on either database (the entries and the clean digests as JSON aggregates),
-    so it needs no transaction of its own (`UnitOfWork.single`).
+    so it needs no transaction of its own (`UnitOfWork.read_one`). The JSON aggregates
+    are each database's own spelling of the same statement (`json_agg`,
+    `json_group_array`).
     """
     row = (
-        await direct.run(
-            conn,
+        await conn.execute(
             _HEAD_IN_ONE[conn.dialect.name],
             {
                 "workspace": scope.workspace,
@@ -258,19 +232,6 @@ def _head_statement(dialect: str) -> sa.Select[Any]:
 _HEAD_IN_ONE: Final = {name: _head_statement(name) for name in ("postgresql", "sqlite")}
 
 
-_TAKE_CLAIMS: Final = (
-    sa.delete(BlobClaim)
-    .where(BlobClaim.write_id == sa.bindparam("write_id"))
-    .returning(BlobClaim.digest, BlobClaim.expires_at)
-)
-
-
-async def take_claims(conn: AsyncConnection, write_id: str, now: datetime) -> frozenset[str]:
-    """Drop the write's claims; return the digests whose claim had not expired."""
-    rows = await direct.run(conn, _TAKE_CLAIMS, {"write_id": write_id})
-    return frozenset(r.digest for r in rows if r.expires_at > now)
-
-
 _FIND_MANIFEST: Final = sa.select(Manifest.id).where(
     Manifest.workspace == sa.bindparam("workspace"), Manifest.hash == sa.bindparam("hash")
 )
@@ -288,8 +249,7 @@ async def ensure_manifest(
 ) -> int:
     """The id of `manifest` in `workspace`, inserting it and its rows if new."""
     inserted = (
-        await direct.run(
-            conn,
+        await conn.execute(
             _INSERT_MANIFEST[conn.dialect.name],
             {
                 "workspace": workspace,
@@ -306,8 +266,7 @@ async def ensure_manifest(
         )
         assert existing is not None, "a conflicting manifest row exists"
         return int(existing)
-    await direct.run(
-        conn,
+    await conn.execute(
         _INSERT_ENTRIES,
         [
             {
@@ -325,14 +284,6 @@ async def ensure_manifest(
 
 _INSERT_VERSION: Final = sa.insert(Version).returning(Version.id)
 _INSERT_SOURCES: Final = sa.insert(VersionSource)
-_MOVE_HEAD: Final = sa.update(Skill).where(
-    Skill.id == sa.bindparam("skill_id"),
-    Skill.workspace == sa.bindparam("skill_workspace"),
-    Skill.head == sa.bindparam("expected_head"),
-)
-_CURRENT_HEAD: Final = sa.select(Skill.head).where(
-    Skill.id == sa.bindparam("skill_id"), Skill.workspace == sa.bindparam("workspace")
-)
 
 
 _INSERT_SKILL: Final = sa.insert(Skill).returning(Skill.id)
@@ -352,8 +303,7 @@ async def insert_skill(
     """Create a skill row at head 1 (its first version is inserted next, same transaction)."""
     listing, listing_version, listing_hash = baseline or (None, None, None)
     skill_id = (
-        await direct.run(
-            conn,
+        await conn.execute(
             _INSERT_SKILL,
             {
                 "workspace": scope.workspace,
@@ -397,8 +347,7 @@ async def insert_version(
 ) -> int:
     """Append an immutable version and its sources (two statements, one without sources)."""
     version_id = (
-        await direct.run(
-            conn,
+        await conn.execute(
             _INSERT_VERSION,
             {
                 "workspace": workspace,
@@ -421,8 +370,7 @@ async def insert_version(
     assert version_id is not None
     unique_sources = list(dict.fromkeys(sources))
     if unique_sources:
-        await direct.run(
-            conn,
+        await conn.execute(
             _INSERT_SOURCES,
             [
                 {"version_id": version_id, "source": s, "workspace": workspace, "position": i}
@@ -430,44 +378,3 @@ async def insert_version(
             ],
         )
     return int(version_id)
-
-
-async def move_head(
-    conn: AsyncConnection,
-    skill: SkillRow,
-    *,
-    new_head: int,
-    size: int,
-    now: datetime,
-    auto_improve: bool | None = None,
-    baseline: tuple[str, int, str] | None = None,
-) -> None:
-    """Compare-and-swap the head from `skill.head` to `new_head`.
-
-    The workspace lock already serialises writers; the `WHERE head = :expected` is the
-    second line of defence and makes the swap read like one. `auto_improve` (unless None)
-    and `baseline` (unless None) change with the head.
-    """
-    values: dict[str, Any] = {
-        "skill_id": skill.id,
-        "skill_workspace": skill.workspace,
-        "expected_head": skill.head,
-        "head": new_head,
-        "head_size": size,
-        "updated_at": now,
-    }
-    if auto_improve is not None:
-        values["auto_improve"] = auto_improve
-    if baseline is not None:
-        values["baseline_listing"], values["baseline_version"] = baseline[0], baseline[1]
-        values["baseline_manifest_hash"] = baseline[2]
-    result = await direct.run(conn, _MOVE_HEAD, values)
-    if result.rowcount != 1:
-        # Only a writer that skipped the workspace lock can get here: the swap still refuses.
-        raise HeadConflict(skill.head, await current_head(conn, skill))
-
-
-async def current_head(conn: AsyncConnection, skill: SkillRow) -> int | None:
-    """The head `skill`'s row has now (after a lost compare-and-swap), or None if gone."""
-    head = await conn.scalar(_CURRENT_HEAD, {"skill_id": skill.id, "workspace": skill.workspace})
-    return None if head is None else int(head)

@@ -10,7 +10,6 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from registry.db import direct
 from registry.db.tables import ScanResult
 
 
@@ -33,10 +32,11 @@ async def remember_clean(
     """Record `digests` as clean for `scanner` (idempotent)."""
     rows = [{"digest": d, "scanner": scanner, "scanned_at": now} for d in sorted(set(digests))]
     if rows:
-        await direct.run(conn, _REMEMBER[conn.dialect.name], rows)
+        await conn.execute(_REMEMBER[conn.dialect.name], rows)
 
 
-# Built once per dialect; executed with a list of rows (one multi-row INSERT).
+# Built once per dialect (the same statement in each one's `ON CONFLICT` construct);
+# executed with a list of rows (one multi-row INSERT).
 _REMEMBER: Final = {
     name: insert(ScanResult).on_conflict_do_nothing(index_elements=["digest", "scanner"])
     for name, insert in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))

@@ -14,7 +14,6 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from registry.db import direct
 from registry.db.tables import (
     Event,
     Manifest,
@@ -115,6 +114,30 @@ _ENTRIES: Final = (
 )
 _INSERT_EVENT: Final = sa.insert(Event)
 
+# The capacity and quota figures: one counter row each, kept by the triggers on `skills`
+# (migration 0010), 0 without a row. Read alone (`count_live`, `workspace_usage`) and
+# inside a write's context (`publication.write_context`).
+LIVE_OF_KIND: Final = sa.select(
+    sa.func.coalesce(
+        sa.select(ScopeCount.live_skills)
+        .where(
+            ScopeCount.workspace == sa.bindparam("workspace"),
+            ScopeCount.agent == sa.bindparam("agent"),
+            ScopeCount.kind == sa.bindparam("kind"),
+        )
+        .scalar_subquery(),
+        0,
+    )
+)
+USED_BYTES: Final = sa.select(
+    sa.func.coalesce(
+        sa.select(WorkspaceUsage.live_bytes)
+        .where(WorkspaceUsage.workspace == sa.bindparam("workspace"))
+        .scalar_subquery(),
+        0,
+    )
+)
+
 
 async def live_skill(conn: AsyncConnection, scope: Scope, slug: str) -> SkillRow | None:
     """The skill of `scope` named `slug` that is not deleted, if any."""
@@ -202,14 +225,8 @@ async def manifest_entries(
 
 async def count_live(conn: AsyncConnection, scope: Scope, kind: str) -> int:
     """Skills of one capacity budget in `scope` that are not deleted (one counter row)."""
-    count = await conn.scalar(
-        sa.select(ScopeCount.live_skills).where(
-            ScopeCount.workspace == scope.workspace,
-            ScopeCount.agent == scope.agent,
-            ScopeCount.kind == kind,
-        )
-    )
-    return int(count or 0)
+    params = {"workspace": scope.workspace, "agent": scope.agent, "kind": kind}
+    return int(await conn.scalar(LIVE_OF_KIND, params) or 0)
 
 
 async def workspace_usage(conn: AsyncConnection, workspace: str) -> int:
@@ -217,10 +234,7 @@ async def workspace_usage(conn: AsyncConnection, workspace: str) -> int:
 
     One counter row, kept by the triggers on `skills` (migration 0010).
     """
-    used = await conn.scalar(
-        sa.select(WorkspaceUsage.live_bytes).where(WorkspaceUsage.workspace == workspace)
-    )
-    return int(used or 0)
+    return int(await conn.scalar(USED_BYTES, {"workspace": workspace}) or 0)
 
 
 CONTROL_COLUMNS: Final = frozenset(
@@ -274,8 +288,7 @@ async def insert_event(
     now: datetime,
 ) -> None:
     """Write one outbox event in the caller's transaction."""
-    await direct.run(
-        conn,
+    await conn.execute(
         _INSERT_EVENT,
         {
             "workspace": scope.workspace,

@@ -1,32 +1,25 @@
 """The unit of work: every transaction the registry opens, opened one way.
 
-Five kinds, one method each:
+Five kinds, one method each, every one a SQLAlchemy `AsyncConnection` transaction:
 - `read(work)`: a read transaction, in one snapshot (PostgreSQL: `REPEATABLE READ READ
   ONLY`; SQLite's read transactions are snapshots already), so a read that spans statements
   never sees half of a concurrent change (a version whose manifest rows were pruned between
   two of its statements).
+- `read_one(work)`: a read of one statement, run as its own transaction: one statement is
+  atomic and sees one snapshot by itself, so it needs no `BEGIN` or `COMMIT` (PostgreSQL:
+  `isolation_level="AUTOCOMMIT"`, two round trips fewer; SQLite: no `BEGIN`). The read of a
+  package write.
 - `write(work)`: a write transaction (SQLite: `BEGIN IMMEDIATE`), for work that is
   idempotent as a whole (claims, releases, bookkeeping).
-- `single(work)`: one statement as its own transaction (PostgreSQL: autocommit, no `BEGIN`
-  or `COMMIT` round trips), for the read and the claim of a package write.
 - `locked(workspace, work)`: a write transaction that first takes the workspace's lock, for
   the owner's actions and every other change that must not interleave with a publish.
 - `publish(workspace, work)`: the locked transaction of a package write. Its commit is not
   idempotent: if the commit itself fails, the outcome is unknown and `CommitOutcomeUnknown`
   is raised for the caller to settle (docs/write-path.md); `work` may also ask for a rollback
-  (nothing to change) by returning `Outcome(value, commit=False)`. On PostgreSQL it is
-  the driver's own transaction (`driver_transaction.DriverTransaction`), its `BEGIN` sent
-  with the lock.
+  (nothing to change) by returning `Outcome(value, commit=False)`.
 
 And one lock that is not a transaction: `turn(name)`, a turn among the processes sharing a
 PostgreSQL database, held across several transactions (`write_with_retry`'s attempts).
-
-On SQLite the statements of `publish` and of a `single` write run on the event loop's
-thread once `BEGIN IMMEDIATE` has returned (`sqlite_driver.statements_inline`): under the
-database's write lock none waits, and a trip to the driver's thread costs more than the
-statement. `BEGIN IMMEDIATE` itself, and a `single` read, are tried there without waiting
-and go to the driver's thread only if SQLite answers busy (`begin_at_once`,
-`statements_at_once`). `COMMIT` stays on that thread (the WAL's fsync).
 
 Each runs in its own task (`cancel.guarded`), so cancelling the caller never cuts a
 statement in half, and is retried as a whole on transient errors (before its commit, for
@@ -41,24 +34,20 @@ own exceptions where it leaves this module, so services never see a driver's err
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, nullcontext, suppress
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Final, Generic, Protocol, TypeVar, overload
+from typing import Any, Final, Generic, TypeVar
 
-import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncTransaction
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from registry.db import budget as write_budget
-from registry.db import direct, driver_transaction
 from registry.db import errors as db_errors
 from registry.db.cancel import check_cancelled, guarded
-from registry.db.engine import dialect_name, write_connection
-from registry.db.locks import GIVE_TURN, TAKE_TURN, lock_key, lock_workspace, lock_workspace_then
-from registry.db.sqlite_driver import sqlite_driver_of, statements_at_once, statements_inline
+from registry.db.engine import LOCK_WAIT_MS, NO_BEGIN, WRITE_TX, dialect_name
+from registry.db.locks import GIVE_TURN, TAKE_TURN, lock_key, lock_workspace
 from registry.errors import StorageUnavailable, WorkspaceBusy
 
 T = TypeVar("T")
@@ -74,26 +63,19 @@ async def _no_hit(_name: str) -> None:
     return None
 
 
-def _durable_again(conn: AsyncConnection) -> None:
-    # After a transaction that skipped its fsync (`durable=False`), before the connection
-    # goes back to the pool: whoever takes it next commits durably. Every write transaction
-    # also states its level as it begins (`_begin`), so a failure here is caught up then.
-    if conn.closed or conn.invalidated:
-        return  # the pool drops it
-    driver = sqlite_driver_of(conn)
-    if driver is not None:
-        with suppress(sqlite3.Error):
-            driver.durability(durable=True)
+async def _commit(conn: AsyncConnection, transaction: AsyncTransaction) -> None:
+    """Commit; if that fails, drop the connection, whose state is unknown now.
 
-
-def _set_busy_timeout(conn: sa.Connection, milliseconds: int) -> None:
-    # On the driver's connection, not through SQLAlchemy, which would begin a transaction
-    # (`BEGIN IMMEDIATE`, the very wait this shortens) before running the pragma.
-    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    A failed `COMMIT` can leave the driver's transaction open (SQLite answers busy and
+    keeps it) while SQLAlchemy's has ended, and a connection given back so would refuse
+    its next `BEGIN`: the pool gets rid of it instead (`invalidate`).
+    """
     try:
-        cursor.execute(f"PRAGMA busy_timeout={milliseconds}")
-    finally:
-        cursor.close()
+        await transaction.commit()
+    except BaseException:
+        if not conn.invalidated:
+            await conn.invalidate()
+        raise
 
 
 class CommitOutcomeUnknown(Exception):
@@ -106,14 +88,6 @@ class Outcome(Generic[T]):
 
     value: T
     commit: bool = True
-
-
-class _Transaction(Protocol):
-    """What a publish ends its transaction with: SQLAlchemy's, or a `DriverTransaction`."""
-
-    async def commit(self) -> None: ...
-
-    async def rollback(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -156,44 +130,23 @@ class UnitOfWork:
         """Run `work` in a read transaction, in one snapshot."""
         return await self._transact(work, write=False, workspace="")
 
+    async def read_one(self, work: Work[T]) -> T:
+        """Run `work`, which sends one read statement, as that statement's own transaction.
+
+        `work` must send exactly one statement: several would each see a snapshot of their
+        own. On PostgreSQL the connection is in autocommit (no `BEGIN`, no `COMMIT`); on
+        SQLite no `BEGIN` is sent, and the driver runs the statement alone.
+        """
+
+        async def once() -> T:
+            async with self._connection(write=False, workspace="", one=True) as conn:
+                return await work(conn)
+
+        return await self._retried(once, workspace="")
+
     async def write(self, work: Work[T], *, workspace: str = "") -> T:
         """Run `work` in a write transaction; `work` must be idempotent as a whole."""
         return await self._transact(work, write=True, workspace=workspace)
-
-    async def single(
-        self, work: Work[T], *, write: bool, workspace: str = "", durable: bool = True
-    ) -> T:
-        """Run `work`, which sends one statement, as that statement's own transaction.
-
-        A single statement is atomic and sees one snapshot by itself, so it runs in
-        autocommit: no `BEGIN` and no `COMMIT`, two round trips fewer on PostgreSQL and two
-        trips to the driver's thread fewer on SQLite (through `direct`: on PostgreSQL the
-        driver in autocommit, `driver_transaction.single_statements`; on SQLite marked `SINGLE`).
-        `work` must be one statement (or, if `write`, idempotent statements each safe on
-        its own). A SQLite write runs in a write transaction as usual (`BEGIN IMMEDIATE`
-        waits for the database's lock), its statements inline; `durable=False` lets its
-        commit skip the WAL's fsync (`PRAGMA synchronous=NORMAL` for that transaction), for
-        a write whose loss in a power failure loses nothing (a write's claim: the commit
-        of the publish that follows fsyncs the WAL, the claim's frames included).
-        """
-        if dialect_name(self.engine) != "postgresql" and write:
-            # A write's statements are small and run under the database's write lock.
-            return await self._transact(
-                work, write=write, workspace=workspace, inline=True, durable=durable
-            )
-
-        async def once() -> T:
-            async with (
-                self._connection(write=write, workspace=workspace, single=True) as conn,
-                statements_at_once(conn),  # SQLite: a read waits for no writer
-            ):
-                result = await work(conn)
-                if conn.in_transaction():
-                    # SQLite: a statement `direct` could not run alone began a transaction.
-                    await conn.commit()
-                return result
-
-        return await self._retried(once, workspace=workspace)
 
     async def locked(self, workspace: str, work: Work[T]) -> T:
         """Run `work` in a write transaction holding `workspace`'s lock."""
@@ -207,39 +160,27 @@ class UnitOfWork:
     async def publish(
         self,
         workspace: str,
-        opening: direct.Query,
-        work: Callable[[AsyncConnection, direct.Rows], Awaitable[Outcome[T]]],
+        work: Callable[[AsyncConnection], Awaitable[Outcome[T]]],
         *,
         hit: Hit = _no_hit,
     ) -> T:
         """Run a package write's locked transaction; a failed commit is `CommitOutcomeUnknown`.
 
-        `opening` is the transaction's first read: it runs as soon as the lock is granted, in
-        the lock's round trip (`locks.lock_workspace_then`), and `work` gets its rows.
-        `hit` is called at `publish.begin`, `publish.locked` (the lock held and `opening`
-        read), `publish.before_commit` and `publish.committed` (failpoints for the crash and
-        race tests).
+        The workspace lock is taken with the rest of the transaction planned with index
+        scans (`locks.lock_workspace(indexed=True)`). `hit` is called at `publish.begin`,
+        `publish.locked` (the lock held), `publish.before_commit` and `publish.committed`
+        (failpoints for the crash and race tests).
         """
 
         async def once() -> T:
-            async with (
-                self._connection(write=True, workspace=workspace) as conn,
-                self._publishing(conn) as (transaction, on_driver),
-            ):
+            async with self._connection(write=True, workspace=workspace) as conn:
+                transaction = await self._begin(conn, write=True)
                 try:
-                    # SQLite: the database's write lock is held from here on, so no
-                    # statement waits for another connection; `COMMIT` stays off the loop.
-                    async with statements_inline(conn):
-                        await hit("publish.begin")
-                        opened = await self._lock(
-                            conn, workspace, then=opening, transaction=on_driver
-                        )
-                        await hit("publish.locked")
-                        if opened is None:
-                            # SQLite: `BEGIN IMMEDIATE` took the lock; the read follows it.
-                            opened = await direct.run(conn, opening.statement, opening.params)
-                        outcome = await work(conn, opened)
-                        await hit("publish.before_commit")
+                    await hit("publish.begin")
+                    await self._lock(conn, workspace, indexed=True)
+                    await hit("publish.locked")
+                    outcome = await work(conn)
+                    await hit("publish.before_commit")
                     check_cancelled()
                 except BaseException:
                     await transaction.rollback()
@@ -248,7 +189,7 @@ class UnitOfWork:
                     await transaction.rollback()
                     return outcome.value
                 try:
-                    await transaction.commit()
+                    await _commit(conn, transaction)
                     await hit("publish.committed")
                 except Exception as exc:
                     raise CommitOutcomeUnknown(str(exc)) from exc
@@ -256,36 +197,19 @@ class UnitOfWork:
 
         return await self._retried(once, workspace=workspace)
 
-    async def _transact(
-        self,
-        work: Work[T],
-        *,
-        write: bool,
-        workspace: str,
-        inline: bool = False,
-        durable: bool = True,
-    ) -> T:
-        """`work` in a transaction; `inline`: its statements on the loop's thread (SQLite).
-
-        `durable=False` (SQLite): the commit need not fsync (`single`); the connection goes
-        back to the pool durable again, whatever happened.
-        """
+    async def _transact(self, work: Work[T], *, write: bool, workspace: str) -> T:
+        """`work` in a transaction: committed if it returns, rolled back if it raises."""
 
         async def once() -> T:
             async with self._connection(write=write, workspace=workspace) as conn:
+                transaction = await self._begin(conn, write=write)
                 try:
-                    transaction = await self._begin(conn, write=write, durable=durable)
-                    try:
-                        async with statements_inline(conn) if inline else nullcontext():
-                            result = await work(conn)
-                    except BaseException:
-                        await transaction.rollback()
-                        raise
-                    await transaction.commit()
-                    return result
-                finally:
-                    if not durable:
-                        _durable_again(conn)
+                    result = await work(conn)
+                except BaseException:
+                    await transaction.rollback()
+                    raise
+                await _commit(conn, transaction)
+                return result
 
         return await self._retried(once, workspace=workspace)
 
@@ -312,9 +236,7 @@ class UnitOfWork:
                 yield False
                 return
             try:
-                conn = await raw.execution_options(
-                    isolation_level="AUTOCOMMIT", **{direct.SINGLE: True}
-                )
+                conn = await raw.execution_options(isolation_level="AUTOCOMMIT")
                 params = {"key": lock_key("turn", name)}
                 held = await self._take_turn(raw, conn, params)
                 try:
@@ -329,7 +251,7 @@ class UnitOfWork:
         self, raw: AsyncConnection, conn: AsyncConnection, params: dict[str, int]
     ) -> bool:
         try:
-            await guarded(lambda: direct.run(conn, TAKE_TURN, params))
+            await guarded(lambda: conn.execute(TAKE_TURN, params))
         except db_errors.DATABASE_ERRORS as exc:
             if not db_errors.is_lock_timeout(exc):
                 await raw.invalidate()
@@ -343,7 +265,7 @@ class UnitOfWork:
         self, raw: AsyncConnection, conn: AsyncConnection, params: dict[str, int]
     ) -> None:
         try:
-            await guarded(lambda: direct.run(conn, GIVE_TURN, params))
+            await guarded(lambda: conn.execute(GIVE_TURN, params))
         except BaseException as exc:
             await raw.invalidate()
             if not isinstance(exc, db_errors.DATABASE_ERRORS):
@@ -351,11 +273,11 @@ class UnitOfWork:
 
     @asynccontextmanager
     async def _connection(
-        self, *, write: bool, workspace: str, single: bool = False
+        self, *, write: bool, workspace: str, one: bool = False
     ) -> AsyncIterator[AsyncConnection]:
         """A connection through the gate, waiting at most the write's time left.
 
-        `single`: a connection for one statement as its own transaction (`single`).
+        `one`: for one read statement as its own transaction (`read_one`).
         """
         budget = write_budget.current()
         wait = self.connect_timeout if budget is None else min(self.connect_timeout, budget.left())
@@ -375,121 +297,55 @@ class UnitOfWork:
             ) from None
         try:
             async with self.engine.connect() as raw:
-                if single and dialect_name(raw) == "postgresql":
-                    # The driver in autocommit (`driver_transaction.single_statements`).
-                    async with driver_transaction.single_statements(raw):
-                        yield raw
-                    return
-                conn = raw
-                if single:
-                    conn = await raw.execution_options(**{direct.SINGLE: True})
-                elif not write and dialect_name(raw) == "postgresql":
-                    conn = await raw.execution_options(
-                        isolation_level="REPEATABLE READ", postgresql_readonly=True
-                    )
-                yield conn
+                options = self._options(raw, write=write, one=one)
+                yield await raw.execution_options(**options) if options else raw
         finally:
             self._gate.release()
 
-    async def _begin(
-        self, conn: AsyncConnection, *, write: bool, durable: bool = True
-    ) -> AsyncTransaction:
-        """Begin; on SQLite a write waits for the database's lock within the write's budget.
+    @staticmethod
+    def _options(conn: AsyncConnection, *, write: bool, one: bool) -> dict[str, Any]:
+        """The execution options of a transaction of this kind on `conn`'s database."""
+        postgres = dialect_name(conn) == "postgresql"
+        if one:
+            return {"isolation_level": "AUTOCOMMIT"} if postgres else {NO_BEGIN: True}
+        if write:
+            # SQLite's begin hook reads it (`BEGIN IMMEDIATE`); elsewhere it marks the
+            # transaction as a write for whoever listens (PostgreSQL ignores it).
+            return {WRITE_TX: True}
+        if postgres:
+            return {"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
+        return {}
 
-        On SQLite every write transaction first states whether its commit fsyncs
-        (`durable`; `sqlite_driver.Connection.durability`).
-        """
-        if not write:
-            return await conn.begin()
-        driver = sqlite_driver_of(conn)
-        if driver is not None:
-            driver.durability(durable=durable)
-        conn = await write_connection(conn)
+    async def _begin(self, conn: AsyncConnection, *, write: bool) -> AsyncTransaction:
+        """Begin; on SQLite a write waits for the database's lock within the write's budget."""
         budget = write_budget.current()
-        if budget is None or dialect_name(conn) != "sqlite":
+        if not write or budget is None or dialect_name(conn) != "sqlite":
             return await conn.begin()
         started = time.monotonic()
-        shorten = budget.lock_left < self.sqlite_busy_timeout - _LOCK_SLACK
-        if shorten:
-            busy_ms = max(1, int(budget.lock_left * 1000))
-            await conn.run_sync(_set_busy_timeout, busy_ms)
+        if budget.lock_left < self.sqlite_busy_timeout - _LOCK_SLACK:
+            wait_ms = max(1, int(budget.lock_left * 1000))
+            conn = await conn.execution_options(**{LOCK_WAIT_MS: wait_ms})
         try:
             return await conn.begin()
         finally:
             budget.charge_lock(time.monotonic() - started)
-            if shorten:
-                default_ms = int(self.sqlite_busy_timeout * 1000)
-                await conn.run_sync(_set_busy_timeout, default_ms)
 
-    @asynccontextmanager
-    async def _publishing(
-        self, conn: AsyncConnection
-    ) -> AsyncIterator[tuple[_Transaction, driver_transaction.DriverTransaction | None]]:
-        """A publish's transaction, and the driver's own if it is one.
-
-        On PostgreSQL it runs on the driver, its `BEGIN` sent with the lock
-        (`driver_transaction.DriverTransaction`); on SQLite it is SQLAlchemy's (`BEGIN IMMEDIATE`).
-        Yields the transaction to commit or roll back, and the driver's, if it is one.
-        """
-        on_driver = await driver_transaction.DriverTransaction.start(conn)
-        if on_driver is None:
-            yield await self._begin(conn, write=True), None
-            return
-        try:
-            yield on_driver, on_driver
-        finally:
-            await on_driver.end()
-
-    @overload
-    async def _lock(self, conn: AsyncConnection, workspace: str) -> None: ...
-
-    @overload
-    async def _lock(
-        self,
-        conn: AsyncConnection,
-        workspace: str,
-        *,
-        then: direct.Query,
-        transaction: driver_transaction.DriverTransaction | None = None,
-    ) -> direct.Rows | None: ...
-
-    async def _lock(
-        self,
-        conn: AsyncConnection,
-        workspace: str,
-        *,
-        then: direct.Query | None = None,
-        transaction: driver_transaction.DriverTransaction | None = None,
-    ) -> direct.Rows | None:
-        """Take the workspace lock, waiting at most what the write has left to wait.
-
-        `then` (PostgreSQL): the statement to run once the lock is granted, in the same
-        round trip, with the rest of the transaction planned with index scans
-        (`lock_workspace_then`); its rows are returned. None: the lock is the transaction's
-        own (SQLite), the caller runs `then`. `transaction`: the `DriverTransaction` that
-        the lock's round trip begins.
-        """
+    async def _lock(self, conn: AsyncConnection, workspace: str, *, indexed: bool = False) -> None:
+        """Take the workspace lock, waiting at most what the write has left to wait."""
         budget = write_budget.current()
-        postgres = dialect_name(conn) == "postgresql"
-        shortened: int | None = None
-        if budget is not None and postgres:
-            if budget.lock_left <= 0:
-                raise WorkspaceBusy(workspace, budget.lock_timeout)
-            if budget.lock_left < self.lock_timeout - _LOCK_SLACK:
-                shortened = max(1, int(budget.lock_left * 1000))
-                if then is None:
-                    await conn.exec_driver_sql(f"SET LOCAL lock_timeout = {shortened}")
+        if budget is None or dialect_name(conn) != "postgresql":
+            await lock_workspace(conn, workspace, indexed=indexed)
+            return
+        if budget.lock_left <= 0:
+            raise WorkspaceBusy(workspace, budget.lock_timeout)
+        shortened = None
+        if budget.lock_left < self.lock_timeout - _LOCK_SLACK:
+            shortened = max(1, int(budget.lock_left * 1000))
         started = time.monotonic()
         try:
-            if then is None:
-                await lock_workspace(conn, workspace)
-                return None
-            return await lock_workspace_then(
-                conn, workspace, then, lock_timeout_ms=shortened, transaction=transaction
-            )
+            await lock_workspace(conn, workspace, indexed=indexed, lock_timeout_ms=shortened)
         finally:
-            if budget is not None and postgres:
-                budget.charge_lock(time.monotonic() - started)
+            budget.charge_lock(time.monotonic() - started)
 
     async def _retried(self, once: Callable[[], Awaitable[T]], *, workspace: str) -> T:
         try:

@@ -2,11 +2,12 @@
 
 A call into C (`re.Pattern.search`, `bytes.find`, `bytes.decode`, `Counter.update`) holds
 the GIL from start to end; a thread that runs one over a whole file stalls every other
-thread, the event loop's included, for as long as it takes (a regex search over 2 MiB can
-take a second). Between two calls the interpreter hands the GIL over every switch interval
-(`sys.getswitchinterval()`, 5 ms). These functions return what the whole-text call returns,
-in calls that each cover at most `WINDOW` characters (plus a pattern's bounded reach), so a
-worker thread that uses them lets the loop run at least once per window.
+thread, the event loop's included, for as long as it takes (docs/write-path.md has what a
+regex search over a crafted file took). Between two calls the interpreter hands the GIL
+over every switch interval (`sys.getswitchinterval()`). These functions return what the
+whole-text call returns, in calls that each cover at most `WINDOW` characters (plus a
+pattern's bounded reach), so a worker thread that uses them lets the loop run at least once
+per window.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ def decode_utf8(data: bytes) -> str:
     """`data.decode("utf-8", errors="replace")`, a window at a time.
 
     ASCII data of at most `ASCII_AT_ONCE` bytes is decoded in one call: decoding ASCII is a
-    copy (0.8 ms per MiB on a slow day of this kind of machine), shorter than one window's
-    slowest search, and decoding it by windows copied it twice (the windows, then their
-    join). Telling ASCII apart is one pass of `bytes.isascii`, a quarter of that.
+    copy, shorter than one window's slowest search, and decoding it by windows copied it
+    twice (the windows, then their join). Telling ASCII apart is one pass of
+    `bytes.isascii`, cheaper than the copy.
     """
     if len(data) <= WINDOW:
         return data.decode("utf-8", errors="replace")

@@ -75,10 +75,6 @@ class Context:
     def limits(self) -> Limits:
         return self.settings.limits()
 
-    @property
-    def dialect(self) -> str:
-        return self.engine.dialect.name
-
     async def hit(self, name: str) -> None:
         """Reach a named failpoint (a no-op outside tests); a safe point for cancellation."""
         check_cancelled()
@@ -106,11 +102,9 @@ class Context:
         """Run idempotent `work` in a write transaction (`UnitOfWork.write`)."""
         return await self.uow.write(work, workspace=workspace)
 
-    async def single(
-        self, work: Work[T], *, write: bool, workspace: str = "", durable: bool = True
-    ) -> T:
-        """Run `work`, one statement, as its own transaction (`UnitOfWork.single`)."""
-        return await self.uow.single(work, write=write, workspace=workspace, durable=durable)
+    async def read_one(self, work: Work[T]) -> T:
+        """Run `work`, one read statement, as its own transaction (`UnitOfWork.read_one`)."""
+        return await self.uow.read_one(work)
 
     async def locked(self, workspace: str, work: Work[T]) -> T:
         """Run `work` in a write transaction holding the workspace lock (`UnitOfWork.locked`)."""

@@ -45,9 +45,7 @@ async def test_the_phase_counter_puts_every_statement_of_a_write_in_a_phase(make
             assert sum(sum(f["kinds"].values()) for f in figures.values()) == len(statements)
             for phase in figures.values():
                 assert phase["commits"] <= phase["transactions"]
-            # One transaction each: the read, the claim, the publish (on PostgreSQL the
-            # driver's own, `driver_transaction.DriverTransaction`, whose statements SQLAlchemy does
-            # not see inside a transaction).
+            # One transaction each: the read, the claim, the publish.
             one_each = [figures[p]["transactions"] for p in ("read", "claim", "publish")]
             assert one_each == [1, 1, 1], figures
     finally:

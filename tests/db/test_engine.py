@@ -5,8 +5,6 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from registry.db import claims, staging
-from registry.db.engine import create_engine
 from registry.db.locks import lock_workspace
 from registry.domain.model import Scope
 from tests.support.packages import package
@@ -19,8 +17,8 @@ SCOPE = Scope("w")
 async def test_a_publish_plans_with_index_scans_and_only_a_publish(make_registry):
     # The driver prepares a statement after five executions, and the server then keeps a
     # generic plan made from the tables' sizes of that moment. In a young database that
-    # plan scanned `blobs` whole in the staging statement (once in `found`, once per upload
-    # in `made_live`), and the lock hold doubled over 300 writes (bench/findings.md).
+    # plan scanned `blobs` whole (the blob check, the uploads made live), and the lock hold
+    # doubled over 300 writes (bench/findings.md).
     registry = await make_registry()
     seen: list[str] = []
 
@@ -29,12 +27,12 @@ async def test_a_publish_plans_with_index_scans_and_only_a_publish(make_registry
         seen.append(" ".join(statement.split()[:2]))
 
     await registry.write_package(SCOPE, "plans", package("plans"), expected_head=None, actor="t")
-    # The publish takes the lock with the setting, in the transaction of its staging.
+    # The publish takes the lock with the setting, first in its transaction.
     publish = seen[seen.index("SELECT pg_advisory_xact_lock(%(key)s),") :]
     assert publish[:3] == [
         "SELECT pg_advisory_xact_lock(%(key)s),",
         "SELECT skills.id,",
-        "WITH taken",
+        "DELETE FROM",
     ]
     async with registry.engine.connect() as conn:
         after = (await conn.execute(sa.text("SHOW enable_seqscan"))).scalar_one()
@@ -46,22 +44,3 @@ async def test_a_publish_plans_with_index_scans_and_only_a_publish(make_registry
         await conn.rollback()
         restored = (await conn.execute(sa.text("SHOW enable_seqscan"))).scalar_one()
     assert (after, plain, indexed, restored) == ("on", "on", "off", "on")
-
-
-@pytest.mark.postgres
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
-async def test_the_driver_caches_the_conversion_of_every_write_statement(database_url):
-    # psycopg converts a query's placeholders once per text, but only caches texts up to
-    # MAX_CACHED_STATEMENT_LENGTH characters; the staging statement is longer than its
-    # default (4096), and was converted on every execution, with the workspace lock held.
-    from psycopg import _queries  # noqa: PLC0415
-
-    engine = create_engine(database_url)
-    try:
-        dialect = engine.dialect
-        texts = [str(s.compile(dialect=dialect)) for s in staging._STATEMENTS.values()]
-        texts += [str(s.compile(dialect=dialect)) for s in (claims._CLAIM, claims._CLAIM_RELAXED)]
-    finally:
-        await engine.dispose()
-    assert max(len(t) for t in texts) > 4096
-    assert max(len(t) for t in texts) <= _queries.MAX_CACHED_STATEMENT_LENGTH

@@ -1,17 +1,17 @@
-"""The workspace lock and the read that goes out with it (registry/db/locks.py)."""
+"""The workspace lock (registry/db/locks.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
 import pytest
 import sqlalchemy as sa
 
-from registry.db import direct
 from registry.db.engine import create_engine, write_connection
-from registry.db.locks import lock_workspace, lock_workspace_then
+from registry.db.locks import lock_workspace
 from registry.db.tables import Skill
 from tests.support.rows import skill_row
 from tests.support.state import until_waiting_for_advisory_lock
@@ -59,60 +59,52 @@ async def _holder_and_waiter(engine):
         yield holder, waiter
 
 
-async def _refused(conn, lock) -> sa.exc.OperationalError:
-    """Run `lock` with a 100 ms lock timeout; return the error refusing it."""
-    await conn.exec_driver_sql("SET LOCAL lock_timeout = 100")
-    with pytest.raises(sa.exc.OperationalError) as caught:
-        await lock
-    return caught.value
-
-
 @pytest.mark.postgres
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
-async def test_the_read_sent_with_the_lock_sees_what_the_previous_holder_committed(engine):
-    # The read goes out in the lock's round trip, queued behind it on the server: it must
-    # take its snapshot once the lock is granted, not when it was sent, or a write would
-    # check its compare-and-swap against a head the previous holder has already moved.
+async def test_a_read_after_the_lock_sees_what_the_previous_holder_committed(engine):
+    # A write reads its context once the lock is granted: it must see the head the
+    # previous holder committed while it waited, or it would check its compare-and-swap
+    # against a stale one.
     async with _holder_and_waiter(engine) as (holder, waiter):
-        await direct.run(holder, sa.insert(Skill), _skill("w", "committed-while-waiting"))
-        read = asyncio.create_task(
-            lock_workspace_then(waiter, "w", direct.Query(_SLUGS, {"workspace": "w"}))
-        )
+        await holder.execute(sa.insert(Skill), _skill("w", "committed-while-waiting"))
+
+        async def lock_then_read() -> list[str]:
+            await lock_workspace(waiter, "w", indexed=True)
+            return list(await waiter.scalars(_SLUGS, {"workspace": "w"}))
+
+        read = asyncio.create_task(lock_then_read())
         await until_waiting_for_advisory_lock(holder)
         assert not read.done()
         await holder.commit()
-        rows = await asyncio.wait_for(read, 10)
-        assert [r.slug for r in rows] == ["committed-while-waiting"]
-        # The lock is the waiter's now: another transaction waits for it in turn.
-        async with engine.connect() as third_raw:
-            third = await write_connection(third_raw)
-            await third.begin()
-            await _refused(third, lock_workspace(third, "w"))
-            await third.rollback()
+        assert await asyncio.wait_for(read, 10) == ["committed-while-waiting"]
         await waiter.rollback()
 
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
-async def test_a_refused_lock_runs_nothing_after_it(engine):
+async def test_a_shortened_lock_wait_is_the_transactions_own(engine):
+    # A write that already waited for locks waits only what its budget has left: the
+    # shortened `lock_timeout` refuses the lock after it, and ends with the transaction.
     async with _holder_and_waiter(engine) as (holder, waiter):
-        insert = direct.Query(sa.insert(Skill), _skill("w", "never"))
-        refused = await _refused(waiter, lock_workspace_then(waiter, "w", insert))
-        assert "lock timeout" in str(refused.orig)
+        started = time.monotonic()
+        with pytest.raises(sa.exc.OperationalError) as refused:
+            await lock_workspace(waiter, "w", lock_timeout_ms=200)
+        waited = time.monotonic() - started
+        assert "lock timeout" in str(refused.value.orig)
+        assert 0.15 < waited < 3.0, waited
+        await waiter.rollback()
+        configured = (await waiter.execute(sa.text("SHOW lock_timeout"))).scalar_one()
         await waiter.rollback()
         await holder.rollback()
-        count = await holder.scalar(sa.select(sa.func.count()).select_from(Skill))
-        assert count == 0
+    assert configured == "5s"
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
-async def test_on_sqlite_nothing_runs_and_the_caller_reads_under_its_own_lock(engine):
-    # SQLite's lock is the transaction's BEGIN IMMEDIATE: the caller runs the read.
+async def test_on_sqlite_the_lock_is_the_transactions_begin_immediate(engine):
+    # SQLite's lock is the write transaction's BEGIN IMMEDIATE: taking it sends nothing.
     async with engine.connect() as raw:
         conn = await write_connection(raw)
         async with conn.begin():
             with _Statements(engine) as seen:
-                done = await lock_workspace_then(
-                    conn, "w", direct.Query(_SLUGS, {"workspace": "w"})
-                )
-            assert (done, seen.statements) == (None, [])
+                await lock_workspace(conn, "w", indexed=True, lock_timeout_ms=10)
+            assert seen.statements == []

@@ -432,9 +432,9 @@ async def test_a_writer_stalled_past_its_claim_uploads_again(env):
 
 
 async def test_a_claim_lost_in_a_crash_is_claimed_again(env):
-    """The claim's commit waits for no fsync (docs/write-path.md, "The claim's commit").
+    """A claim lost while its writer lives on (docs/write-path.md, "Claim").
 
-    A crash can lose it while its writer lives on (a PostgreSQL server that restarts):
+    A PostgreSQL server restored or failed over to a standby behind it, say:
     the blob rows and the claims it made are gone, the objects the writer uploaded have no
     row, and GC reclaims them. The writer's publish finds its claims gone and its blobs
     without a row, so it claims and uploads them again, and no version loses a blob.

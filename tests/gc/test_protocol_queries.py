@@ -10,7 +10,6 @@ import sqlalchemy as sa
 from blobstore import compute_digest
 from registry.db import blobs as db_blobs
 from registry.db import gc as db_gc
-from registry.db import publication as db_publication
 from registry.db.engine import create_engine, write_connection
 from registry.db.tables import Blob, BlobClaim, Manifest, ManifestEntry
 
@@ -294,7 +293,7 @@ async def test_confirm(engine, status, mine, claim, ok):
 
     async def confirm(conn):
         # The publish transaction drops the write's claims first; the unexpired ones count.
-        held = await db_publication.take_claims(conn, "w1", NOW)
+        held = await db_blobs.release(conn, "w1", NOW)
         return await db_blobs.confirm(
             conn,
             held=held,

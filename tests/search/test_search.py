@@ -167,7 +167,7 @@ async def test_rebuild_rewrites_every_document(registry):
     assert await registry.reindex_search(ACME.workspace) == 2
     assert await registry.reindex_search(ACME.workspace) == 2
     assert await slugs(registry, "walrus") == ["pdf-report"]
-    if registry.ctx.dialect == "sqlite":
+    if registry.engine.dialect.name == "sqlite":
         async with registry.engine.begin() as conn:  # FTS5 checks it matches its content
             await conn.execute(
                 sa.text("INSERT INTO search_fts(search_fts) VALUES('integrity-check')")

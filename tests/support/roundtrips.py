@@ -1,8 +1,9 @@
 """Round trips seen through an engine's cursor events.
 
-A round trip is a run of statements sent before any reply came back: statements sent
-together in one pipeline (`direct.run_together`) share one; a statement sent on its own is
-one. Each statement is recorded by its first word, upper-cased.
+A round trip is a run of statements sent before any reply came back: each statement sent
+through `Connection.execute` is one (libpq's own trace, `tests/support/wire.py`, also sees
+what the driver sends by itself and what it pipelines). Each statement is recorded by its
+first word, upper-cased.
 """
 
 from __future__ import annotations

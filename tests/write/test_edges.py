@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from registry import Origin, Registry, Scope
+from registry.db import heads as db_heads
 from registry.db import publication as db_publication
 from registry.db import skills as db_skills
-from registry.db import staging as db_staging
 from registry.db import unit
 from registry.db.cancel import guarded
 from registry.db.engine import write_connection
@@ -134,7 +134,7 @@ async def test_a_lock_timeout_is_not_retried(make_registry, monkeypatch):
         attempts = trace[trace.index("write.checked") :].count("attempt")
     # SQLite: one claim transaction, refused the database's lock. PostgreSQL: the claim
     # (no workspace lock) and one publish transaction, refused the workspace lock.
-    assert attempts == (1 if registry.ctx.dialect == "sqlite" else 2), trace
+    assert attempts == (1 if registry.engine.dialect.name == "sqlite" else 2), trace
     assert await registry.ctx.cleanups.drain(10) == 0
 
 
@@ -293,9 +293,7 @@ async def test_a_compare_and_swap_lost_under_the_lock_is_a_head_conflict(registr
     async def stale_swap(conn):
         skill = await db_skills.live_skill(conn, ACME, "pdf-report")
         stale = dataclasses.replace(skill, head=1)
-        await db_publication.move_head(
-            conn, stale, new_head=2, size=1, now=registry.ctx.clock.now()
-        )
+        await db_heads.swap(conn, stale, new_head=2, size=1, now=registry.ctx.clock.now())
 
     with pytest.raises(HeadConflict) as caught:
         await registry.ctx.write(stale_swap)
@@ -441,12 +439,10 @@ async def test_an_online_fsck_racing_a_prune_reports_no_false_problem(make_regis
     assert report.clean, report.problems
 
 
-@pytest.mark.postgres
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
-async def test_a_head_lost_under_the_lock_is_refused_by_the_one_statement_append(registry):
-    # PostgreSQL stages the blobs and the manifest, appends the version, moves the head and
-    # writes the event in one statement (registry/db/staging.py); its compare-and-swap
-    # refuses a stale head, and the transaction, version row included, rolls back.
+async def test_a_head_lost_under_the_lock_rolls_back_the_version_appended_before_it(registry):
+    # The version's rows go in before the head moves (`append.version`); a compare-and-swap
+    # that then finds another head refuses, and the transaction, version row included,
+    # rolls back.
     await registry.write_package(
         ACME, "pdf-report", package("pdf-report"), expected_head=None, actor="u"
     )
@@ -454,30 +450,30 @@ async def test_a_head_lost_under_the_lock_is_refused_by_the_one_statement_append
         ACME, "pdf-report", package("pdf-report", tag="2"), expected_head=1, actor="u"
     )
     before = await db_state(registry)
+    info = await registry.package_info(ACME, "pdf-report")
 
     async def stale_append(conn):
         skill = await db_skills.live_skill(conn, ACME, "pdf-report")
-        info = await registry.package_info(ACME, "pdf-report")
-        await db_staging.stage(
+        stale = dataclasses.replace(skill, head=1)
+        now = registry.ctx.clock.now()
+        manifest_id = await db_publication.ensure_manifest(conn, ACME.workspace, info.manifest, now)
+        await db_publication.insert_version(
             conn,
-            write_id="00000000-0000-4000-8000-00000000beef",
-            workspace=ACME.workspace,
+            skill.id,
+            ACME.workspace,
+            number=3,
+            parent=2,
+            origin="edit",
+            actor="u",
+            message="",
+            restored_from=None,
+            manifest_id=manifest_id,
             manifest=info.manifest,
-            uploaded=frozenset(),
-            now=registry.ctx.clock.now(),
-            append=db_staging.Append(
-                scope=ACME,
-                slug="pdf-report",
-                skill=dataclasses.replace(skill, head=1),
-                origin="edit",
-                actor="u",
-                message="",
-                restored_from=None,
-                sources=["chat:1"],
-                event_kind="published",
-                payload={},
-            ),
+            sources=["chat:1"],
+            write_id="00000000-0000-4000-8000-00000000beef",
+            now=now,
         )
+        await db_heads.swap(conn, stale, new_head=2, size=1, now=now)
 
     with pytest.raises(HeadConflict) as caught:
         await registry.ctx.write(stale_append)

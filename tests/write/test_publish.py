@@ -233,47 +233,39 @@ async def test_skill_md_frontmatter_name_must_equal_the_slug(registry):
 
 
 async def test_a_write_makes_two_write_transactions(make_registry):
-    """Claim (with the scan cache) and publish: no transaction of its own for the cache.
+    """The read (one statement, its own transaction), the claim and the publish.
 
-    On PostgreSQL the claim is one statement in autocommit (its own transaction, with no
-    BEGIN or COMMIT round trip); on SQLite it is a `BEGIN IMMEDIATE` transaction.
+    The claim (with the scan cache) and the publish are the write's only write
+    transactions, on either database; the read sends no `BEGIN` (SQLite) and commits
+    nothing (PostgreSQL: autocommit).
     """
-    from sqlalchemy import event  # noqa: PLC0415
-
-    from registry.db.engine import WRITE_TX  # noqa: PLC0415
-
     registry = await make_registry()
-    writes: list[str] = []
+    transactions: list[list[str]] = []
 
-    def on_begin(conn):
-        # PostgreSQL's publish is the driver's own transaction (`DriverTransaction`): psycopg
-        # in autocommit, its `BEGIN` sent with the lock.
-        on_driver = getattr(conn.connection.driver_connection, "autocommit", False)
-        if on_driver or conn.get_execution_options().get(WRITE_TX):
-            writes.append("transaction")
+    def on_begin(_conn):
+        transactions.append([])
 
-    def on_statement(conn, _cursor, statement, *_args):
-        # PostgreSQL: a statement run as its own transaction, the driver in autocommit.
-        autocommit = getattr(conn.connection.driver_connection, "autocommit", False)
-        if autocommit and not conn.in_transaction() and "INSERT INTO blobs" in statement:
-            writes.append("claim statement")
+    def on_statement(_conn, _cursor, statement, *_args):
+        keyword = statement.split(maxsplit=1)[0].upper()
+        if keyword not in ("BEGIN", "COMMIT", "ROLLBACK", "PRAGMA"):
+            transactions[-1].append(keyword)
 
-    event.listen(registry.engine.sync_engine, "begin", on_begin)
-    event.listen(registry.engine.sync_engine, "before_cursor_execute", on_statement)
-    expected = (
-        ["claim statement", "transaction"]
-        if registry.engine.dialect.name == "postgresql"
-        else ["transaction", "transaction"]
-    )
-    await publish(registry, files=package("pdf-report", files=5))
-    assert writes == expected
-    writes.clear()
-    await publish(registry, files=package("pdf-report", files=5, tag="b"), expected=1)
-    assert writes == expected
+    sa.event.listen(registry.engine.sync_engine, "begin", on_begin)
+    sa.event.listen(registry.engine.sync_engine, "before_cursor_execute", on_statement)
+    for files, expected in (
+        (package("pdf-report", files=5), None),
+        (package("pdf-report", files=5, tag="b"), 1),
+    ):
+        transactions.clear()
+        await publish(registry, files=files, expected=expected)
+        read, *writes = transactions
+        assert read == ["SELECT"]
+        assert len(writes) == 2, transactions
+        assert all({"INSERT", "UPDATE", "DELETE"} & set(w) for w in writes), transactions
 
 
 class _LockedStatements:
-    """Failpoints that record a publish transaction's round trips (`RoundTrips`).
+    """Failpoints that record a publish transaction's statements (`RoundTrips`).
 
     Recording starts at `publish.begin` (the lock's statement included) and stops at
     `publish.before_commit`.
@@ -307,91 +299,79 @@ class _LockedStatements:
 
     def listen(self, engine) -> None:
         self.round_trips = RoundTrips(engine, recording=False).listen()
+        sa.event.listen(engine.sync_engine, "before_execute", self.through_sqlalchemy)
 
 
-async def test_the_locked_transaction_is_three_round_trips_on_postgresql(make_registry):
-    """The lock and the context, then one statement (PostgreSQL) or the steps (SQLite).
+async def test_the_locked_transaction_sends_the_same_statements_on_both_databases(
+    make_registry,
+):
+    """One path: the same statements, one by one, each through `Connection.execute`.
 
     A 10-file package with sources, new and then updated, no capacity or quota pressure.
-    On PostgreSQL the write context goes out with the lock's statement, in its round trip
-    (`locks.lock_workspace_then`); the claims, the blob check, the manifest and every row
-    of the version are one statement of CTEs (registry/db/staging.py), and the capacity
-    count and quota sum come with the context; then the commit. SQLite's lock is its
-    `BEGIN IMMEDIATE`; it sends its steps one by one.
+    PostgreSQL's lock is its first statement; SQLite's is the transaction's `BEGIN
+    IMMEDIATE`, before `publish.begin`. Then the write context, the claims' release, the
+    blob statuses, the uploads made live, the manifest and its entries (one multi-row
+    insert), then the version's rows: a new skill's row, the version, its sources, the
+    head's compare-and-swap (an update only), the event.
     """
     clock = _LockedStatements()
     registry = await make_registry(failpoints=clock)
     clock.listen(registry.engine)
-    postgres = registry.engine.dialect.name == "postgresql"
+    lock = ["SELECT"] if registry.engine.dialect.name == "postgresql" else []
 
     await publish(registry, files=package("pdf-report", files=10), sources=["chat:1"])
-    new_skill = clock.trips
+    new_skill = clock.statements
+    sent_new = clock.executions
+    clock.executions = 0
     await publish(
         registry, files=package("pdf-report", files=10, tag="b"), expected=1, sources=["chat:2"]
     )
-    update = clock.trips
-    if postgres:
-        # The transaction's `BEGIN` goes out with them (`driver_transaction.DriverTransaction`).
-        assert new_skill == [["BEGIN", "SELECT", "SELECT"], ["WITH"]]
-        assert update == [["BEGIN", "SELECT", "SELECT"], ["WITH"]]
-    else:
-        # context, claims, statuses, live, manifest, entries, then the version's rows
-        steps = ["SELECT", "DELETE", "SELECT", "UPDATE", "INSERT", "INSERT"]
-        assert new_skill == [[s] for s in [*steps, "INSERT", "INSERT", "INSERT", "INSERT"]]
-        assert update == [[s] for s in [*steps, "INSERT", "INSERT", "UPDATE", "INSERT"]]
-    # The same rows as ever: one version each, its sources, its event.
+    update = clock.statements
+    steps = ["SELECT", "DELETE", "SELECT", "UPDATE", "INSERT", "INSERT"]
+    assert new_skill == [*lock, *steps, "INSERT", "INSERT", "INSERT", "INSERT"]
+    assert update == [*lock, *steps, "INSERT", "INSERT", "UPDATE", "INSERT"]
+    # Each statement one round trip, and each one an execution of SQLAlchemy's.
+    assert all(len(trip) == 1 for trip in clock.trips)
+    assert (sent_new, clock.executions) == (len(new_skill), len(update))
     info = await registry.package_info(ACME, "pdf-report")
     assert info.head == 2
 
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
-async def test_a_write_on_postgresql_is_five_round_trips_on_the_wire(make_registry):
+async def test_what_a_write_sends_on_postgresqls_wire(make_registry):
     """Counted in libpq's own trace, which sees what psycopg sends on its own too.
 
-    The read, the claim, then the publish: its `BEGIN` with the lock and the context (a
-    `DriverTransaction`; psycopg would send `BEGIN` alone and wait for its reply),
-    the staging statement, the commit. A statement's first execution on a connection is
-    prepared in a round trip of its own, once per connection (`prepares`).
+    The read in autocommit (no `BEGIN`, no `COMMIT`), then the claim and the publish, each
+    a transaction whose `BEGIN` psycopg sends alone before its first statement. Once the
+    statements are prepared on the connection (psycopg prepares a statement at its fifth
+    execution), a write prepares nothing more.
     """
-    registry = await make_registry()
+    registry = await make_registry(settings=Settings(db_pool_size=1, db_max_overflow=0))
+    files = package("pdf-report", files=10)
+    await publish(registry, files=files, sources=["chat:0"])
+    for head in range(1, 7):  # past psycopg's prepare threshold
+        files = package("pdf-report", files=10, tag=f"w{head}")
+        await publish(registry, files=files, expected=head, sources=[f"chat:{head}"])
     with WireTrace(registry.engine) as wire:
-        await publish(registry, files=package("pdf-report", files=10), sources=["chat:1"])
-        for head in (1, 2):
-            since = wire.mark()
-            files = package("pdf-report", files=10, tag=f"v{head}")
-            await publish(registry, files=files, expected=head, sources=[f"chat:{head}"])
-            trips = wire.trips(since)
-            assert trips == [
-                ["SELECT"],
-                ["WITH"],
-                ["BEGIN", "SELECT", "SELECT"],
-                ["WITH"],
-                ["COMMIT"],
-            ], trips
-        # Every statement was prepared on this connection before.
-        assert wire.prepares(since) == 0
+        files = package("pdf-report", files=10, tag="traced")
+        await publish(registry, files=files, expected=7, sources=["chat:7"])
+        trips = wire.trips()
+        prepares = wire.prepares()
     wire.close()
-    # The connection went back to the pool out of autocommit: its next transaction is one.
+    # Each round trip: its `BEGIN` or `COMMIT`, or how many prepared statements it ran. A
+    # multi-row insert without RETURNING is psycopg's `executemany`, its rows pipelined in
+    # one round trip; with RETURNING, SQLAlchemy's one multi-row statement.
+    shape = [len(t) if set(t) == {"PREPARED"} else " ".join(t) for t in trips]
+    read = [1]
+    # the blob rows (RETURNING), the claims and the scan cache (11 rows each), the index
+    claim = ["BEGIN", 1, 11, 11, 1, "COMMIT"]
+    # lock, context, claims, statuses, uploads live, manifest, entries, version, sources,
+    # compare-and-swap, event
+    publish_ = ["BEGIN", 1, 1, 1, 1, 1, 1, 11, 1, 1, 1, 1, "COMMIT"]
+    assert shape == [*read, *claim, *publish_], trips
+    assert prepares == 0
+    # The read's autocommit is undone before its connection goes back to the pool.
     async with registry.engine.connect() as conn:
         raw = await conn.get_raw_connection()
         assert raw.driver_connection.autocommit is False
-
-
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
-async def test_sqlite_runs_the_locked_statements_on_its_driver(make_registry):
-    """On SQLite no statement under the lock goes through SQLAlchemy's execution.
-
-    Each is compiled once and run on the driver connection (registry/db/direct.py); the
-    cursor events still see every one of them.
-    """
-    clock = _LockedStatements()
-    registry = await make_registry(failpoints=clock)
-    clock.listen(registry.engine)
-    sa.event.listen(registry.engine.sync_engine, "before_execute", clock.through_sqlalchemy)
-    await publish(registry, files=package("pdf-report", files=10), sources=["chat:1"])
-    await publish(
-        registry, files=package("pdf-report", files=10, tag="b"), expected=1, sources=["chat:2"]
-    )
-    assert len(clock.statements) == 10
-    assert clock.executions == 0

@@ -1,10 +1,8 @@
 """The version a publish appends: its rows, the head's move, the event, the bookkeeping.
 
-Two ways, one result (docs/write-path.md): on PostgreSQL `in_one` folds the claims, the blob
-check, the manifest and every row of the version into one statement (`db.staging`); on
-SQLite, where a statement costs no round trip, `in_steps` runs them one by one after
-`db.staging.stage` has checked the blobs and stored the manifest. Both run under the
-workspace lock, after the write's root checks and routing (`publish._apply`).
+`version` runs under the workspace lock, after the write's root checks and routing, once
+the blobs are checked and the manifest is stored (`publish._apply`; docs/write-path.md).
+The head moves by the compare-and-swap of `registry/db/heads.py`.
 """
 
 from __future__ import annotations
@@ -15,10 +13,10 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import approvals as db_approvals
+from registry.db import heads as db_heads
 from registry.db import proposals as db_proposals
 from registry.db import publication as db_publication
 from registry.db import skills as db_skills
-from registry.db import staging as db_staging
 from registry.domain.approvals import Approval
 from registry.domain.manifest import Manifest
 from registry.domain.model import Publication
@@ -35,7 +33,7 @@ class BlobsRaced(Exception):
         super().__init__(f"{len(digests)} referenced blobs are not live")
 
 
-async def in_steps(
+async def version(
     ctx: Context,
     conn: AsyncConnection,
     request: WriteRequest,
@@ -48,7 +46,7 @@ async def in_steps(
     write_id: str,
     now: datetime,
 ) -> Publication:
-    """SQLite: insert the version, move the head (compare-and-swap) and write the event."""
+    """Insert the version, move the head (compare-and-swap) and write the event."""
     scope, skill = request.scope, found.skill
     if skill is None:
         skill_id = await db_publication.insert_skill(
@@ -91,7 +89,7 @@ async def in_steps(
     )
     await ctx.hit("publish.version_rows")
     if skill is not None:
-        await db_publication.move_head(
+        await db_heads.swap(
             conn,
             skill,
             new_head=number,
@@ -149,86 +147,6 @@ def _event_payload(
         "repair": request.repair,
         "staled_proposals": staled,
     }
-
-
-async def in_one(
-    ctx: Context,
-    conn: AsyncConnection,
-    request: WriteRequest,
-    found: db_publication.WriteContext,
-    *,
-    approvals: Sequence[Approval],
-    manifest: Manifest,
-    decided: db_proposals.ProposalRow | None,
-    write_id: str,
-    uploaded: frozenset[str],
-    now: datetime,
-) -> Publication:
-    """PostgreSQL: the claims, the blob check, the manifest and the version in one statement.
-
-    The proposal bookkeeping a head move causes (closing the decided proposal, making the
-    open one stale) runs first; inside one transaction the order does not matter.
-    """
-    skill = found.skill
-    number, parent = (1, None) if skill is None else (skill.head + 1, skill.head)
-    staled = await _proposals_follow(conn, request, found, decided=decided, number=number, now=now)
-    append = db_staging.Append(
-        scope=request.scope,
-        slug=request.slug,
-        skill=skill,
-        origin=request.origin.value,
-        actor=request.actor,
-        message=request.message,
-        restored_from=request.restored_from,
-        sources=request.sources,
-        event_kind=diversion.event_kind(request),
-        payload=_event_payload(request, manifest, parent=parent, staled=staled),
-        auto_improve=request.changes.auto_improve,
-        baseline=_baseline(request, decided, skill),
-        kind=request.kind,
-    )
-    stored = await db_staging.stage(
-        conn,
-        write_id=write_id,
-        workspace=request.scope.workspace,
-        manifest=manifest,
-        uploaded=uploaded,
-        now=now,
-        append=append,
-        new_auto_improve=request.changes.new_skill_auto_improve,
-    )
-    if stored.problem is not None:
-        raise BlobsRaced(stored.problem.digests)
-    assert stored.version_id is not None
-    assert stored.skill_id is not None
-    await db_approvals.replace(
-        conn,
-        request.scope.workspace,
-        stored.version_id,
-        approvals,
-        actor=request.actor,
-        now=now,
-        fresh=True,
-    )
-    await ctx.hit("publish.version_rows")
-    await learning.version_added(
-        conn,
-        request,
-        skill,
-        skill_id=stored.skill_id,
-        number=number,
-        decided_suppression=_lifted_suppression(request, decided),
-        now=now,
-    )
-    await ctx.hit("publish.head_moved")
-    return Publication(
-        version=number,
-        manifest_hash=manifest.hash,
-        created=True,
-        retired=parent,
-        unchanged=False,
-        committed_at=now,
-    )
 
 
 def _lifted_suppression(

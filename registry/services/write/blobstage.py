@@ -16,8 +16,10 @@ from datetime import timedelta
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from blobstore import BlobStoreError
+from registry.db import blobs as db_blobs
 from registry.db import budget as write_budget
-from registry.db import claims as db_claims
+from registry.db import documents as db_documents
+from registry.db import scans as db_scans
 from registry.domain.model import Scope
 from registry.errors import StorageUnavailable
 from registry.services.context import Context, blob_store_failed
@@ -45,28 +47,27 @@ async def claim_and_upload(
     now = ctx.clock.now()
     expires = now + timedelta(seconds=ctx.settings.claim_ttl)
     sizes = {d: len(data) for d, data in to_store.items()}
+    scanner = ctx.scanner.fingerprint
+    if document is not None and document[0] not in sizes:
+        document = None  # a `SKILL.md` the skill already had is indexed already
 
     async def claim(conn: AsyncConnection) -> dict[str, str]:
         await ctx.hit("write.claiming")
-        return await db_claims.claim(
+        statuses = await db_blobs.claim(
             conn,
             write_id=write_id,
             workspace=scope.workspace,
             sizes=sizes,
             now=now,
             expires_at=expires,
-            clean=scanned_clean,
-            scanner=ctx.scanner.fingerprint,
-            document=document,
-            durable=False,
         )
+        await db_scans.remember_clean(conn, scanned_clean, scanner, now)
+        if document is not None:
+            await db_documents.remember(conn, document[0], document[1], now)
+        return statuses
 
-    # One idempotent statement on PostgreSQL: no BEGIN or COMMIT of its own. Not durable
-    # (docs/write-path.md, "The claim's commit"): its commit waits for no fsync, on either
-    # database. A claim lost in a crash fails the publish's blob check ("claim still held",
-    # `blobs.unusable`), and the write claims and uploads again; the publish's durable
-    # commit makes every earlier commit durable with it, the claim's included.
-    statuses = await ctx.single(claim, write=True, workspace=scope.workspace, durable=False)
+    # One short write transaction, the write's first: idempotent as a whole, so retried.
+    statuses = await ctx.write(claim, workspace=scope.workspace)
     await ctx.hit("write.claimed")
     needed = sorted(d for d in to_store if statuses.get(d) != "live")
     await upload(ctx, {d: to_store[d] for d in needed})

@@ -35,9 +35,10 @@ from registry.services.read import read_files
 SCAN_INLINE_BYTES: Final = 64 * 1024
 """Up to this many bytes to scan, the check runs on the event loop; above, in a worker thread.
 
-A common package (ten files of a few KiB) scans in about 0.3 ms, to which a trip to a
-thread would add a tenth; the slowest input of this size (a file crafted against the
-assignment pattern) scans in about 10 ms, a tenth of the bound on the loop's stalls."""
+A common package (ten files of a few KiB) scans in less time than a trip to a worker
+thread would add to it, and the slowest input of this size (a file crafted against the
+assignment pattern) stays far within the bound on the loop's stalls (the figures:
+docs/write-path.md, "What runs where")."""
 
 
 async def approvals_of(
@@ -92,7 +93,7 @@ def check_metadata(scanner: Scanner, fields: Iterable[tuple[str, str]]) -> None:
     so it gets the same check as files: a finding raises `ContentBlocked` naming the field
     (`METADATA_PREFIX`), never the value. No approval covers metadata: a credential has no
     reason to be there. Empty fields are not scanned; an ordinary message or source costs
-    one `scan` call of about 10 µs.
+    one `scan` call.
     """
     for name, text in fields:
         if not text:

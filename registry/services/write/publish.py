@@ -32,11 +32,10 @@ from typing import Final
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from registry.db import direct
+from registry.db import blobs as db_blobs
 from registry.db import errors as db_errors
 from registry.db import publication as db_publication
 from registry.db import skills as db_skills
-from registry.db import staging as db_staging
 from registry.db.unit import CommitOutcomeUnknown, Outcome
 from registry.domain.approvals import Approval
 from registry.domain.manifest import Manifest, build_manifest
@@ -109,8 +108,8 @@ async def _write_package(
             conn, request.scope, request.slug, digests=digests, scanner=fingerprint
         )
 
-    # One statement on PostgreSQL: no transaction of its own.
-    head, clean = await ctx.single(look, write=False)
+    # One statement: no transaction of its own.
+    head, clean = await ctx.read_one(look)
     # Approvals are inherited from the version the write builds on (docs/history.md);
     # they are looked up only if the content check finds something.
     expected = request.expected_head
@@ -154,9 +153,8 @@ async def publish_manifest(
     """
     content.check_metadata(ctx.scanner, content.version_metadata(request.message, request.sources))
     with ctx.deadline():
-        head, _ = await ctx.single(
-            lambda conn: db_publication.head_for_write(conn, request.scope, request.slug),
-            write=False,
+        head, _ = await ctx.read_one(
+            lambda conn: db_publication.head_for_write(conn, request.scope, request.slug)
         )
         return await _publish_manifest(ctx, request, manifest, files, screening, head=head)
 
@@ -280,8 +278,15 @@ async def _publish(
 ) -> Publication:
     """The locked transaction (`UnitOfWork.publish`): retried as a whole before its commit."""
 
-    async def work(conn: AsyncConnection, opened: direct.Rows) -> Outcome[Publication]:
-        found = db_publication.write_context(opened)
+    async def work(conn: AsyncConnection) -> Outcome[Publication]:
+        found = await db_publication.write_context(
+            conn,
+            request.scope,
+            request.slug,
+            request.sources,
+            kind=request.kind,
+            total_size=manifest.total_size,
+        )
         publication = await _apply(
             ctx, conn, request, screening, found, manifest=manifest, staged=staged
         )
@@ -289,14 +294,7 @@ async def _publish(
         # it commits their release, or rolls back if it claimed nothing.
         return Outcome(publication, commit=not publication.unchanged or staged.claimed)
 
-    opening = db_publication.write_context_query(
-        request.scope,
-        request.slug,
-        request.sources,
-        kind=request.kind,
-        total_size=manifest.total_size,
-    )
-    return await ctx.uow.publish(request.scope.workspace, opening, work, hit=ctx.hit)
+    return await ctx.uow.publish(request.scope.workspace, work, hit=ctx.hit)
 
 
 async def _apply(
@@ -311,7 +309,7 @@ async def _apply(
 ) -> Publication:
     """Root checks, compare-and-swap and every row of the new version (lock held).
 
-    `found` is what the write context read, in the lock's round trip.
+    `found` is what the write context read, first under the lock.
     """
     scope, now = request.scope, ctx.clock.now()
     write_id, uploaded = staged.write_id, staged.uploaded
@@ -320,7 +318,7 @@ async def _apply(
         # Another writer published this package first: the head references every blob
         # this write claimed, so its claims are released (invariant I4).
         if staged.claimed:
-            await db_publication.take_claims(conn, write_id, now)
+            await db_blobs.release(conn, write_id, now)
         return Publication(skill.head, manifest.hash, created=False, retired=None, unchanged=True)
     decided = await diversion.pending_proposal(conn, request, skill)
     draft_base = rootchecks.check_root_or_keep_draft(request, skill)
@@ -336,34 +334,15 @@ async def _apply(
     )
     await ctx.hit("publish.checked")
 
-    if route.action == learning.PUBLISH and conn.dialect.name == "postgresql":
-        publication = await append.in_one(
-            ctx,
-            conn,
-            request,
-            found,
-            approvals=screening.approvals,
-            manifest=manifest,
-            decided=decided,
-            write_id=write_id,
-            uploaded=uploaded,
-            now=now,
-        )
-        return _with_uploads(publication, manifest, uploaded)
     # Dropping the claims here releases them (the commit makes it stick) and tells the
     # blob check which of this write's uploads its claims still covered.
-    stored = await db_staging.stage(
-        conn,
-        write_id=write_id,
-        workspace=scope.workspace,
-        manifest=manifest,
-        uploaded=uploaded,
-        now=now,
-        claimed=staged.claimed,
+    held = await db_blobs.release(conn, write_id, now) if staged.claimed else frozenset()
+    problem = await db_blobs.confirm(
+        conn, held=held, uploaded=uploaded, referenced=[e.digest for e in manifest.entries]
     )
-    if stored.problem is not None:
-        raise BlobsRaced(stored.problem.digests)
-    manifest_id = stored.manifest_id
+    if problem is not None:
+        raise BlobsRaced(problem.digests)
+    manifest_id = await db_publication.ensure_manifest(conn, scope.workspace, manifest, now)
     if route.action != learning.PUBLISH:
         # A proposal or a pending write instead of a version (docs/history.md).
         recorded = await learning.record(
@@ -378,7 +357,7 @@ async def _apply(
             now=now,
         )
         return _with_uploads(recorded, manifest, uploaded)
-    publication = await append.in_steps(
+    publication = await append.version(
         ctx,
         conn,
         request,

@@ -14,12 +14,13 @@ Writers in one process take turns first (`registry/services/turns.py`, one `Turn
 `Context`): each skill's retried writes run one at a time, in the order they asked, so they
 never conflict with each other and none waits behind luckier ones. Without turns, one
 unlucky writer could lose dozens of times in a row to tasks of its own process
-(docs/benchmarks.md has the figures).
+(docs/write-path.md, "Turns within a process", has the figures).
 
 On PostgreSQL the skill's turn is also taken among processes (`UnitOfWork.turn`, a
 session-level advisory lock, one round trip to take and one to give back), so the writers of
 several processes that contend for one skill queue instead of backing off against each
-other (docs/write-path.md, "Turns among processes", has what that changed).
+other, and conflict no more (docs/write-path.md, "Turns among processes", has the
+figures).
 Only writers that do not go through `write_with_retry` can still make an attempt fail, and
 backoff handles those. A writer that cannot have the turn (a quarter of this process's
 connections hold turns already, or the lock is not granted within `lock_timeout`) goes on

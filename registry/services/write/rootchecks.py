@@ -2,13 +2,17 @@
 
 They run twice: early, against the head read before any upload, so a doomed write stores
 nothing; and again under the workspace lock, where they decide. A refused root touches
-nothing (docs/write-path.md).
+nothing (docs/write-path.md). Each rule is written once: the compare-and-swap is
+`registry/db/heads.py`'s (`compare` here, `swap` when the head moves), capacity is
+`check_capacity`, the quota `check_quota`; the figures they compare come from the usage
+counters (`registry/db/skills.py`), read with the write context under the lock.
 """
 
 from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from registry.db import heads as db_heads
 from registry.db import publication as db_publication
 from registry.db import skills as db_skills
 from registry.domain.manifest import Manifest
@@ -52,8 +56,8 @@ def check_root(
         # The skill the writer read was deleted and the slug taken again: its head number
         # may match, its history does not (the row is in hand: no statement).
         raise HeadConflict(expected if isinstance(expected, int) else None, skill.head)
-    if cas and not isinstance(expected, AnyHead) and skill.head != expected:
-        raise HeadConflict(expected, skill.head)
+    if cas and not isinstance(expected, AnyHead):
+        db_heads.compare(expected, skill.head)
     if _moves_baseline_back(request, skill):
         # A marketplace write made from an older read: the copy follows a newer listing
         # version since (its baseline moved without a new head). Never back.
@@ -121,22 +125,53 @@ async def check_capacity_and_quota(
     `known` (the write context, read under the same lock) supplies the figures it read,
     so that only a figure it did not read costs a statement here.
     """
-    settings = ctx.settings
+    await check_capacity(ctx, conn, request, skill, known=known)
+    await check_quota(ctx, conn, request, skill, manifest, known=known)
+
+
+async def check_capacity(
+    ctx: Context,
+    conn: AsyncConnection,
+    request: WriteRequest,
+    skill: db_skills.SkillRow | None,
+    *,
+    known: db_publication.WriteContext | None = None,
+) -> None:
+    """Refuse a write that needs a slot in a budget whose scope is full (`CapacityExceeded`)."""
     budget = slot_needed(request, skill)
-    if budget is not None:
-        limit = settings.capacity_installed if budget == "installed" else settings.capacity_saved
-        live = None
-        if known is not None and skill is None and budget == request.kind:
-            live = known.live_of_kind
-        if live is None:
-            live = await db_skills.count_live(conn, request.scope, budget)
-        if live >= limit:
-            raise CapacityExceeded(limit, budget)
+    if budget is None:
+        return
+    settings = ctx.settings
+    limit = settings.capacity_installed if budget == "installed" else settings.capacity_saved
+    live = None
+    if known is not None and skill is None and budget == request.kind:
+        live = known.live_of_kind
+    if live is None:
+        live = await db_skills.count_live(conn, request.scope, budget)
+    if live >= limit:
+        raise CapacityExceeded(limit, budget)
+
+
+async def check_quota(
+    ctx: Context,
+    conn: AsyncConnection,
+    request: WriteRequest,
+    skill: db_skills.SkillRow | None,
+    manifest: Manifest,
+    *,
+    known: db_publication.WriteContext | None = None,
+) -> None:
+    """Refuse a write that takes the workspace past its quota (`QuotaExceeded`).
+
+    The growth is net of the package the write replaces.
+    """
     replaced = 0 if skill is None else skill.head_size
     growth = manifest.total_size - replaced
-    if growth > 0:
-        used = None if known is None else known.usage
-        if used is None:
-            used = await db_skills.workspace_usage(conn, request.scope.workspace)
-        if used + growth > settings.workspace_quota_bytes:
-            raise QuotaExceeded(settings.workspace_quota_bytes, used, growth)
+    if growth <= 0:
+        return
+    quota = ctx.settings.workspace_quota_bytes
+    used = None if known is None else known.usage
+    if used is None:
+        used = await db_skills.workspace_usage(conn, request.scope.workspace)
+    if used + growth > quota:
+        raise QuotaExceeded(quota, used, growth)

@@ -68,7 +68,7 @@ async def settle(ctx: Context, request: WriteRequest, write_id: str) -> Publicat
                     committed_at=waiting.created_at,
                     pending=waiting.id,
                 )
-            await db_blobs.release(conn, write_id)
+            await db_blobs.release(conn, write_id, ctx.clock.now())
             return None
         skill = await db_skills.skill_by_id(conn, workspace, proposed.skill_id)
         assert skill is not None
@@ -106,4 +106,6 @@ async def release(ctx: Context, workspace: str, write_id: str) -> None:
     """
     await ctx.hit("cleanup.releasing")
     with outside_write(), contextlib.suppress(RegistryError):
-        await ctx.write(lambda conn: db_blobs.release(conn, write_id), workspace=workspace)
+        await ctx.write(
+            lambda conn: db_blobs.release(conn, write_id, ctx.clock.now()), workspace=workspace
+        )
