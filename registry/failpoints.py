@@ -51,7 +51,7 @@ JOB_POINTS: Final = (
     "job.recorded",  # the outcome was recorded (or found fenced off)
     "marketplace.copy_read",  # an update read the copy and its target; nothing written yet
 )
-"""Points in a durable job's run (services/marketplace/jobs.py) and in the marketplace jobs."""
+"""Points in a durable job's run (services/jobs/queue.py) and in the marketplace jobs."""
 
 # The reconciler (services/materialize/reconcile.py, swap.py, target.py). The
 # filesystem steps run in a worker thread and reach the failpoints through the event loop.

@@ -11,14 +11,14 @@ from collections.abc import Sequence
 
 from registry.domain.arguments import check_flag
 from registry.services.context import Context
-from registry.services.history import decisions, suppressions
+from registry.services.history import decisions
 from registry.services.history.decisions import DecisionOutcome, DecisionRequest
 from registry.services.history.proposals import ProposalPage
-from registry.services.history.suppressions import SuppressionInfo
-from registry.services.ops import learning
-from registry.services.ops.learning import LearningStatus
-from registry.services.write import pending
-from registry.services.write.pending import PendingWriteInfo
+from registry.services.learning import pending, suppressions
+from registry.services.learning import status as learning
+from registry.services.learning.pending import PendingWriteInfo
+from registry.services.learning.status import LearningStatus
+from registry.services.learning.suppressions import SuppressionInfo
 
 
 class Learning:

@@ -18,12 +18,13 @@ from registry.domain.archive import EntryCallback
 from registry.domain.arguments import check_choice
 from registry.domain.model import ANY, ExpectedHead, FileInput, Publication, Scope
 from registry.services.context import Context
-from registry.services.marketplace import catalog, copies, jobs
+from registry.services.jobs import queue as jobs
+from registry.services.jobs.queue import Enqueued, JobOutcome, JobPage, Wait, Worker
+from registry.services.marketplace import catalog, copies
 from registry.services.marketplace import install as installer
 from registry.services.marketplace.catalog import ImportResult, ListingVersion
 from registry.services.marketplace.copies import CopyStatus
 from registry.services.marketplace.install import Policy
-from registry.services.marketplace.jobs import Enqueued, JobOutcome, JobPage, Wait, Worker
 from registry.services.read import Package, SkillPage
 
 

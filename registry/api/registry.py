@@ -34,12 +34,13 @@ from registry.errors import NotInitialized
 from registry.failpoints import NO_FAILPOINTS, Failpoints
 from registry.services import read
 from registry.services.context import Context
-from registry.services.history import diff, loads, proposals
+from registry.services.history import diff, proposals
 from registry.services.history import versions as history
 from registry.services.history.diff import DiffTarget, PackageDiff
-from registry.services.history.loads import LoadRecord
 from registry.services.history.proposals import DecisionResult, ProposalDetail, ProposalPage
 from registry.services.history.versions import HistoryPage
+from registry.services.learning import loads, pending
+from registry.services.learning.loads import LoadRecord
 from registry.services.materialize import forget, lockfile, reconcile
 from registry.services.materialize.forget import ForgetReport
 from registry.services.materialize.lockfile import LockFile
@@ -47,9 +48,8 @@ from registry.services.materialize.reconcile import ReconcileReport
 from registry.services.ops import status
 from registry.services.ops.status import Status
 from registry.services.read import Package, PackageInfo, SkillPage
-from registry.services.write import edit, pending, restore
+from registry.services.write import edit, restore
 from registry.services.write.content import check_metadata
-from registry.services.write.publish import write_package
 from registry.services.write.request import WriteRequest
 from registry.services.write.retry import Change, write_with_retry
 from registry.settings import Settings
@@ -227,11 +227,7 @@ class Registry(OwnerControls, Searching):
             approve=approve,
             keep_auto_improve=keep_auto_improve,
         )
-        publication = await write_package(self.ctx, request, files)
-        if publication.pending is not None:
-            # A raised capacity is used at once; otherwise the write keeps waiting.
-            await pending.apply_quietly(self.ctx, scope)
-        return publication
+        return await pending.write_package(self.ctx, request, files)
 
     async def write_with_retry(
         self,

@@ -20,7 +20,6 @@ from registry.services.history.decisions import KINDS as PROPOSAL_KINDS
 from registry.services.history.decisions import DecisionOutcome, DecisionRequest
 from registry.services.history.diff import DiffTarget, FileChange, PackageDiff, ProposalRef
 from registry.services.history.exclusions import ExclusionReport
-from registry.services.history.loads import LoadRecord
 from registry.services.history.proposals import (
     Changes,
     Decision,
@@ -29,12 +28,15 @@ from registry.services.history.proposals import (
     ProposalPage,
     ProposalSummary,
 )
-from registry.services.history.suppressions import SuppressionInfo
 from registry.services.history.versions import HistoryPage, VersionSummary
+from registry.services.jobs.queue import Enqueued, JobOutcome, JobPage, JobRow
+from registry.services.learning.loads import LoadRecord
+from registry.services.learning.pending import PendingWriteInfo
+from registry.services.learning.status import LearningStatus
+from registry.services.learning.suppressions import SuppressionInfo
 from registry.services.marketplace.catalog import ListingVersion
 from registry.services.marketplace.copies import CopyStatus
 from registry.services.marketplace.install import DEFAULT_ACTOR, POLICIES, Policy
-from registry.services.marketplace.jobs import Enqueued, JobOutcome, JobPage, JobRow
 from registry.services.materialize.forget import ForgetReport
 from registry.services.materialize.lockfile import LockedSkill, LockFile
 from registry.services.materialize.reconcile import (
@@ -44,12 +46,10 @@ from registry.services.materialize.reconcile import (
     SkillOutcome,
 )
 from registry.services.ops.health import JobFigures, MaterializationFigures
-from registry.services.ops.learning import LearningStatus
 from registry.services.ops.status import Status
 from registry.services.ops.tokens import TokenInfo
 from registry.services.read import Package, PackageInfo, SkillPage, SkillSummary
 from registry.services.search.query import DEFAULT_LIMIT, MAX_LIMIT, SearchHit, SearchResults
-from registry.services.write.pending import PendingWriteInfo
 from registry.services.write.uploads import ManifestFile
 
 __all__ = [

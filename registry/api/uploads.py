@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from registry.domain.approvals import FindingRef
 from registry.domain.model import ExpectedHead, Origin, PackageFile, Publication, Scope
 from registry.services.context import Context
-from registry.services.write import pending, uploads
+from registry.services.learning import pending
+from registry.services.write import uploads
 from registry.services.write.request import WriteRequest
 from registry.services.write.uploads import ManifestFile, UploadedBlob
 
@@ -76,10 +77,7 @@ class Uploads:
             approve=approve,
             keep_auto_improve=keep_auto_improve,
         )
-        publication = await uploads.publish_uploaded(self.ctx, request, files)
-        if publication.pending is not None:
-            await pending.apply_quietly(self.ctx, scope)
-        return publication
+        return await pending.publish_uploaded(self.ctx, request, files)
 
     async def files(self, workspace: str, files: Sequence[ManifestFile]) -> dict[str, PackageFile]:
         """The files a manifest of uploaded blobs names, fetched and verified.

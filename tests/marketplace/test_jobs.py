@@ -17,8 +17,8 @@ from registry.errors import (
     SkillExists,
     StorageUnavailable,
 )
-from registry.services.marketplace import jobs
-from registry.services.marketplace.jobs import Worker, backoff, is_permanent
+from registry.services.jobs import queue as jobs
+from registry.services.jobs.queue import Worker, backoff, is_permanent
 from registry.settings import Settings
 from tests.marketplace.support import ManualClock
 from tests.support.faults import ScriptedFailpoints

@@ -36,8 +36,9 @@ from registry.domain.similarity import ChangedFile
 from registry.domain.states import Action, Conditions, SkillState, check
 from registry.errors import ContentBlocked, HeadConflict, SkillNotFound, VersionUnavailable
 from registry.services.context import Context
+from registry.services.learning import pending
 from registry.services.read import triggers_of
-from registry.services.write import content, pending, suppression
+from registry.services.write import content, suppression
 
 T = TypeVar("T")
 

@@ -2,7 +2,7 @@
 
 docs/marketplace.md describes the whole feature; this module holds the jobs' effects.
 
-Both are durable jobs (`registry.services.marketplace.jobs`); these are their handlers and the
+Both are durable jobs (`registry.services.jobs.queue`); these are their handlers and the
 functions that enqueue them. The listing version is resolved when the job is enqueued, so
 a job always does the same thing however often it runs.
 
@@ -48,7 +48,8 @@ from registry.errors import (
     SkillNotFound,
 )
 from registry.services.context import Context
-from registry.services.marketplace import catalog, jobs
+from registry.services.jobs import queue as jobs
+from registry.services.marketplace import catalog
 from registry.services.read import read_files
 from registry.services.write import content, publish
 from registry.services.write.request import Screening, WriteRequest

@@ -22,7 +22,7 @@ from registry.db.figures import EventFigures, JobFigures, UploadFigures
 from registry.errors import RegistryError
 from registry.services.context import Context
 from registry.services.gc.figures import GcFigures, gc_figures
-from registry.services.ops.learning import LearningStatus, learning_status
+from registry.services.learning.status import LearningStatus, learning_status
 from registry.services.ops.status import materialization_status
 
 __all__ = [

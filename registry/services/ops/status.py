@@ -3,7 +3,7 @@
 `Status` has one field per section so that sections can be added as features land
 without changing the ones already there: materialisation (below), storage (the GC
 figures of `registry/services/gc/figures.py`) and learning, one per workspace
-(`registry/services/ops/learning.py`).
+(`registry/services/learning/status.py`).
 
 Materialisation: every registered target, and every skill pending on it: a skill in use
 whose head manifest is not the one recorded as applied there (including new skills and
@@ -23,7 +23,7 @@ from registry.db import materializations as db_materializations
 from registry.domain.model import Scope
 from registry.services.context import Context
 from registry.services.gc.figures import GcFigures, gc_figures
-from registry.services.ops.learning import LearningStatus, learning_status
+from registry.services.learning.status import LearningStatus, learning_status
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ owner may **drop** a waiting write.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -31,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from registry.db import pending as db_pending
 from registry.db import skills as db_skills
 from registry.domain.manifest import Manifest
-from registry.domain.model import ANY, ExpectedHead, Origin, Scope
+from registry.domain.model import ANY, ExpectedHead, FileInput, Origin, Publication, Scope
 from registry.domain.numbers import MAX_ID, names_row
 from registry.domain.similarity import MAX_SKETCH_BYTES
 from registry.errors import (
@@ -42,9 +43,10 @@ from registry.errors import (
 )
 from registry.services.context import Context
 from registry.services.read import read_files
-from registry.services.write import content, learning
+from registry.services.write import content, learning, publish, uploads
 from registry.services.write.publish import publish_manifest
 from registry.services.write.request import Screening, WriteRequest
+from registry.services.write.uploads import ManifestFile
 
 MAX_LISTED: Final = 500
 
@@ -143,6 +145,30 @@ async def apply_pending(
         else:
             changed.append(outcome)
     return changed
+
+
+async def write_package(
+    ctx: Context, request: WriteRequest, files: Mapping[str, FileInput]
+) -> Publication:
+    """The write path (`write.publish.write_package`), then the waiting writes if it waited.
+
+    A write that had to wait makes the scope's waiting writes be tried at once, so a raised
+    capacity is used without waiting for the next run (this one included, in its turn).
+    """
+    publication = await publish.write_package(ctx, request, files)
+    if publication.pending is not None:
+        await apply_quietly(ctx, request.scope)
+    return publication
+
+
+async def publish_uploaded(
+    ctx: Context, request: WriteRequest, files: Sequence[ManifestFile]
+) -> Publication:
+    """The two-phase upload's publish (`write.uploads`), then the waiting writes as above."""
+    publication = await uploads.publish_uploaded(ctx, request, files)
+    if publication.pending is not None:
+        await apply_quietly(ctx, request.scope)
+    return publication
 
 
 async def apply_quietly(ctx: Context, scope: Scope) -> None:
