@@ -28,6 +28,27 @@ settings.load_profile("skillreg")
 
 _BACKENDS = ("memory", "local", "s3", "sqlite", "postgresql")
 
+# Entry points reach the database only through `registry.api` (import-linter's `api-door`
+# contract), and every capability's tests run on both databases: an entry point's tests
+# run on SQLite, and on PostgreSQL only where marked `both_databases` (one end-to-end path
+# per entry point, and what depends on the database: races, a NUL the server refuses).
+_ENTRY_POINT_TESTS = ("tests/http/", "tests/console/", "tests/cli/")
+
+
+def pytest_collection_modifyitems(config, items):
+    kept, dropped = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        on_postgresql = params.get("database_url") == "postgresql"
+        entry_point = item.nodeid.startswith(_ENTRY_POINT_TESTS)
+        if on_postgresql and entry_point and item.get_closest_marker("both_databases") is None:
+            dropped.append(item)
+        else:
+            kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """Show which backends the run exercised: every seam must run on all of its backends."""

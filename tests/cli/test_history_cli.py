@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
+
 from registry.cli.packages import example_root
 from tests.support.cli import database_options, run, run_json, tree
 
@@ -47,6 +49,7 @@ def test_publish_three_versions_then_history_diff_restore_and_get_byte_for_byte(
     assert tree(embedded / "v1") == original
 
 
+@pytest.mark.both_databases
 def test_controls_proposals_and_exclusion_through_the_cli(database_url, tmp_path):
     base = database_options(database_url, tmp_path / "blobs")
     run(*base, "init")

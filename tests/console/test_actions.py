@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 import httpx
+import pytest
 
 from registry.domain.model import Origin, Scope
 from registry.http.app import create_app
@@ -26,6 +27,7 @@ async def _two_versions(site, slug="hello"):
     )
 
 
+@pytest.mark.both_databases
 async def test_restore_names_the_head_it_saw_and_never_overwrites_a_moved_one(site):
     await _two_versions(site)
     await site.signin("owner")

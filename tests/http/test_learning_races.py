@@ -24,6 +24,9 @@ from tests.support.learning import learn, learned, prose
 from tests.support.packages import SLUG, package
 from tests.support.scopes import ACME
 
+# Races: what they prove depends on how each database locks and isolates.
+pytestmark = pytest.mark.both_databases
+
 ACTIONS = ("edit", "restore", "delete", "pause")
 V1 = learned(text=prose(1))
 V2 = learned(text=prose(1) + " " + prose(2, 20), script=b"print(2)\n")

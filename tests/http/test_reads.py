@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import tarfile
 
+import pytest
+
 from registry.domain.model import PackageFile
 from tests.http.helpers import SKILLS, form, publish, raw
 from tests.support.packages import package
@@ -53,6 +55,7 @@ async def test_agents_are_separate_scopes(served):
     assert r.json()["agent"] == "bot-1"
 
 
+@pytest.mark.both_databases
 async def test_pinned_versions_and_the_head(served):
     v1, v2 = package("pinned", tag="1"), package("pinned", tag="2")
     assert (await publish(served, "pinned", v1)).status_code == 201
@@ -73,6 +76,7 @@ async def test_pinned_versions_and_the_head(served):
     assert r.json()["code"] == "skill_not_found"
 
 
+@pytest.mark.both_databases
 async def test_the_archive_is_the_package_byte_for_byte_and_reproducible(served):
     files = package("archived", files=4, size=70_000)
     files["deep/er/still/file.txt"] = PackageFile(b"deep\n", executable=False)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from registry.domain.model import Scope
 from registry.domain.scanner import DefaultScanner, Finding
 from tests.corpus.fakes import AWS_ACCESS_KEY_ID
@@ -32,6 +34,7 @@ async def upload_all(served, files, *, role="write", hold=False):
         }
 
 
+@pytest.mark.both_databases
 async def test_head_put_head_then_publish_the_manifest(served):
     files = package("two-phase", files=3, size=300)
     c = served.client

@@ -28,6 +28,7 @@ async def three_versions(registry):
         )
 
 
+@pytest.mark.both_databases
 async def test_restore_refuses_when_the_head_moved_in_another_tab(
     console_site, browser, page, shoot
 ):
@@ -53,6 +54,7 @@ async def test_restore_refuses_when_the_head_moved_in_another_tab(
     assert (await site.registry.skill_status(SCOPE, "notes")).head == 5
 
 
+@pytest.mark.both_databases
 async def test_an_edit_whose_head_moved_keeps_the_draft_and_shows_it(console_site, page, shoot):
     site = await console_site()
     await three_versions(site.registry)
