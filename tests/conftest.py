@@ -10,7 +10,22 @@
 On CI (`CI` set) a service that cannot start fails the run instead of skipping.
 """
 
+import os
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 from hypothesis import HealthCheck, settings
+
+# Every version is signed (docs/trust.md). The registries the tests build take their key
+# from the environment, as a deployment with a secret store does: one key per test run.
+# Tests of key files (`skillreg init`, `keys create`, `rotate`) clear it; so does
+# `embedded` (the CLI's defaults, where `skillreg init` makes the key file).
+os.environ.setdefault(
+    "SKILLREG_SIGNING_KEY",
+    Ed25519PrivateKey.generate()
+    .private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
+    .decode(),
+)
 
 pytest_plugins = [
     "tests.plugins.s3",

@@ -6,6 +6,7 @@ wrap the store to inject faults; `Registry.open()` builds both from settings.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -30,7 +31,7 @@ from registry.domain.approvals import FindingRef
 from registry.domain.clock import Clock, SystemClock
 from registry.domain.model import ExpectedHead, FileInput, Origin, PackageFile, Publication, Scope
 from registry.domain.scanner import DefaultScanner, Scanner
-from registry.errors import NotInitialized
+from registry.errors import NotInitialized, SigningKeyUnavailable
 from registry.failpoints import NO_FAILPOINTS, Failpoints
 from registry.services import read
 from registry.services.context import Context
@@ -48,6 +49,9 @@ from registry.services.materialize.reconcile import ReconcileReport
 from registry.services.ops import status
 from registry.services.ops.status import Status
 from registry.services.read import Package, PackageInfo, SkillPage
+from registry.services.signing import Signer, Signing, load_signer
+from registry.services.trust import attest
+from registry.services.trust import keys as trust_keys
 from registry.services.write import edit, restore
 from registry.services.write.content import check_metadata
 from registry.services.write.request import WriteRequest
@@ -68,7 +72,9 @@ class Registry(OwnerControls, Searching):
         clock: Clock | None = None,
         failpoints: Failpoints = NO_FAILPOINTS,
         owns_resources: bool = False,
+        signer: Signer | None = None,
     ) -> None:
+        """`signer` signs every version; by default the key settings name (docs/trust.md)."""
         self.settings = settings or Settings()
         self.ctx = Context(
             engine=engine,
@@ -77,8 +83,13 @@ class Registry(OwnerControls, Searching):
             scanner=scanner or DefaultScanner(),
             clock=clock or SystemClock(),
             failpoints=failpoints,
+            signing=Signing(signer or load_signer(self.settings)),
         )
         self._owns_resources = owns_resources
+        self._bind()
+
+    def _bind(self) -> None:
+        """The namespaces, over this registry's context."""
         self.marketplace = Marketplace(self.ctx)
         self.gc = GarbageCollection(self.ctx)
         self.uploads = Uploads(self.ctx)
@@ -91,6 +102,23 @@ class Registry(OwnerControls, Searching):
     @property
     def engine(self) -> AsyncEngine:
         return self.ctx.engine
+
+    @property
+    def principal(self) -> str:
+        """Who this registry acts for: recorded and signed with every version it writes."""
+        return self.ctx.principal
+
+    def acting_as(self, principal: str) -> Self:
+        """This registry acting for `principal` (`token:<id>`: an authenticated caller).
+
+        Shares the engine, the blob store, the key and every other resource; closing it
+        closes nothing. By default a registry acts for its process's user (`os:<user>`).
+        """
+        other = copy.copy(self)
+        other.ctx = self.ctx.acting_as(principal)
+        other._owns_resources = False  # noqa: SLF001 - its own class
+        other._bind()  # noqa: SLF001
+        return other
 
     @property
     def blobs(self) -> BlobStore:
@@ -135,9 +163,23 @@ class Registry(OwnerControls, Searching):
             await registry.close()
 
     async def initialize(self) -> None:
-        """Create or upgrade the database schema and create the blob store (idempotent)."""
+        """Create or upgrade the database schema, the blob store and the signing key.
+
+        Idempotent. The key file (`SKILLREG_SIGNING_KEY_FILE`) is made only when no key is
+        configured at all; a key from `SKILLREG_SIGNING_KEY` or an existing file is
+        registered as it is.
+        """
         await self.blobs.ensure()
         await upgrade(self.engine)
+        signing = self.ctx.signing
+        if signing.signer is None:
+            try:
+                signing.signer = await trust_keys.create(self.ctx, self.settings)
+            except SigningKeyUnavailable:
+                # Another process made the file first: that key is the registry's.
+                signing.signer = load_signer(self.settings)
+        await trust_keys.register(self.ctx, attest.ready(self.ctx))
+        signing.registered = True
 
     @staticmethod
     async def ensure_database(database_url: str) -> bool:

@@ -98,7 +98,13 @@ def console_of(request: Request) -> Console:
 
 
 def registry_of(request: Request) -> Registry:
-    return console_of(request).registry
+    """The registry, acting for the signed-in viewer's token when there is one.
+
+    The versions an owner saves in the console record and sign that token.
+    """
+    registry = console_of(request).registry
+    viewer: Viewer | None = getattr(request.state, "viewer", None)
+    return registry if viewer is None else registry.acting_as(f"token:{viewer.token.id}")
 
 
 def viewer_of(request: Request) -> Viewer:

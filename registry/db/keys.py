@@ -8,6 +8,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from registry.db.blobs import upsert
 from registry.db.tables import Attestation, SigningKey, Version
 
 
@@ -43,9 +44,9 @@ async def key(conn: AsyncConnection, key_id: str) -> KeyRow | None:
 
 
 async def insert_key(conn: AsyncConnection, key_id: str, public_key: str, now: datetime) -> None:
-    await conn.execute(
-        sa.insert(SigningKey).values(key_id=key_id, public_key=public_key, created_at=now)
-    )
+    """Record a public key; nothing if it is there already (two processes may race here)."""
+    insert = upsert(conn, SigningKey).values(key_id=key_id, public_key=public_key, created_at=now)
+    await conn.execute(insert.on_conflict_do_nothing(index_elements=["key_id"]))
 
 
 async def retire_keys(conn: AsyncConnection, keep: str, now: datetime) -> list[str]:

@@ -40,7 +40,7 @@ PINS_VERSIONS: Final = "pins_versions"
 
 _OWN_MANIFEST_ROWS: Final = frozenset({"manifest_entries"})
 # Rows that belong to their version and go with it (ON DELETE CASCADE).
-_OWN_VERSION_ROWS: Final = frozenset({"version_sources", "content_approvals"})
+_OWN_VERSION_ROWS: Final = frozenset({"version_sources", "content_approvals", "attestations"})
 
 
 @dataclass(frozen=True, slots=True)

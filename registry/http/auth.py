@@ -114,15 +114,26 @@ class Caller:
     token: TokenInfo
 
     @property
+    def principal(self) -> str:
+        """Who the caller really is: recorded and signed with every version it writes."""
+        return f"token:{self.token.id}"
+
+    @property
     def actor(self) -> str:
         """The actor recorded for the caller's writes when the request names none."""
-        return f"token:{self.token.id}"
+        return self.principal
 
 
 def registry_of(request: Request) -> Registry:
-    """The registry the app serves."""
+    """The registry the app serves, acting for the request's authenticated caller (if any).
+
+    A route that writes must have authorized first (`Depends(authorize)` runs before its
+    body): the versions it writes record and sign the caller's token, never the actor the
+    request declares.
+    """
     registry: Registry = request.app.state.registry
-    return registry
+    caller: Caller | None = getattr(request.state, "caller", None)
+    return registry if caller is None else registry.acting_as(caller.principal)
 
 
 async def authorize(
@@ -158,4 +169,6 @@ async def authenticate(
             status=403,
             extra={"details": {"needed_workspace": catalog}},
         )
-    return Caller(token)
+    caller = Caller(token)
+    request.state.caller = caller
+    return caller

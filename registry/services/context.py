@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import getpass
+import os
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, ParamSpec, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -20,11 +22,21 @@ from registry.domain.limits import Limits
 from registry.domain.scanner import DefaultScanner, Scanner
 from registry.errors import StorageUnavailable
 from registry.failpoints import NO_FAILPOINTS, Failpoints
+from registry.services.signing import Signing
 from registry.services.turns import Turns
 from registry.settings import Settings
 
 T = TypeVar("T")
 P = ParamSpec("P")
+
+
+def local_principal() -> str:
+    """The principal of a process acting for itself: its operating system's user."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for the uid (a container's, say)
+        user = f"uid-{os.getuid()}"
+    return f"os:{user}"
 
 
 class Cleanups:
@@ -70,6 +82,20 @@ class Context:
     failpoints: Failpoints = NO_FAILPOINTS
     cleanups: Cleanups = field(default_factory=Cleanups, compare=False)
     turns: Turns = field(default_factory=Turns, compare=False)
+    # Who is acting: `token:<id>` for a caller over HTTP, `os:<user>` for the process's
+    # own user (the CLI, the library). Recorded with every version it writes, and signed.
+    principal: str = field(default_factory=local_principal)
+    signing: Signing = field(default_factory=Signing, compare=False)
+
+    def acting_as(self, principal: str) -> Context:
+        """This context for another principal, sharing everything else.
+
+        The unit of work is shared too: its connection gate is the registry's, not a
+        request's.
+        """
+        other = replace(self, principal=principal)
+        other.__dict__["uow"] = self.uow  # the cached property, set on the copy as it is
+        return other
 
     @property
     def limits(self) -> Limits:

@@ -465,6 +465,7 @@ async def test_a_head_lost_under_the_lock_rolls_back_the_version_appended_before
             parent=2,
             origin="edit",
             actor="u",
+            principal="os:u",
             message="",
             restored_from=None,
             manifest_id=manifest_id,

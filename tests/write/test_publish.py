@@ -311,8 +311,9 @@ async def test_the_locked_transaction_sends_the_same_statements_on_both_database
     PostgreSQL's lock is its first statement; SQLite's is the transaction's `BEGIN
     IMMEDIATE`, before `publish.begin`. Then the write context, the claims' release, the
     blob statuses, the uploads made live, the manifest and its entries (one multi-row
-    insert), then the version's rows: a new skill's row, the version, its sources, the
-    head's compare-and-swap (an update only), the event.
+    insert), then the version's rows: a new skill's row, the version, its sources, its
+    attestation (on the process's first signature, its key's row first: a read and an
+    insert), the head's compare-and-swap (an update only), the event.
     """
     clock = _LockedStatements()
     registry = await make_registry(failpoints=clock)
@@ -328,8 +329,18 @@ async def test_the_locked_transaction_sends_the_same_statements_on_both_database
     )
     update = clock.statements
     steps = ["SELECT", "DELETE", "SELECT", "UPDATE", "INSERT", "INSERT"]
-    assert new_skill == [*lock, *steps, "INSERT", "INSERT", "INSERT", "INSERT"]
-    assert update == [*lock, *steps, "INSERT", "INSERT", "UPDATE", "INSERT"]
+    first_key = ["SELECT", "INSERT"]
+    assert new_skill == [
+        *lock,
+        *steps,
+        "INSERT",
+        "INSERT",
+        "INSERT",
+        *first_key,
+        "INSERT",
+        "INSERT",
+    ]
+    assert update == [*lock, *steps, "INSERT", "INSERT", "INSERT", "UPDATE", "INSERT"]
     # Each statement one round trip, and each one an execution of SQLAlchemy's.
     assert all(len(trip) == 1 for trip in clock.trips)
     assert (sent_new, clock.executions) == (len(new_skill), len(update))
@@ -367,8 +378,8 @@ async def test_what_a_write_sends_on_postgresqls_wire(make_registry):
     # the blob rows (RETURNING), the claims and the scan cache (11 rows each), the index
     claim = ["BEGIN", 1, 11, 11, 1, "COMMIT"]
     # lock, context, claims, statuses, uploads live, manifest, entries, version, sources,
-    # compare-and-swap, event
-    publish_ = ["BEGIN", 1, 1, 1, 1, 1, 1, 11, 1, 1, 1, 1, "COMMIT"]
+    # attestation, compare-and-swap, event
+    publish_ = ["BEGIN", 1, 1, 1, 1, 1, 1, 11, 1, 1, 1, 1, 1, "COMMIT"]
     assert shape == [*read, *claim, *publish_], trips
     assert prepares == 0
     # The read's autocommit is undone before its connection goes back to the pool.

@@ -25,53 +25,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import (
-    Encoding,
-    NoEncryption,
-    PrivateFormat,
-    load_pem_private_key,
-)
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import keys as db_keys
-from registry.domain.attestation import key_id, raw_public, sign
+from registry.domain.attestation import raw_public
 from registry.errors import SigningKeyUnavailable
 from registry.services import fsops
 from registry.services.context import Context
+from registry.services.signing import Signer, load_signer, write_key_file
 from registry.settings import Settings
 
 ALGORITHM: Final = "ed25519"
 RETIRED_SUFFIX: Final = ".retired"
-
-
-class Signer:
-    """A private key and its id; signs statements into DSSE envelopes."""
-
-    def __init__(self, private: Ed25519PrivateKey) -> None:
-        self.private = private
-        self.public = private.public_key()
-        self.key_id = key_id(self.public)
-
-    def sign(self, document: dict[str, Any]) -> bytes:
-        return sign(document, self.private)
-
-    def pem(self) -> bytes:
-        return self.private.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
-
-    @classmethod
-    def generate(cls) -> Signer:
-        return cls(Ed25519PrivateKey.generate())
-
-    @classmethod
-    def from_pem(cls, data: bytes, where: str) -> Signer:
-        try:
-            private = load_pem_private_key(data, password=None)
-        except (ValueError, TypeError) as exc:
-            raise SigningKeyUnavailable(where, f"not a PEM private key: {exc}") from None
-        if not isinstance(private, Ed25519PrivateKey):
-            raise SigningKeyUnavailable(where, "not an Ed25519 key")
-        return cls(private)
 
 
 @dataclass(frozen=True)
@@ -92,33 +58,6 @@ class KeyInfo:
             "valid_from": self.created_at.isoformat(),
             "valid_until": None if self.retired_at is None else self.retired_at.isoformat(),
         }
-
-
-def load_signer(settings: Settings) -> Signer | None:
-    """The key this process signs with, from settings; None if there is none yet."""
-    if settings.signing_key is not None:
-        return Signer.from_pem(
-            settings.signing_key.get_secret_value().encode(), "SKILLREG_SIGNING_KEY"
-        )
-    path = Path(settings.signing_key_file)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise SigningKeyUnavailable(str(path), exc.strerror or str(exc)) from None
-    return Signer.from_pem(data, str(path))
-
-
-def write_key_file(path: Path, signer: Signer) -> None:
-    """Create the key file (0600, its folder made if missing); `FileExistsError` if it is there."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        fsops.create_file(path.name, folder, signer.pem(), executable=False, mode=0o600)
-        fsops.fsync_fd(folder)
-    finally:
-        os.close(folder)
 
 
 async def register(ctx: Context, signer: Signer) -> None:

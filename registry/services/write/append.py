@@ -21,6 +21,7 @@ from registry.domain.approvals import Approval
 from registry.domain.manifest import Manifest
 from registry.domain.model import Publication
 from registry.services.context import Context
+from registry.services.trust import attest
 from registry.services.write import diversion, learning
 from registry.services.write.request import WriteRequest
 
@@ -46,7 +47,7 @@ async def version(
     write_id: str,
     now: datetime,
 ) -> Publication:
-    """Insert the version, move the head (compare-and-swap) and write the event."""
+    """Insert the version and its signed attestation, move the head, write the event."""
     scope, skill = request.scope, found.skill
     if skill is None:
         skill_id = await db_publication.insert_skill(
@@ -70,6 +71,7 @@ async def version(
         parent=parent,
         origin=request.origin.value,
         actor=request.actor,
+        principal=ctx.principal,
         message=request.message,
         restored_from=request.restored_from,
         manifest_id=manifest_id,
@@ -77,6 +79,29 @@ async def version(
         sources=request.sources,
         write_id=write_id,
         now=now,
+    )
+    decides = request.decides
+    sealed = await attest.record(
+        conn,
+        ctx.signing,
+        version_id,
+        attest.Facts(
+            scope=scope,
+            slug=request.slug,
+            version=number,
+            parent=parent,
+            origin=request.origin.value,
+            restored_from=request.restored_from,
+            principal=ctx.principal,
+            declared_actor=request.actor,
+            message=request.message,
+            sources=request.sources,
+            proposal=None if decides is None else decides.proposal,
+            decided_by=None if decides is None else decides.actor,
+            approvals=approvals,
+            manifest=manifest,
+            time=now,
+        ),
     )
     await db_approvals.replace(
         conn,
@@ -117,7 +142,9 @@ async def version(
         kind=diversion.event_kind(request),
         version=number,
         manifest_hash=manifest.hash,
-        payload=_event_payload(request, manifest, parent=parent, staled=staled),
+        payload=_event_payload(
+            request, manifest, parent=parent, staled=staled, principal=ctx.principal, sealed=sealed
+        ),
         now=now,
     )
     return Publication(
@@ -131,12 +158,20 @@ async def version(
 
 
 def _event_payload(
-    request: WriteRequest, manifest: Manifest, *, parent: int | None, staled: list[int]
+    request: WriteRequest,
+    manifest: Manifest,
+    *,
+    parent: int | None,
+    staled: list[int],
+    principal: str,
+    sealed: str,
 ) -> dict[str, object]:
     decides = request.decides
     return {
         "origin": request.origin.value,
+        "principal": principal,
         "actor": request.actor,
+        "attestation": sealed,
         "parent": parent,
         "restored_from": request.restored_from,
         "files": manifest.file_count,

@@ -53,6 +53,7 @@ from registry.errors import (
     WorkspaceBusy,
 )
 from registry.services.context import Context, offloaded
+from registry.services.trust import attest
 from registry.services.write import (
     append,
     blobstage,
@@ -172,6 +173,7 @@ async def _publish_manifest(
     if head is not None and head.manifest.hash == manifest.hash and request.may_be_unchanged:
         return _unchanged(head)
     rootchecks.early_checks(request, head.skill if head else None)
+    attest.ready(ctx)  # nothing is stored for a write that cannot be signed
     await ctx.hit("write.checked")
 
     head_digests = set() if head is None else {e.digest for e in head.manifest.entries}
@@ -294,7 +296,10 @@ async def _publish(
         # it commits their release, or rolls back if it claimed nothing.
         return Outcome(publication, commit=not publication.unchanged or staged.claimed)
 
-    return await ctx.uow.publish(request.scope.workspace, work, hit=ctx.hit)
+    publication = await ctx.uow.publish(request.scope.workspace, work, hit=ctx.hit)
+    if publication.created:
+        ctx.signing.registered = True  # its key's row committed with the version
+    return publication
 
 
 async def _apply(
