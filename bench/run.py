@@ -37,6 +37,7 @@ from bench import (  # noqa: F401
     reconcile,
     scale,
     search,
+    trust,
     write,
 )
 from bench.harness import SCENARIOS, Run

@@ -32,6 +32,7 @@ from registry.api import Registry
 from registry.db.engine import create_engine
 from registry.db.migrate import upgrade
 from registry.failpoints import NO_FAILPOINTS, Failpoints
+from registry.services.signing import Signer
 from registry.settings import GiB, MiB, Settings
 from tests.harness.postgres import Server, ensure_server
 from tests.harness.s3 import CLEARED_AWS_VARIABLES, FAKE_AWS_ENVIRONMENT, REGION, raw_client
@@ -42,6 +43,11 @@ from tests.harness.s3 import CLEARED_AWS_VARIABLES, FAKE_AWS_ENVIRONMENT, REGION
 SQLITE_LOCAL: Final = "sqlite+local"
 PG_S3: Final = "postgresql+s3"
 PG_LOCAL: Final = "postgresql+local"
+
+
+# Every version is signed (docs/trust.md): the registries of a run, and the writer
+# processes it starts (they inherit the environment), sign with one key of the run.
+os.environ.setdefault("SKILLREG_SIGNING_KEY", Signer.generate().pem().decode())
 
 
 def bench_settings(**overrides: Any) -> Settings:

@@ -19,6 +19,7 @@ the same `Context`, one module each:
     reg.learning      decisions, pending writes, suppressions, status     learning.py
     reg.targets       desired state and records for remote reconcilers    targets.py
     reg.discovery     the Agent Skills discovery index and its artifacts  discovery.py
+    reg.trust         signing keys; every version's attestation           trust.py
 
 Every method forwards to a service (`registry/services/<capability>/`); the docstrings here
 are the reference.

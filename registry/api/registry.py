@@ -24,6 +24,7 @@ from registry.api.ops import Operations
 from registry.api.search import Searching
 from registry.api.targets import Targets
 from registry.api.tokens import Tokens
+from registry.api.trust import Trust
 from registry.api.uploads import Uploads
 from registry.bootstrap import build_blobstore, build_engine
 from registry.db.migrate import current_revision, ensure_database, head_revision, upgrade
@@ -31,7 +32,7 @@ from registry.domain.approvals import FindingRef
 from registry.domain.clock import Clock, SystemClock
 from registry.domain.model import ExpectedHead, FileInput, Origin, PackageFile, Publication, Scope
 from registry.domain.scanner import DefaultScanner, Scanner
-from registry.errors import NotInitialized, SigningKeyUnavailable
+from registry.errors import NotInitialized, StateConflict
 from registry.failpoints import NO_FAILPOINTS, Failpoints
 from registry.services import read
 from registry.services.context import Context
@@ -98,6 +99,7 @@ class Registry(OwnerControls, Searching):
         self.learning = Learning(self.ctx)
         self.targets = Targets(self.ctx)
         self.discovery = Discovery(self.ctx)
+        self.trust = Trust(self.ctx)
 
     @property
     def engine(self) -> AsyncEngine:
@@ -175,7 +177,7 @@ class Registry(OwnerControls, Searching):
         if signing.signer is None:
             try:
                 signing.signer = await trust_keys.create(self.ctx, self.settings)
-            except SigningKeyUnavailable:
+            except StateConflict:
                 # Another process made the file first: that key is the registry's.
                 signing.signer = load_signer(self.settings)
         await trust_keys.register(self.ctx, attest.ready(self.ctx))

@@ -9,6 +9,7 @@ for the callers.
 
 from __future__ import annotations
 
+from registry.domain.attestation import Verified
 from registry.services.discovery.artifacts import Artifact
 from registry.services.discovery.index import DiscoveryIndex, IndexEntry
 from registry.services.discovery.settings import DiscoverySettings
@@ -50,6 +51,8 @@ from registry.services.ops.status import Status
 from registry.services.ops.tokens import TokenInfo
 from registry.services.read import Package, PackageInfo, SkillPage, SkillSummary
 from registry.services.search.query import DEFAULT_LIMIT, MAX_LIMIT, SearchHit, SearchResults
+from registry.services.trust.attest import VersionAttestation
+from registry.services.trust.keys import KeyInfo
 from registry.services.write.uploads import ManifestFile
 
 __all__ = [
@@ -83,6 +86,7 @@ __all__ = [
     "JobOutcome",
     "JobPage",
     "JobRow",
+    "KeyInfo",
     "LearningStatus",
     "ListingVersion",
     "LoadRecord",
@@ -109,5 +113,7 @@ __all__ = [
     "Status",
     "SuppressionInfo",
     "TokenInfo",
+    "Verified",
+    "VersionAttestation",
     "VersionSummary",
 ]

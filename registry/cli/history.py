@@ -8,7 +8,14 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from registry.api.types import DiffTarget, FileChange, HistoryPage, PackageDiff, ProposalRef
+from registry.api.types import (
+    DiffTarget,
+    FileChange,
+    HistoryPage,
+    PackageDiff,
+    ProposalRef,
+    VersionSummary,
+)
 from registry.cli.common import (
     VERSION,
     CliState,
@@ -49,6 +56,15 @@ def parse_target(value: str) -> DiffTarget:
     raise click.BadParameter(msg)
 
 
+def _who(v: VersionSummary) -> str:
+    """Who wrote a version: the authenticated principal, and the actor it declared if other."""
+    if v.principal is None:
+        return f"{v.actor} (declared; unsigned version)"
+    if v.principal == v.actor:
+        return v.principal
+    return f"{v.principal} (declared {v.actor})"
+
+
 def _render_history(page: HistoryPage, console: Console) -> None:
     # One line per version, like `git log --oneline`: a table would squeeze the messages.
     console.print(f"[bold]{page.scope.workspace}/{page.slug}[/]")
@@ -65,7 +81,7 @@ def _render_history(page: HistoryPage, console: Console) -> None:
         label = f" ({', '.join(marks)})" if marks else ""
         sources = f"  sources: {escape(', '.join(v.sources))}" if v.sources else ""
         console.print(
-            f"[bold]{v.number}[/]{label}  {v.origin} by {escape(v.actor)}  "
+            f"[bold]{v.number}[/]{label}  {v.origin} by {escape(_who(v))}  "
             f"{v.created_at:%Y-%m-%d %H:%M:%S}  {v.file_count} files, "
             f"{human_size(v.total_size)}  [dim]{v.manifest_hash[:12]}[/]"
             + (f"  {escape(v.message)}" if v.message else "")

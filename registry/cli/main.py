@@ -30,6 +30,7 @@ from registry.cli import (
     status,
     sync,
     tokens,
+    trust,
 )
 from registry.cli.common import CliState, json_option, redact, run_async, settings_with
 from registry.cli.output import Output
@@ -161,6 +162,8 @@ for command in tokens.COMMANDS:
 for command in search.COMMANDS:
     cli.add_command(command)
 for command in discovery.COMMANDS:
+    cli.add_command(command)
+for command in trust.COMMANDS:
     cli.add_command(command)
 
 

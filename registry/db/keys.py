@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db.blobs import upsert
-from registry.db.tables import Attestation, SigningKey, Version
+from registry.db.tables import Attestation, BigId, SigningKey, Version
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,17 +73,23 @@ async def insert_attestation(
     package_digest: str,
     digest: str,
     envelope: bytes,
-) -> None:
-    await conn.execute(
-        sa.insert(Attestation).values(
-            version_id=version_id,
-            workspace=workspace,
-            key_id=key_id,
-            package_digest=package_digest,
-            digest=digest,
-            envelope=envelope,
-        )
-    )
+) -> bool:
+    """Store a version's attestation if its key is registered and not retired.
+
+    One statement: the key's state is read where the row is written. False if it is not.
+    """
+    values = sa.select(
+        sa.literal(version_id, BigId),
+        sa.literal(workspace),
+        SigningKey.key_id,
+        sa.literal(package_digest),
+        sa.literal(digest),
+        sa.literal(envelope, sa.LargeBinary),
+    ).where(SigningKey.key_id == key_id, SigningKey.retired_at.is_(None))
+    columns = ["version_id", "workspace", "key_id", "package_digest", "digest", "envelope"]
+    insert = sa.insert(Attestation).from_select(columns, values)
+    stored = await conn.execute(insert.returning(Attestation.version_id))
+    return stored.scalar_one_or_none() is not None
 
 
 async def attestation(

@@ -71,6 +71,7 @@ class VersionRow:
     total_size: int
     write_id: str | None
     created_at: datetime
+    principal: str | None
 
 
 _SKILL_COLUMNS = tuple(getattr(Skill, f) for f in SkillRow.__slots__)

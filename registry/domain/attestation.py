@@ -45,6 +45,8 @@ RULE_STATEMENT: Final = "malformed_statement"
 RULE_UNKNOWN_KEY: Final = "unknown_key"
 RULE_SIGNATURE: Final = "bad_signature"
 RULE_SUBJECT: Final = "subject_mismatch"
+RULE_KEYS: Final = "malformed_keys"
+KEYS_FORMAT: Final = "skillreg-keys-v1"
 
 
 def package_digest(manifest: Manifest) -> str:
@@ -151,3 +153,28 @@ def _statement(kid: str, payload: bytes) -> Verified:
     if kinds != (STATEMENT_TYPE, PREDICATE_TYPE):
         raise AttestationInvalid(RULE_STATEMENT, f"not a version statement: {kinds!r}")
     return verified
+
+
+def keys_document(keys: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """The public keys document a registry serves and a host pins (docs/trust.md)."""
+    return {"format": KEYS_FORMAT, "keys": [dict(k) for k in keys]}
+
+
+def keys_from_document(document: Mapping[str, Any]) -> dict[str, Ed25519PublicKey]:
+    """The keys a document lists, by id, each id checked against its key.
+
+    `AttestationInvalid(malformed_keys)` if the document is not one, or an id is not the
+    SHA-256 of its key.
+    """
+    try:
+        kind = document["format"]
+        entries = [(str(e["keyid"]), bytes.fromhex(str(e["public_key"]))) for e in document["keys"]]
+        found = {kid: Ed25519PublicKey.from_public_bytes(raw) for kid, raw in entries}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise AttestationInvalid(RULE_KEYS, str(exc)) from None
+    if kind != KEYS_FORMAT:
+        raise AttestationInvalid(RULE_KEYS, f"format {kind!r}")
+    for kid, public in found.items():
+        if key_id(public) != kid:
+            raise AttestationInvalid(RULE_KEYS, f"key id {kid[:16]} does not name its key")
+    return found

@@ -43,6 +43,7 @@ from registry.errors.conflicts import (
 )
 from registry.errors.missing import (
     AccessDenied,
+    AttestationMissing,
     BlobUnknown,
     Forbidden,
     Inconsistency,
@@ -93,6 +94,7 @@ __all__ = [
     "ArchiveRejected",
     "ArgumentInvalid",
     "AttestationInvalid",
+    "AttestationMissing",
     "BlobDigestMismatch",
     "BlobUnknown",
     "BlobsMissing",

@@ -41,6 +41,15 @@ class VersionNotFound(NotFound, code="version_not_found"):
 
 
 @dataclass(eq=False, repr=False)
+class AttestationMissing(NotFound, code="attestation_missing"):
+    """The version has no attestation: it was published before versions were signed."""
+
+    template = "version {version} of skill {slug!r} has no attestation (published unsigned)"
+    slug: str
+    version: int
+
+
+@dataclass(eq=False, repr=False)
 class ListingNotFound(NotFound, code="listing_not_found"):
     """The catalog has no listing with this id (or not this version of it)."""
 

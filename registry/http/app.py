@@ -37,6 +37,7 @@ from registry.http.routes import (
     search,
     skills,
     targets,
+    trust,
     wellknown,
 )
 from registry.http.routes.discovery import DiscoverySettingsBody
@@ -140,6 +141,7 @@ def create_app(
         search.router,
         discovery.router,
         wellknown.router,
+        trust.router,
     ):
         app.include_router(router)
     console.install(app, registry)  # the web console under /console/, outside OpenAPI

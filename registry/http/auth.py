@@ -43,6 +43,8 @@ ROLES: Final[dict[str, Role | None]] = {
     "head_skill": Role.READ,
     "get_version": Role.READ,
     "get_archive": Role.READ,
+    "get_attestation": Role.READ,
+    "get_keys": None,
     "put_skill": Role.WRITE,
     # history, state and owner decisions
     "get_history": Role.READ,

@@ -251,6 +251,7 @@ MATRIX: dict[str, Request] = {
     "head_skill": fixed("HEAD", SKILL),
     "get_version": fixed("GET", SKILL + "/versions/1"),
     "get_archive": fixed("GET", SKILL + "/archive"),
+    "get_attestation": fixed("GET", SKILL + "/versions/1/attestation"),
     "put_skill": _put_skill,
     "get_history": fixed("GET", SKILL + "/history"),
     "get_diff": fixed("GET", SKILL + "/diff", params={"from": "1", "to": "1"}),

@@ -34,7 +34,7 @@ class VersionSummary:
 
     number: int
     origin: str
-    actor: str
+    actor: str  # as the writer declared it
     created_at: datetime
     message: str
     sources: list[str]
@@ -47,6 +47,9 @@ class VersionSummary:
     archived: bool
     available: bool
     unavailable_because: str | None
+    # Who really wrote it (`token:<id>`, `os:<user>`): authenticated, signed with the
+    # version. None for versions written before versions were signed.
+    principal: str | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,7 @@ async def history(
                 number=r.number,
                 origin=r.origin,
                 actor=r.actor,
+                principal=r.principal,
                 created_at=r.created_at,
                 message=r.message,
                 sources=sources[r.id],

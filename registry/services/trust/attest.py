@@ -5,8 +5,9 @@
              is stored
     record   under the workspace lock, right after the version's row: the Statement about
              the package's canonical digest, with who wrote it and why, signed, stored
-    read     a version's envelope, with its digest and key
-    check    verify an envelope against the registry's keys and a package's files
+    read     a version's envelope, with its digest, key and manifest
+    check    verify an envelope against trusted keys and a package's files (offline)
+    verified read, then check with the registry's own keys
 
 A version and its attestation commit together, so a reader never sees a head whose
 attestation cannot be fetched. The predicate (docs/trust.md, "What a version's attestation
@@ -32,6 +33,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import keys as db_keys
+from registry.db import skills as db_skills
 from registry.domain.approvals import Approval
 from registry.domain.attestation import (
     RULE_SUBJECT,
@@ -43,8 +45,9 @@ from registry.domain.attestation import (
 )
 from registry.domain.manifest import Manifest
 from registry.domain.model import Scope
-from registry.errors import AttestationInvalid, SigningKeyUnavailable
+from registry.errors import AttestationInvalid, AttestationMissing, SigningKeyUnavailable
 from registry.services.context import Context
+from registry.services.read import locate
 from registry.services.signing import Signer, Signing
 from registry.services.trust import keys
 
@@ -131,7 +134,7 @@ async def record(conn: AsyncConnection, signing: Signing, version_id: int, facts
         statement(subject(facts.scope, facts.slug, facts.version), digest, facts.predicate())
     )
     sealed = envelope_digest(envelope)
-    await db_keys.insert_attestation(
+    stored = await db_keys.insert_attestation(
         conn,
         version_id=version_id,
         workspace=facts.scope.workspace,
@@ -140,6 +143,9 @@ async def record(conn: AsyncConnection, signing: Signing, version_id: int, facts
         digest=sealed,
         envelope=envelope,
     )
+    if not stored:  # rotated by another process since this one loaded its key
+        detail = "this key was retired; give the process the current one"
+        raise SigningKeyUnavailable(signer.key_id[:16], detail)
     return sealed
 
 
@@ -164,3 +170,51 @@ def check(
         detail = f"it is about {verified.subject!r}, not {expected_subject!r}"
         raise AttestationInvalid(RULE_SUBJECT, detail)
     return verified
+
+
+@dataclass(frozen=True)
+class VersionAttestation:
+    """A version's attestation as stored: the envelope, its digest and the key that signed."""
+
+    slug: str
+    version: int
+    subject: str
+    key_id: str
+    package_digest: str
+    digest: str  # SHA-256 of `envelope`
+    envelope: bytes
+    manifest: Manifest
+
+
+async def read(ctx: Context, scope: Scope, slug: str, version: int | None) -> VersionAttestation:
+    """A version's attestation (the head's if `version` is None), with its manifest.
+
+    `AttestationMissing` for a version published before versions were signed.
+    """
+
+    async def work(conn: AsyncConnection) -> tuple[int, db_keys.AttestationRow | None, Manifest]:
+        _, row = await locate(conn, scope, slug, version)
+        found = await db_keys.attestation(conn, scope.workspace, row.id)
+        manifest = await db_skills.manifest_entries(conn, scope.workspace, row.manifest_id)
+        return row.number, found, manifest
+
+    number, found, manifest = await ctx.read(work)
+    if found is None:
+        raise AttestationMissing(slug, number)
+    return VersionAttestation(
+        slug=slug,
+        version=number,
+        subject=subject(scope, slug, number),
+        key_id=found.key_id,
+        package_digest=found.package_digest,
+        digest=found.digest,
+        envelope=found.envelope,
+        manifest=manifest,
+    )
+
+
+async def verified(ctx: Context, scope: Scope, slug: str, version: int | None) -> Verified:
+    """A version's attestation checked against the registry's keys and its own files."""
+    stored = await read(ctx, scope, slug, version)
+    trusted = keys.public_keys(await keys.listing(ctx, ctx.signing.signer))
+    return check(stored.envelope, trusted, stored.manifest, expected_subject=stored.subject)

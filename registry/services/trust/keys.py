@@ -30,7 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import keys as db_keys
 from registry.domain.attestation import raw_public
-from registry.errors import SigningKeyUnavailable
+from registry.errors import SigningKeyUnavailable, StateConflict
 from registry.services import fsops
 from registry.services.context import Context
 from registry.services.signing import Signer, load_signer, write_key_file
@@ -81,15 +81,18 @@ async def register_in(conn: AsyncConnection, signer: Signer, now: datetime) -> N
 
 
 async def create(ctx: Context, settings: Settings) -> Signer:
-    """A new key file at `SKILLREG_SIGNING_KEY_FILE`, registered; refused if one is there."""
+    """A new key file at `SKILLREG_SIGNING_KEY_FILE`, registered.
+
+    `StateConflict` if a key is there already (a file, or one from the environment).
+    """
     if settings.signing_key is not None:
-        raise SigningKeyUnavailable("SKILLREG_SIGNING_KEY", "the key comes from the environment")
+        raise StateConflict("create a signing key", "a key from SKILLREG_SIGNING_KEY")
     path = Path(settings.signing_key_file)
     signer = Signer.generate()
     try:
         write_key_file(path, signer)
     except FileExistsError:
-        raise SigningKeyUnavailable(str(path), "a key file is there already") from None
+        raise StateConflict("create a signing key", f"a key file at {path}") from None
     await register(ctx, signer)
     return signer
 
@@ -102,7 +105,7 @@ async def rotate(ctx: Context, settings: Settings) -> tuple[str | None, Signer]:
     was retired.
     """
     if settings.signing_key is not None:
-        raise SigningKeyUnavailable("SKILLREG_SIGNING_KEY", "rotate the key in its secret store")
+        raise StateConflict("rotate the key file", "a key from SKILLREG_SIGNING_KEY")
     path = Path(settings.signing_key_file)
     old = load_signer(settings)
     new = Signer.generate()

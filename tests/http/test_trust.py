@@ -1,0 +1,62 @@
+"""Trust over HTTP: who wrote a version is the token that authenticated, whatever it declared.
+
+The attack of docs/trust.md: a write token publishes with `actor: token:<the owner token's
+id>`. History, the version's row and its signed attestation record the writing token as
+the principal; the claimed actor stays, labelled as declared. The attestation endpoint
+serves the envelope a host verifies with the public keys document.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from registry.api.trust import verify_package
+from tests.http.helpers import form
+from tests.support.packages import package
+
+SKILL = "/v1/workspaces/acme/skills/claimed"
+
+
+async def test_a_declared_actor_never_becomes_who_wrote_the_version(served):
+    owner = (await served.registry.tokens.list("acme"))[0]
+    files = package("claimed")
+    parts, data = form(files)
+    meta = json.loads(data["meta"])
+    meta["actor"] = f"token:{owner.id}"  # the write token claims to be another token
+    response = await served.client.put(
+        SKILL,
+        files=parts,
+        data={"meta": json.dumps(meta)},
+        headers={"If-None-Match": "*", **served.auth("write")},
+    )
+    assert response.status_code == 201, response.text
+    writer = await served.registry.tokens.authenticate(served.tokens["write"])
+
+    history = (await served.client.get(SKILL + "/history", headers=served.auth("read"))).json()
+    [version] = history["items"]
+    assert version["principal"] == f"token:{writer.id}"
+    assert version["actor"] == f"token:{owner.id}"
+
+    got = await served.client.get(SKILL + "/versions/1/attestation", headers=served.auth("read"))
+    assert got.status_code == 200
+    assert got.headers["content-type"] == "application/vnd.dsse.envelope.v1+json"
+    assert got.headers["etag"] == f'"{hashlib.sha256(got.content).hexdigest()}"'
+    keys = await served.client.get("/.well-known/skillreg/keys.json")  # no token needed
+    assert keys.status_code == 200
+    checked = verify_package(files, got.content, keys.json(), subject="acme/personal/claimed@1")
+    assert checked.key_id == got.headers["skillreg-key-id"]
+    assert checked.predicate["principal"] == f"token:{writer.id}"
+    assert checked.predicate["declared_actor"] == f"token:{owner.id}"
+
+
+async def test_an_unsigned_version_answers_404_with_its_code(served):
+    response = await served.client.put(
+        SKILL, files=form(package("claimed"))[0], headers={"If-None-Match": "*", **served.auth()}
+    )
+    assert response.status_code == 201
+    async with served.registry.engine.begin() as conn:
+        await conn.exec_driver_sql("DELETE FROM attestations")
+    missing = await served.client.get(SKILL + "/versions/1/attestation", headers=served.auth())
+    assert missing.status_code == 404
+    assert missing.json()["code"] == "attestation_missing"
