@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db.blobs import upsert
-from registry.db.tables import Attestation, BigId, SigningKey, Version
+from registry.db.tables import Attestation, BigId, SigningKey, Skill, Version
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +108,19 @@ async def attestation(
         )
     ).first()
     return None if row is None else AttestationRow(*row)
+
+
+async def digests_of_heads(conn: AsyncConnection, skill_ids: list[int]) -> dict[int, str]:
+    """The attestation digest of each skill's head, by skill id (unsigned heads: absent)."""
+    if not skill_ids:
+        return {}
+    rows = await conn.execute(
+        sa.select(Skill.id, Attestation.digest)
+        .join(Version, sa.and_(Version.skill_id == Skill.id, Version.number == Skill.head))
+        .join(Attestation, Attestation.version_id == Version.id)
+        .where(Skill.id.in_(skill_ids))
+    )
+    return {r[0]: r[1] for r in rows}
 
 
 async def principal(conn: AsyncConnection, version_id: int) -> str | None:

@@ -109,3 +109,13 @@ async def test_a_version_published_unsigned_says_so(registry):
         await conn.execute(sa.text("DELETE FROM attestations"))
     with pytest.raises(AttestationMissing):
         await registry.trust.attestation(ACME, "old", 1)
+
+
+async def test_a_lock_file_names_each_pinned_versions_attestation(registry):
+    await publish(registry, "locked", package("locked"))
+    lock = await registry.lock_file(ACME)
+    [pin] = lock.skills
+    stored = await registry.trust.attestation(ACME, "locked", 1)
+    assert pin.attestation == stored.digest
+    again = type(lock).loads(lock.dumps())
+    assert again.skills[0].attestation == stored.digest

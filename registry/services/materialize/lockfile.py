@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from registry.db import keys as db_keys
 from registry.db import materializations as db_materializations
 from registry.domain.model import Scope, check_slug
 from registry.errors import InvalidName, LockFileInvalid
@@ -42,6 +43,9 @@ class LockedSkill:
     slug: str
     version: int
     manifest_hash: str
+    # The SHA-256 of the version's attestation (docs/trust.md): how a host names the
+    # signed statement that pins who wrote it. None for a version published unsigned.
+    attestation: str | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,7 @@ class LockFile:
             "agent": self.agent,
             "skills": [
                 {"slug": s.slug, "version": s.version, "manifest_hash": s.manifest_hash}
+                | ({} if s.attestation is None else {"attestation": s.attestation})
                 for s in sorted(self.skills, key=lambda s: s.slug)
             ],
         }
@@ -123,7 +128,10 @@ def _skill(index: int, item: object) -> LockedSkill:
         raise LockFileInvalid("version", f"{where}.version is not a positive integer")
     if not isinstance(digest, str) or not _HASH.fullmatch(digest):
         raise LockFileInvalid("manifest_hash", f"{where}.manifest_hash is not 64 hex digits")
-    return LockedSkill(slug, version, digest)
+    sealed = item.get("attestation")
+    if sealed is not None and not (isinstance(sealed, str) and _HASH.fullmatch(sealed)):
+        raise LockFileInvalid("attestation", f"{where}.attestation is not 64 hex digits")
+    return LockedSkill(slug, version, digest, sealed)
 
 
 async def make_lock(ctx: Context, scope: Scope) -> LockFile:
@@ -132,9 +140,20 @@ async def make_lock(ctx: Context, scope: Scope) -> LockFile:
     async def work(conn: AsyncConnection) -> list[db_materializations.HeadRow]:
         return await db_materializations.heads(conn, scope)
 
-    heads = await ctx.read(work)
+    async def work_signed(
+        conn: AsyncConnection,
+    ) -> tuple[list[db_materializations.HeadRow], dict[int, str]]:
+        heads = await work(conn)
+        signed = await db_keys.digests_of_heads(conn, [h.skill_id for h in heads if h.in_use])
+        return heads, signed
+
+    heads, signed = await ctx.read(work_signed)
     return LockFile(
         scope.workspace,
         scope.agent,
-        tuple(LockedSkill(h.slug, h.version, h.manifest_hash) for h in heads if h.in_use),
+        tuple(
+            LockedSkill(h.slug, h.version, h.manifest_hash, signed.get(h.skill_id))
+            for h in heads
+            if h.in_use
+        ),
     )
