@@ -14,6 +14,7 @@ import json
 from registry.api.trust import verify_package
 from tests.http.helpers import form
 from tests.support.packages import package
+from tests.support.scopes import ACME
 
 SKILL = "/v1/workspaces/acme/skills/claimed"
 
@@ -60,3 +61,17 @@ async def test_an_unsigned_version_answers_404_with_its_code(served):
     missing = await served.client.get(SKILL + "/versions/1/attestation", headers=served.auth())
     assert missing.status_code == 404
     assert missing.json()["code"] == "attestation_missing"
+
+
+async def test_an_archive_names_its_attestation_even_for_a_unicode_slug(served):
+    slug = "отчёт-pdf"
+    await served.registry.write_package(ACME, slug, package(slug), expected_head=None, actor="t")
+    archive = await served.client.get(
+        f"/v1/workspaces/acme/skills/{slug}/archive", headers=served.auth("read")
+    )
+    assert archive.status_code == 200
+    sealed = await served.registry.trust.attestation(ACME, slug, 1)
+    assert archive.headers["skillreg-attestation"] == sealed.digest
+    link = archive.headers["link"].split(";")[0].strip("<>")
+    fetched = await served.client.get(link, headers=served.auth("read"))
+    assert fetched.content == sealed.envelope

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Final, TypeVar
+from urllib.parse import quote
 
 from fastapi import Path, Query, Request
 from pydantic import BaseModel, ValidationError
@@ -133,6 +134,19 @@ def invalid_body(exc: ValidationError) -> HttpProblem:
     return HttpProblem(
         "request_invalid", "the body does not match the schema", extra={"errors": errors}
     )
+
+
+def attachment(filename: str) -> str:
+    """A `Content-Disposition` for a download named `filename`, whatever its letters.
+
+    RFC 6266: `filename*` carries the UTF-8 name percent-encoded; `filename` an ASCII
+    fallback (each other character `_`) for clients that read only it. A header value is
+    Latin-1 on the wire, so a Unicode slug written there raw cannot be sent at all.
+    """
+    fallback = "".join(
+        c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in filename
+    )
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe='')}"
 
 
 def location(request: Request, route: str, /, **params: object) -> str:

@@ -37,6 +37,7 @@ from registry.http.routes.common import (
     Agent,
     Slug,
     Workspace,
+    attachment,
     json_body,
     json_request_body,
     location,
@@ -156,7 +157,7 @@ async def get_listing_archive(
     del caller
     package = await registry_of(request).marketplace.read_listing(listing, version)
     headers = {
-        "Content-Disposition": f'attachment; filename="{listing}-{package.version}.tar.gz"',
+        "Content-Disposition": attachment(f"{listing}-{package.version}.tar.gz"),
     }
     chunks = tar_gz(listing, package.files, int(package.created_at.timestamp()))
     return StreamingResponse(chunks, media_type="application/gzip", headers=headers)

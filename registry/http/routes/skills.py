@@ -10,6 +10,7 @@ Either way the package goes through the registry's one write path.
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -21,7 +22,7 @@ from registry.domain.access import Role
 from registry.domain.approvals import FindingRef
 from registry.domain.model import ExpectedHead, Origin, Publication, Scope
 from registry.domain.numbers import MAX_VERSION
-from registry.errors import Forbidden, HeadConflict
+from registry.errors import AttestationMissing, Forbidden, HeadConflict
 from registry.http.archive import tar_gz
 from registry.http.auth import Caller, authorize, registry_of
 from registry.http.metrics import Metrics
@@ -38,6 +39,7 @@ from registry.http.routes.common import (
     Agent,
     Slug,
     Workspace,
+    attachment,
     body_chunks,
     invalid_body,
     location,
@@ -188,14 +190,30 @@ async def get_archive(
     agent: Agent = DEFAULT,
     version: Version = None,
 ) -> Response:
-    """Every file of the head (or `version`) under `<slug>/`, verified, reproducible."""
+    """Every file of the head (or `version`) under `<slug>/`, verified, reproducible.
+
+    `Skillreg-Attestation` names the version's signed attestation by its SHA-256, and a
+    `Link` (rel `attestation`) says where to fetch it (docs/trust.md).
+    """
     del caller
-    package = await registry_of(request).read_package(make_scope(workspace, agent), slug, version)
+    registry, scope = registry_of(request), make_scope(workspace, agent)
+    package = await registry.read_package(scope, slug, version)
     tag = _tag(package)
     headers = {
         "ETag": f'"{tag.strip(chr(34))}.tgz"',
-        "Content-Disposition": f'attachment; filename="{slug}-{package.version}.tar.gz"',
+        "Content-Disposition": attachment(f"{slug}-{package.version}.tar.gz"),
     }
+    try:
+        sealed = await registry.trust.attestation(scope, slug, package.version)
+    except AttestationMissing:
+        pass  # published before versions were signed: no header names what does not exist
+    else:
+        where = request.app.url_path_for(
+            "get_attestation", workspace=workspace, slug=slug, version=str(package.version)
+        )
+        headers["Skillreg-Attestation"] = sealed.digest
+        # Percent-encoded: a slug may be any Unicode letters, a header only Latin-1.
+        headers["Link"] = f'<{quote(str(where), safe="/")}>; rel="attestation"'
     chunks = tar_gz(slug, package.files, int(package.created_at.timestamp()))
     return StreamingResponse(chunks, media_type="application/gzip", headers=headers)
 

@@ -34,7 +34,7 @@ from registry.domain.model import Scope
 from registry.errors import NotFound, VersionNotFound
 from registry.http.auth import authenticate, bearer, registry_of
 from registry.http.preconditions import entity_tag, parse_condition
-from registry.http.routes.common import DEFAULT, Slug, Workspace, make_scope, problems
+from registry.http.routes.common import DEFAULT, Slug, Workspace, attachment, make_scope, problems
 from registry.http.schemas import NAME_PATTERN
 
 WELL_KNOWN: Final = "/.well-known/agent-skills"
@@ -228,7 +228,7 @@ async def _archive(
     artifact = _checked(await registry.discovery.archive(scope, slug, version, data=body), tag)
     etag = f'"sha256:{artifact.digest}"'
     headers = _artifact_headers(artifact, etag)
-    headers["Content-Disposition"] = f'attachment; filename="{slug}-{version}.zip"'
+    headers["Content-Disposition"] = attachment(f"{slug}-{version}.zip")
     if _not_modified(request, etag):
         return Response(status_code=304, headers=headers)
     if request.method == "HEAD":
