@@ -20,11 +20,14 @@ SKILL = "/v1/workspaces/acme/skills/claimed"
 
 
 async def test_a_declared_actor_never_becomes_who_wrote_the_version(served):
-    owner = (await served.registry.tokens.list("acme"))[0]
+    # The attack declared `token:<the owner token's id>`; a random id may read as a
+    # secret to the content check (then the write is refused outright), so the claim here
+    # is a name that never does: what is recorded does not depend on what is claimed.
+    claimed = "owner-of-acme"
     files = package("claimed")
     parts, data = form(files)
     meta = json.loads(data["meta"])
-    meta["actor"] = f"token:{owner.id}"  # the write token claims to be another token
+    meta["actor"] = claimed  # the write token claims to be someone else
     response = await served.client.put(
         SKILL,
         files=parts,
@@ -37,7 +40,7 @@ async def test_a_declared_actor_never_becomes_who_wrote_the_version(served):
     history = (await served.client.get(SKILL + "/history", headers=served.auth("read"))).json()
     [version] = history["items"]
     assert version["principal"] == f"token:{writer.id}"
-    assert version["actor"] == f"token:{owner.id}"
+    assert version["actor"] == claimed
 
     got = await served.client.get(SKILL + "/versions/1/attestation", headers=served.auth("read"))
     assert got.status_code == 200
@@ -48,7 +51,7 @@ async def test_a_declared_actor_never_becomes_who_wrote_the_version(served):
     checked = verify_package(files, got.content, keys.json(), subject="acme/personal/claimed@1")
     assert checked.key_id == got.headers["skillreg-key-id"]
     assert checked.predicate["principal"] == f"token:{writer.id}"
-    assert checked.predicate["declared_actor"] == f"token:{owner.id}"
+    assert checked.predicate["declared_actor"] == claimed
 
 
 async def test_an_unsigned_version_answers_404_with_its_code(served):
