@@ -41,7 +41,7 @@ from bench.references import naive_write
 from bench.seed import AGE, seed_packages
 from bench.services import SQLITE_LOCAL, Backend
 from registry.domain.model import Scope
-from registry.services.materialize.reconcile import ReconcileReport
+from registry.services.materialize.report import ReconcileReport
 
 SCOPE: Final = Scope("reconcile")
 FILES: Final = 5

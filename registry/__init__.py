@@ -23,7 +23,7 @@ from registry.domain.model import (
 from registry.errors import NotInitialized
 from registry.services.history.diff import ProposalRef
 from registry.services.materialize.lockfile import LockedSkill, LockFile
-from registry.services.materialize.reconcile import ReconcileReport, SkillOutcome
+from registry.services.materialize.report import ReconcileReport, SkillOutcome
 from registry.services.ops.status import Status
 from registry.services.read import Package, PackageInfo, SkillPage, SkillSummary
 from registry.settings import Settings

@@ -46,7 +46,7 @@ from registry.services.learning.loads import LoadRecord
 from registry.services.materialize import forget, lockfile, reconcile
 from registry.services.materialize.forget import ForgetReport
 from registry.services.materialize.lockfile import LockFile
-from registry.services.materialize.reconcile import ReconcileReport
+from registry.services.materialize.report import ReconcileReport
 from registry.services.ops import status
 from registry.services.ops.status import Status
 from registry.services.read import Package, PackageInfo, SkillPage

@@ -40,7 +40,7 @@ from registry.services.marketplace.copies import CopyStatus
 from registry.services.marketplace.install import DEFAULT_ACTOR, POLICIES, Policy
 from registry.services.materialize.forget import ForgetReport
 from registry.services.materialize.lockfile import LockedSkill, LockFile
-from registry.services.materialize.reconcile import (
+from registry.services.materialize.report import (
     ACTIONS,
     UNCHANGED,
     ReconcileReport,

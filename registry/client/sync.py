@@ -40,7 +40,8 @@ from registry.errors import (
 from registry.failpoints import NO_FAILPOINTS, Failpoints
 from registry.services.backoff import delay
 from registry.services.materialize.lockfile import LockFile
-from registry.services.materialize.reconcile import ReconcileReport, RunTimeout, materialize
+from registry.services.materialize.reconcile import RunTimeout, materialize
+from registry.services.materialize.report import ReconcileReport
 
 # No retry fixes these: the loop stops and says why.
 PERMANENT: Final = (TargetMismatch, TargetInvalid, LockFileInvalid, InvalidName)

@@ -13,7 +13,7 @@ from typing import get_args
 import pytest
 
 from registry import wire
-from registry.services.materialize.reconcile import ACTIONS
+from registry.services.materialize.report import ACTIONS
 from registry.services.materialize.source import OUTCOMES
 from tests.http.helpers import publish
 from tests.support.packages import package

@@ -28,7 +28,7 @@ from registry.errors import (
     RemoteRefused,
     StorageUnavailable,
 )
-from registry.services.materialize.reconcile import ReconcileReport
+from registry.services.materialize.report import ReconcileReport
 from tests.support.hostile import HostileRegistry, Reply, endless, skill_md, trickle
 from tests.support.targets import load_skill
 

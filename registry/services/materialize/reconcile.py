@@ -30,9 +30,9 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 from blobstore import BlobStoreError
 from registry.db import materializations as db_materializations
@@ -40,14 +40,12 @@ from registry.domain.limits import Limits
 from registry.domain.manifest import Manifest
 from registry.domain.model import PackageFile, Scope, check_slug
 from registry.domain.package import check_manifest
-from registry.domain.paths import RULE_CASE_COLLISION, fold
 from registry.errors import (
     EntryInTheWay,
     Inconsistency,
     InvalidName,
     LockFileInvalid,
     NotInUse,
-    PathRejected,
     RegistryError,
     StorageUnavailable,
     TargetBusy,
@@ -60,98 +58,27 @@ from registry.services.materialize.direct import DirectSource
 from registry.services.materialize.drift import DIR, LINK, DriftItem, Observation
 from registry.services.materialize.lockfile import LockFile
 from registry.services.materialize.records import Records
+from registry.services.materialize.report import (
+    ADOPTED,
+    FAILED,
+    REMOVED,
+    REPAIRED,
+    UNCHANGED,
+    WRITTEN,
+    ReconcileReport,
+    SkillOutcome,
+)
 from registry.services.materialize.source import (
     Adopter,
     Applied,
-    Desired,
     Place,
     Source,
     Want,
+    block_collisions,
 )
 from registry.services.materialize.target import SkillCache, Target, wait_until_free
 
-WRITTEN: Final = "written"
-UNCHANGED: Final = "unchanged"
-REPAIRED: Final = "repaired"
-ADOPTED: Final = "adopted"
-REMOVED: Final = "removed"
-FAILED: Final = "failed"
-ACTIONS: Final = (WRITTEN, UNCHANGED, REPAIRED, ADOPTED, REMOVED, FAILED)
-
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class SkillOutcome:
-    """What reconcile did for one skill of the target.
-
-    `action`: `written` (a version not yet applied is now on disk), `unchanged`,
-    `repaired` (drift restored to the desired package), `adopted` (drift published as a
-    new version, then written), `removed`, or `failed` (`reason`, `error_code`; the disk
-    holds what it held before). `drift` lists what was found different on disk.
-    """
-
-    slug: str
-    action: str
-    version: int | None = None
-    manifest_hash: str | None = None
-    previous_hash: str | None = None
-    drift: tuple[DriftItem, ...] = ()
-    reason: str | None = None
-    error_code: str | None = None
-    error: RegistryError | None = field(default=None, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class ReconcileReport:
-    """The outcome of one reconcile of a target."""
-
-    target: str
-    target_id: str
-    mode: str
-    workspace: str
-    agent: str
-    outcomes: tuple[SkillOutcome, ...]
-    refused: tuple[RegistryError, ...] = ()  # items refused outright: nothing done for them
-    swept: int = 0  # entries a crashed run left under .skillreg/, removed on open
-    hashed: int = 0  # files whose content was hashed (the stat cache answered the rest)
-    fetched: int = 0  # blobs fetched from the source (sync: those its cache lacked)
-
-    def slugs(self, action: str) -> list[str]:
-        """The slugs whose outcome was `action`."""
-        return [o.slug for o in self.outcomes if o.action == action]
-
-    @property
-    def written(self) -> list[str]:
-        return self.slugs(WRITTEN)
-
-    @property
-    def unchanged(self) -> list[str]:
-        return self.slugs(UNCHANGED)
-
-    @property
-    def repaired(self) -> list[str]:
-        return self.slugs(REPAIRED)
-
-    @property
-    def adopted(self) -> list[str]:
-        return self.slugs(ADOPTED)
-
-    @property
-    def removed(self) -> list[str]:
-        return self.slugs(REMOVED)
-
-    @property
-    def failed(self) -> dict[str, str]:
-        """Failed slugs and their reasons."""
-        return {o.slug: o.reason or "" for o in self.outcomes if o.action == FAILED}
-
-    @property
-    def ok(self) -> bool:
-        return not self.failed and not self.refused
-
-    def outcome(self, slug: str) -> SkillOutcome | None:
-        return next((o for o in self.outcomes if o.slug == slug), None)
 
 
 async def reconcile(
@@ -400,7 +327,7 @@ class _Run:
         await self.hit("reconcile.locked")
         snapshot = await self.source.begin(self.target, lock)
         refused = list(snapshot.refused)
-        wanted = _collisions_blocked(snapshot.desired)
+        wanted = block_collisions(snapshot.desired)
         self.records = Records(self.source, snapshot.applied)
         recorded = {s for s, r in snapshot.applied.items() if r.manifest_hash is not None}
         slugs = {*wanted.wants, *wanted.blocked, *recorded, *self.target.cached_slugs()}
@@ -639,29 +566,6 @@ class _Run:
         await self.hit("reconcile.skill_done")
         previous = None if row is None else row.manifest_hash
         return SkillOutcome(slug, REMOVED, previous_hash=previous)
-
-
-def _collisions_blocked(desired: Desired) -> Desired:
-    """`desired` with every wanted slug that folds to the same name as another one blocked.
-
-    Two slugs equal under case folding (`straße` and `strasse`, a final and a medial
-    sigma) would be one folder on a case-insensitive filesystem: neither is written.
-    """
-    groups: dict[str, list[str]] = {}
-    for slug in sorted(desired.wants):
-        groups.setdefault(fold(slug), []).append(slug)
-    blocked = dict(desired.blocked)
-    for group in groups.values():
-        if len(group) < 2:  # noqa: PLR2004 - a pair collides
-            continue
-        for slug in group:
-            others = ", ".join(repr(o) for o in group if o != slug)
-            detail = f"one folder with {others} on a case-insensitive filesystem"
-            blocked[slug] = PathRejected(slug, RULE_CASE_COLLISION, detail)
-    if blocked.keys() == desired.blocked.keys():
-        return desired
-    wants = {s: w for s, w in desired.wants.items() if s not in blocked}
-    return Desired(wants, blocked)
 
 
 def _describe(seen: Observation) -> str:

@@ -28,7 +28,8 @@ from typing import Any, Final, Protocol
 
 from registry.domain.manifest import Manifest
 from registry.domain.model import PackageFile
-from registry.errors import LockMismatch, NotInUse, RegistryError, SkillNotFound
+from registry.domain.paths import RULE_CASE_COLLISION, fold
+from registry.errors import LockMismatch, NotInUse, PathRejected, RegistryError, SkillNotFound
 from registry.services.materialize.drift import DriftItem
 from registry.services.materialize.lockfile import LockFile
 from registry.services.materialize.target import Target
@@ -250,4 +251,27 @@ async def resolve(heads: Mapping[str, Head], lock: LockFile | None, pinned: Pinn
             blocked[pin.slug] = exc
         else:
             wants[pin.slug] = want
+    return Desired(wants, blocked)
+
+
+def block_collisions(desired: Desired) -> Desired:
+    """`desired` with every wanted slug that folds to the same name as another one blocked.
+
+    Two slugs equal under case folding (`straße` and `strasse`, a final and a medial
+    sigma) would be one folder on a case-insensitive filesystem: neither is written.
+    """
+    groups: dict[str, list[str]] = {}
+    for slug in sorted(desired.wants):
+        groups.setdefault(fold(slug), []).append(slug)
+    blocked = dict(desired.blocked)
+    for group in groups.values():
+        if len(group) < 2:  # noqa: PLR2004 - a pair collides
+            continue
+        for slug in group:
+            others = ", ".join(repr(o) for o in group if o != slug)
+            detail = f"one folder with {others} on a case-insensitive filesystem"
+            blocked[slug] = PathRejected(slug, RULE_CASE_COLLISION, detail)
+    if blocked.keys() == desired.blocked.keys():
+        return desired
+    wants = {s: w for s, w in desired.wants.items() if s not in blocked}
     return Desired(wants, blocked)
