@@ -64,8 +64,10 @@ run: $(RUN_STAMP) ## the main job: install what running needs, init the embedded
 	@echo "  $(BIN)/skillreg history demo/pdf-report       # versions, newest first"
 	@echo "  $(BIN)/skillreg serve --port 8080             # the HTTP API (docs/http.md)"
 
+# Four workers, whatever the machine: much of the suite waits on processes, servers and the
+# databases, so two workers per core of a 2-CPU machine keep it busy (docs/development.md).
 test: install browser-deps ## run the whole suite (the harness starts PostgreSQL and an S3 endpoint)
-	$(BIN)/pytest --numprocesses=auto --maxprocesses=4
+	$(BIN)/pytest --numprocesses=4
 
 test-fast: install ## unit tests only (no services, no browser)
 	$(BIN)/pytest -m "not postgres and not s3 and not slow and not browser"
