@@ -144,6 +144,9 @@ class Settings(BaseSettings):
     # registry share the key.
     signing_key: SecretStr | None = Field(default=None, description="a PEM private key")
     signing_key_file: str = Field(default=DEFAULT_SIGNING_KEY_FILE, min_length=1)
+    # How long a signed desired state is good for (seconds): a host that gets nothing
+    # newer in that time stops applying and reports itself stale (docs/trust.md).
+    state_validity: float = Field(default=86400.0, ge=4.0, description="a signed state lasts")
 
     @field_validator("database_url", "blob_url")
     @classmethod

@@ -7,16 +7,19 @@ on it. A neutral module: pydantic models and the protocol's bounds, importing no
 services or the entry points; `services/materialize/exchange.py` converts them to and from
 the engine's values for both ends.
 
-    GET .../desired?agent=&target=     DesiredState (ETag; 304 when If-None-Match holds)
+    GET .../desired?agent=&target=&signed=true
+                                       DesiredState (ETag; 304 when If-None-Match holds),
+                                       with `signed` (the signed state) when asked for
     PUT .../targets/{id}               TargetRegistration -> TargetRegistered
     PUT .../targets/{id}/skills/{slug} RecordRequest -> RecordResult
+    PUT .../targets/{id}/trust         TrustReport -> TrustReport
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from registry.domain.numbers import MAX_ID, MAX_VERSION
 
@@ -99,6 +102,9 @@ class DesiredState(_Wire):
     skills: list[DesiredSkill]
     target: TargetPlace | None
     applied: list[AppliedRecord]
+    # The signed state (`registry/domain/signed_state.py`), a DSSE envelope as JSON text;
+    # sent only to a client that asks (`signed=true`), so older clients see the old shape.
+    signed: str | None = None
 
 
 class TargetRegistration(_Wire):
@@ -155,3 +161,20 @@ class RecordResult(_Wire):
 
     record: AppliedRecord
     changed: bool
+
+
+TrustState = Literal["verified", "stale", "refused"]
+
+
+class TrustReport(_Wire):
+    """`PUT .../targets/{id}/trust`: what a host says of the desired state it was served.
+
+    `verified`: it checked and applied the state of sequence `seq`; `stale`: it holds its
+    last good state, expired at `since`; `refused`: what it was served failed a check
+    (`detail` names the rule).
+    """
+
+    state: TrustState
+    since: AwareDatetime
+    detail: str | None = Field(default=None, max_length=500, pattern=_LINE)
+    seq: int | None = Field(default=None, ge=0, le=MAX_ID)

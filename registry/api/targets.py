@@ -25,12 +25,14 @@ from registry.services.materialize.exchange import (
     target_place,
 )
 from registry.services.materialize.source import Place
+from registry.services.trust import state as signed_state
 from registry.wire import (
     DesiredState,
     RecordRequest,
     RecordResult,
     TargetRegistered,
     TargetRegistration,
+    TrustReport,
 )
 
 
@@ -58,6 +60,7 @@ class Targets:
         *,
         target_id: str | None = None,
         matches: Callable[[str], bool] = _never,
+        signed: bool = False,
     ) -> ServedState:
         """The desired state of `scope` (heads; manifests of those in use) and its tag.
 
@@ -65,7 +68,9 @@ class Targets:
         (the caller has this representation already), nothing else is read and `state`
         is None.
         """
-        served = await desired.serve(self.ctx, scope, target_id, matches)
+        now = self.ctx.clock.now()
+        at_epoch = signed_state.epoch(self.ctx, now) if signed else None
+        served = await desired.serve(self.ctx, scope, target_id, matches, epoch=at_epoch)
         if served.unchanged:
             return ServedState(served.tag, None)
         state = DesiredState(
@@ -75,6 +80,9 @@ class Targets:
             skills=[desired_skill(h) for h in served.heads],
             target=None if served.place is None else target_place(served.place),
             applied=[applied_record(a) for a in served.applied],
+            signed=None
+            if at_epoch is None
+            else signed_state.sign(self.ctx, served, now, at_epoch).decode(),
         )
         return ServedState(served.tag, state)
 
@@ -111,3 +119,18 @@ class Targets:
             change=change_of(request),
         )
         return RecordResult(record=applied_record(new), changed=changed)
+
+    async def report_trust(self, workspace: str, target_id: str, report: TrustReport) -> None:
+        """Keep what the target's host says of its desired state, for `status`.
+
+        `TargetNotFound` if the target is not registered in `workspace`.
+        """
+        await applied.report_trust(
+            self.ctx,
+            workspace,
+            target_id,
+            state=report.state,
+            since=report.since,
+            detail=report.detail,
+            seq=report.seq,
+        )

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import click
+from rich.console import Console
 
 from registry import __version__
 from registry.api.types import UNCHANGED, LockFile, ReconcileReport
@@ -24,6 +25,7 @@ from registry.cli.common import CliState, json_option, make_scope, run_async
 from registry.cli.output import Output, to_jsonable
 from registry.cli.reconcile import failure_code, render_report, report_dict, target_options
 from registry.client import Backoff, Bounds, Sync
+from registry.client.trust import TrustRoot
 from registry.domain.display import visible
 from registry.domain.model import Scope
 
@@ -61,6 +63,18 @@ from registry.domain.model import Scope
     help="Accept an http:// URL to another machine: the token and every package travel "
     "unencrypted, readable and alterable by anyone on the way.",
 )
+@click.option(
+    "--trust-keys",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="First sync of a target: pin the current keys of this keys document "
+    "(`skillreg keys export` on the registry's side).",
+)
+@click.option(
+    "--trust-fingerprint",
+    metavar="KEYID",
+    help="First sync of a target: pin the registry's key with this id (`skillreg keys "
+    "list`); it is fetched and taken only if it hashes to the id.",
+)
 @json_option
 @run_async
 async def sync(
@@ -81,6 +95,8 @@ async def sync(
     interval: float,
     max_backoff: float,
     plain_http: bool,
+    trust_keys: Path | None,
+    trust_fingerprint: str | None,
 ) -> None:
     """Keep TARGET equal to the skills of WORKSPACE in use, from the registry at URL.
 
@@ -89,6 +105,11 @@ async def sync(
     (SKILLREG_MAX_*), answers and runs are bounded in size and time
     (SKILLREG_SYNC_*), redirects are not followed, and http:// is refused for any
     host but this machine unless --insecure-plain-http.
+
+    Every desired state is signed: the first sync of a target pins the registry's key
+    (--trust-keys or --trust-fingerprint; never taken from the server unchecked), and
+    a state that is not signed by it (or a key it endorsed), older than the one applied
+    last, or expired, changes nothing (docs/trust.md).
     """
     settings = state.settings  # sync uses no database: only its limits and bounds
     scope = make_scope(workspace, agent)
@@ -96,6 +117,13 @@ async def sync(
     lock = None
     if lock_path is not None:
         lock = LockFile.loads(await asyncio.to_thread(lock_path.read_bytes))
+    if trust_keys is not None and trust_fingerprint is not None:
+        raise click.UsageError("pin with one of --trust-keys and --trust-fingerprint")
+    root = None
+    if trust_keys is not None:
+        root = TrustRoot.from_keys_file(trust_keys)
+    elif trust_fingerprint is not None:
+        root = TrustRoot.from_fingerprint(trust_fingerprint)
     syncer = Sync(
         url,
         secret,
@@ -113,11 +141,17 @@ async def sync(
             run_timeout=settings.sync_run_timeout,
         ),
         allow_plain_http=plain_http,
+        trust=root,
     )
     async with syncer:
         if once:
             report = await syncer.once()
-            out.emit(report_dict(report), lambda c: render_report(report, c))
+
+            def show(console: Console) -> None:
+                render_report(report, console)
+                console.print(trust_line(syncer), soft_wrap=True)
+
+            out.emit({**report_dict(report), "trust": trust_dict(syncer)}, show)
             if not report.ok:
                 raise click.exceptions.Exit(failure_code(report))
             return
@@ -177,6 +211,35 @@ async def _watch(syncer: Sync, out: Output, scope: Scope, backoff: Backoff) -> N
     with contextlib.suppress(asyncio.CancelledError):
         await watcher
     _stopped(out)
+
+
+def trust_dict(syncer: Sync) -> dict[str, object] | None:
+    """What the run concluded of the state it was served (docs/trust.md)."""
+    pins = None if syncer.trust is None else syncer.trust.pinned
+    if pins is None:
+        return None
+    return {
+        "state": pins.status,
+        "since": pins.since,
+        "seq": None if pins.last is None else pins.last.seq,
+        "expires": pins.expires,
+        "detail": pins.detail,
+        "keys": sorted(pins.keys),
+    }
+
+
+def trust_line(syncer: Sync) -> str:
+    found = trust_dict(syncer)
+    if found is None:
+        return "trust: nothing pinned"
+    line = f"trust: {found['state']}"
+    if found["seq"] is not None:
+        line += f", state {found['seq']}"
+    if found["expires"] is not None:
+        line += f" good until {found['expires']}"
+    if found["state"] == "stale":
+        line += f" (stale since {found['since']})"
+    return _escape(line)
 
 
 def _stopped(out: Output) -> None:

@@ -2,9 +2,12 @@
 
 What `skillreg sync` materialises from, with nothing but a URL and a token:
 
-    begin    GET .../desired?agent=&target=, with If-None-Match: the tag of the state
-             saved last time (`.skillreg/remote.json`). 304: that state again; 200: the
-             new one, saved. If the registration is not where the target is:
+    begin    GET .../desired?agent=&target=&signed=true, with If-None-Match: the tag of
+             the state saved last time (`.skillreg/remote.json`). 304: that state again;
+             200: the new one. Either way its signed state is checked against the keys
+             the target pinned (`trust.py`: signature, rollback, expiry, mix-and-match)
+             before it is saved or used, and each wanted package against its signed
+             digest and attestation. If the registration is not where the target is:
              PUT .../targets/{id}. With a lock file, each pin's version (conditional too).
     files    from the local cache (`.skillreg/blobs/`, content-addressed, every read
              verified); what it lacks: GET .../blobs/{digest}, refused unless it has the
@@ -36,11 +39,12 @@ from blobstore import BlobCorrupted, BlobNotFound
 from blobstore.local import LocalBlobStore
 from registry.client.admission import RULE_WRONG_SCOPE, Admitted, admit, received_manifest
 from registry.client.http import RULE_MALFORMED, RegistryClient
+from registry.client.trust import HostTrust
 from registry.domain.display import visible
 from registry.domain.limits import Limits
 from registry.domain.manifest import Manifest
 from registry.domain.model import PackageFile, Scope
-from registry.errors import Inconsistency, RemoteRefused
+from registry.errors import Inconsistency, RegistryError, RemoteRefused
 from registry.failpoints import NO_FAILPOINTS, Failpoints
 from registry.services.materialize.exchange import place_of, record_request
 from registry.services.materialize.lockfile import LockFile
@@ -91,11 +95,13 @@ class RemoteSource:
         client: RegistryClient,
         scope: Scope,
         *,
+        trust: HostTrust,
         limits: Limits | None = None,
         failpoints: Failpoints = NO_FAILPOINTS,
     ) -> None:
         self.client = client
         self.scope = scope
+        self.trust = trust
         self.limits = limits or Limits()
         self.failpoints = failpoints
         self._target: Target | None = None
@@ -127,6 +133,17 @@ class RemoteSource:
         # run's; one still being written would be locked by its writer and kept anyway.
         await self._cache.sweep_temp(datetime.now(UTC) + timedelta(days=1))
         self._saved = await _settled(self._load, target)
+        await self.trust.pin(await _settled(target.load_trust), str(target.path))
+        try:
+            snapshot = await self._checked(target, lock)
+        except RemoteRefused as exc:
+            self.trust.refused(exc)
+            await self._conclude(target)
+            raise
+        await self._conclude(target)
+        return snapshot
+
+    async def _checked(self, target: Target, lock: LockFile | None) -> Snapshot:
         state, admitted = await self._desired(target)
         place = Place.of(target)
         if state.target is None or place_of(state.target) != place:
@@ -138,11 +155,67 @@ class RemoteSource:
             await self._save(target)
         blocked = {**wanted.blocked, **admitted.blocked}
         wants = {s: w for s, w in wanted.wants.items() if s not in blocked}
+        blocked |= await self._check_packages(wants)
+        wants = {s: w for s, w in wanted.wants.items() if s not in blocked}
+        signed = self.trust.state
+        assert signed is not None, "checked by _desired"
+        self.trust.applied(signed)
         return Snapshot(Desired(wants, blocked), admitted.applied, admitted.refused)
+
+    async def _check_packages(self, wants: dict[str, Want]) -> dict[str, RegistryError]:
+        """Each package taken from the listing against its signed digest and attestation."""
+        gate = asyncio.Semaphore(_FETCH_CONCURRENCY)
+
+        async def one(slug: str, want: Want) -> tuple[str, RegistryError | None]:
+            entry = self.trust.entry(slug)
+            if entry is None or entry.version != want.version or want.manifest is None:
+                return slug, None  # a pin: checked when it was fetched (`_pinned`)
+            try:
+                self.trust.check_digest(entry, want.manifest)
+                if entry.attestation is None:
+                    return slug, None  # published before versions were signed: the state vouches
+                async with gate:
+                    await self.trust.check_package(
+                        slug, want.version, want.manifest, entry.attestation, self._base
+                    )
+            except RemoteRefused as exc:
+                return slug, exc
+            return slug, None
+
+        found = await _all([one(s, w) for s, w in sorted(wants.items())])
+        return {slug: error for slug, error in found if error is not None}
+
+    async def _conclude(self, target: Target) -> None:
+        """Keep what the checks concluded (`trust.json`); tell the registry if it changed."""
+        pins = self.trust.pinned
+        if pins is None:
+            return
+        await self._save_trust(target)
+        report = self.trust.report()
+        if report is None:
+            return
+        try:
+            await self.client.request(
+                "PUT",
+                f"{self._base}/targets/{target.target_id}/trust",
+                json=report.model_dump(mode="json"),
+            )
+        except RegistryError:
+            return  # told next time: the host's own file is what counts
+        self.trust.told()
+        await self._save_trust(target)
+
+    async def _save_trust(self, target: Target) -> None:
+        """Write `trust.json` if it changed (an unchanged run writes nothing)."""
+        assert self.trust.pinned is not None
+        data = self.trust.pinned.dumps()
+        if data != self.trust.saved:
+            await _settled(target.save_trust, data)
+            self.trust.saved = data
 
     async def _desired(self, target: Target) -> tuple[DesiredState, Admitted]:
         """The desired state (saved, when it is new, only once it checked out), admitted."""
-        params = {"agent": self.scope.agent, "target": target.target_id}
+        params = {"agent": self.scope.agent, "target": target.target_id, "signed": "true"}
         saved = self._saved
         headers = {}
         if saved.etag is not None and saved.state is not None:
@@ -151,6 +224,7 @@ class RemoteSource:
             "GET", f"{self._base}/desired", ok=(200, 304), params=params, headers=headers
         )
         if response.status == HTTPStatus.NOT_MODIFIED and saved.state is not None:
+            await self.trust.check_state(saved.state)  # a 304 for ever must not freeze it
             return saved.state, admit(saved.state, self.limits)
         what = f"GET {self._base}/desired"
         try:
@@ -160,6 +234,7 @@ class RemoteSource:
         if (state.workspace, state.agent) != (self.scope.workspace, self.scope.agent):
             shown = visible(f"{state.workspace}/{state.agent}", 300)
             raise RemoteRefused(what, RULE_WRONG_SCOPE, f"the desired state of {shown}")
+        await self.trust.check_state(state)
         admitted = admit(state, self.limits)
         self._saved.etag = response.headers.get("etag")
         self._saved.state = state
@@ -197,6 +272,9 @@ class RemoteSource:
         manifest = received_manifest(slug, pinned.files, self.limits)
         if manifest.hash != pinned.manifest_hash or pinned.version != version:
             raise Inconsistency(f"{slug} version {version}: the files do not match its hash")
+        # The lock's manifest hash binds the files already; the attestation says who wrote
+        # them, and a forged one is refused (one the registry does not have is not needed).
+        await self.trust.check_package(slug, version, manifest, None, self._base)
         self._pins[key] = (tag, pinned)  # kept once checked, for the next run's If-None-Match
         return Want(None, version, manifest.hash, manifest=manifest)
 

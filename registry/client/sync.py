@@ -19,6 +19,7 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final, NoReturn, Self
 
@@ -27,6 +28,7 @@ import httpx
 from blobstore import BlobStoreError
 from registry.client.http import RULE_RUN_DEADLINE, Bounds, RegistryClient
 from registry.client.remote import RemoteSource
+from registry.client.trust import HostTrust, TrustRoot
 from registry.domain.limits import Limits
 from registry.domain.model import Scope
 from registry.errors import (
@@ -42,6 +44,11 @@ from registry.services.backoff import delay
 from registry.services.materialize.lockfile import LockFile
 from registry.services.materialize.reconcile import RunTimeout, materialize
 from registry.services.materialize.report import ReconcileReport
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
 
 # No retry fixes these: the loop stops and says why.
 PERMANENT: Final = (TargetMismatch, TargetInvalid, LockFileInvalid, InvalidName)
@@ -85,12 +92,16 @@ class Sync:
         limits: Limits | None = None,
         bounds: Bounds | None = None,
         allow_plain_http: bool = False,
+        trust: TrustRoot | None = None,
+        clock: Callable[[], datetime] = _now,
     ) -> None:
         """Sync `target` from the registry at `url` (see `http.py` for what it refuses).
 
         `limits` are the host's package limits (what it takes from the registry);
         `bounds` how much and how long; `allow_plain_http` accepts http:// to another
-        machine, where the token and the packages travel unencrypted.
+        machine, where the token and the packages travel unencrypted. `trust` is the
+        root of trust for a target that pinned none yet (`trust.py`); `clock` the time
+        a signed state's expiry is compared with.
         """
         self.scope = scope
         self.target = target
@@ -100,6 +111,9 @@ class Sync:
         self.wait = wait
         self.failpoints = failpoints
         self.limits = limits or Limits()
+        self.trust_root = trust
+        self.clock = clock
+        self.trust: HostTrust | None = None  # the last run's checks and their conclusion
         self.client = RegistryClient(
             url,
             token,
@@ -121,8 +135,13 @@ class Sync:
         The run ends within `Bounds.run_timeout` once the target is locked
         (`RemoteRefused`, rule `run_deadline`), whatever the registry does.
         """
+        self.trust = HostTrust(self.client, self.scope, self.trust_root, self.clock)
         source = RemoteSource(
-            self.client, self.scope, limits=self.limits, failpoints=self.failpoints
+            self.client,
+            self.scope,
+            trust=self.trust,
+            limits=self.limits,
+            failpoints=self.failpoints,
         )
         try:
             return await materialize(

@@ -18,6 +18,7 @@ class KeyRow:
     public_key: str
     created_at: datetime
     retired_at: datetime | None
+    endorsement: bytes | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +30,13 @@ class AttestationRow:
     envelope: bytes
 
 
-_KEY = (SigningKey.key_id, SigningKey.public_key, SigningKey.created_at, SigningKey.retired_at)
+_KEY = (
+    SigningKey.key_id,
+    SigningKey.public_key,
+    SigningKey.created_at,
+    SigningKey.retired_at,
+    SigningKey.endorsement,
+)
 
 
 async def keys(conn: AsyncConnection) -> list[KeyRow]:
@@ -43,9 +50,17 @@ async def key(conn: AsyncConnection, key_id: str) -> KeyRow | None:
     return None if row is None else KeyRow(*row)
 
 
-async def insert_key(conn: AsyncConnection, key_id: str, public_key: str, now: datetime) -> None:
+async def insert_key(
+    conn: AsyncConnection,
+    key_id: str,
+    public_key: str,
+    now: datetime,
+    endorsement: bytes | None = None,
+) -> None:
     """Record a public key; nothing if it is there already (two processes may race here)."""
-    insert = upsert(conn, SigningKey).values(key_id=key_id, public_key=public_key, created_at=now)
+    insert = upsert(conn, SigningKey).values(
+        key_id=key_id, public_key=public_key, created_at=now, endorsement=endorsement
+    )
     await conn.execute(insert.on_conflict_do_nothing(index_elements=["key_id"]))
 
 

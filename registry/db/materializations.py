@@ -44,6 +44,10 @@ class TargetRow:
     mode: str
     created_at: datetime
     updated_at: datetime
+    trust_state: str | None = None  # what its host last reported (docs/trust.md)
+    trust_since: datetime | None = None
+    trust_detail: str | None = None
+    trust_seq: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +156,29 @@ async def save_target(conn: AsyncConnection, row: TargetRow) -> bool:
         .values(path=row.path, host=row.host, mode=row.mode, updated_at=row.updated_at)
     )
     return True
+
+
+async def save_trust(
+    conn: AsyncConnection,
+    workspace: str,
+    target_id: str,
+    *,
+    state: str,
+    since: datetime,
+    detail: str | None,
+    seq: int | None,
+) -> bool:
+    """Record what the target's host says of its desired state; False if it never registered."""
+    done = await conn.execute(
+        sa.update(MaterializationTarget)
+        .where(
+            MaterializationTarget.workspace == workspace,
+            MaterializationTarget.target_id == target_id,
+        )
+        .values(trust_state=state, trust_since=since, trust_detail=detail, trust_seq=seq)
+        .returning(MaterializationTarget.id)
+    )
+    return done.first() is not None
 
 
 async def applied(

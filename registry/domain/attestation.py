@@ -79,13 +79,15 @@ def statement(subject: str, digest: str, predicate: Mapping[str, Any]) -> dict[s
     }
 
 
-def sign(document: Mapping[str, Any], key: Ed25519PrivateKey) -> bytes:
+def sign(
+    document: Mapping[str, Any], key: Ed25519PrivateKey, payload_type: str = PAYLOAD_TYPE
+) -> bytes:
     """A DSSE envelope holding `document` (JSON), signed with `key`; its bytes (JSON)."""
     payload = json.dumps(document, sort_keys=True, separators=(",", ":")).encode("utf-8")
-    signature = key.sign(pae(PAYLOAD_TYPE, payload))
+    signature = key.sign(pae(payload_type, payload))
     envelope = {
         "payload": base64.b64encode(payload).decode("ascii"),
-        "payloadType": PAYLOAD_TYPE,
+        "payloadType": payload_type,
         "signatures": [
             {"keyid": key_id(key.public_key()), "sig": base64.b64encode(signature).decode("ascii")}
         ],
@@ -115,18 +117,30 @@ def verify(envelope: bytes, keys: Mapping[str, Ed25519PublicKey]) -> Verified:
     is by a known key (`unknown_key`), or a known key's signature does not verify
     (`bad_signature`). The payload is parsed only after its signature verified.
     """
+    kid, payload = open_envelope(envelope, keys, PAYLOAD_TYPE)
+    return _statement(kid, payload)
+
+
+def open_envelope(
+    envelope: bytes, keys: Mapping[str, Ed25519PublicKey], payload_type: str
+) -> tuple[str, bytes]:
+    """The id of the key that signed `envelope` and its payload, once the signature verified.
+
+    `AttestationInvalid(rule)` as `verify` says; also when the payload is of another type
+    than `payload_type` (a statement about a version is never taken for a state).
+    """
     try:
         body = json.loads(envelope)
         payload = base64.b64decode(body["payload"], validate=True)
-        payload_type = str(body["payloadType"])
+        found_type = str(body["payloadType"])
         signatures = [
             (str(s["keyid"]), base64.b64decode(s["sig"], validate=True)) for s in body["signatures"]
         ]
     except (ValueError, KeyError, TypeError, binascii.Error) as exc:
         raise AttestationInvalid(RULE_ENVELOPE, str(exc)) from None
-    if payload_type != PAYLOAD_TYPE:
-        raise AttestationInvalid(RULE_ENVELOPE, f"payload type {payload_type!r}")
-    signed = pae(payload_type, payload)
+    if found_type != payload_type:
+        raise AttestationInvalid(RULE_ENVELOPE, f"payload type {found_type!r}")
+    signed = pae(found_type, payload)
     known = [(k, s) for k, s in signatures if k in keys]
     if not known:
         raise AttestationInvalid(RULE_UNKNOWN_KEY, "no signature by a key this host trusts")
@@ -135,7 +149,7 @@ def verify(envelope: bytes, keys: Mapping[str, Ed25519PublicKey]) -> Verified:
             keys[kid].verify(sig, signed)
         except InvalidSignature:
             continue
-        return _statement(kid, payload)
+        return kid, payload
     raise AttestationInvalid(RULE_SIGNATURE, "the signature does not verify")
 
 

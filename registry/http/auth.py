@@ -77,6 +77,7 @@ ROLES: Final[dict[str, Role | None]] = {
     "get_desired": Role.READ,
     "register_target": Role.READ,
     "record_applied": Role.READ,
+    "report_trust": Role.READ,
     # the catalog (shared by every workspace; publishing: the catalog workspace's tokens)
     "list_listings": Role.READ,
     "get_listing": Role.READ,

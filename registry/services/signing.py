@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_private_key,
 )
 
-from registry.domain.attestation import key_id, sign
+from registry.domain.attestation import key_id, raw_public, sign
 from registry.errors import SigningKeyUnavailable
 from registry.services import fsops
 from registry.settings import Settings
@@ -38,6 +38,10 @@ class Signer:
 
     def sign(self, document: dict[str, Any]) -> bytes:
         return sign(document, self.private)
+
+    def public_key_hex(self) -> str:
+        """The public key as the keys document lists it: hex of the raw 32 bytes."""
+        return raw_public(self.public).hex()
 
     def pem(self) -> bytes:
         return self.private.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())

@@ -20,6 +20,7 @@ from tests.support import packages
 from tests.support.appserver import AppServer, Faults
 from tests.support.packages import as_bytes, package
 from tests.support.scopes import ACME
+from tests.support.trust import registry_root
 
 
 @pytest.fixture
@@ -57,6 +58,7 @@ class Remote:
         failpoints: Failpoints = NO_FAILPOINTS,
         **options: Any,
     ) -> Sync:
+        options.setdefault("trust", registry_root())
         return Sync(self.url, token or self.token, scope, target, failpoints=failpoints, **options)
 
     async def once(self, target: Path, **options: Any) -> ReconcileReport:

@@ -84,7 +84,13 @@ async def _run(
 ) -> tuple[ReconcileReport | Exception, float]:
     started = time.monotonic()
     syncer = Sync(
-        server.url, "secret-token", Scope("acme"), _target(host), mode=mode, bounds=bounds
+        server.url,
+        "secret-token",
+        Scope("acme"),
+        _target(host),
+        mode=mode,
+        bounds=bounds,
+        trust=server.root(),
     )
     async with syncer:
         try:
@@ -280,7 +286,13 @@ async def test_the_host_limits_apply_to_what_the_registry_allows(hostile, host):
     hostile.add("wide", {"SKILL.md": skill_md("wide"), **{f"f{n}": b"%d" % n for n in range(5)}})
     before = _outside(host)
     syncer = Sync(
-        hostile.url, "t", Scope("acme"), _target(host), bounds=SMALL, limits=Limits(max_files=3)
+        hostile.url,
+        "t",
+        Scope("acme"),
+        _target(host),
+        bounds=SMALL,
+        limits=Limits(max_files=3),
+        trust=hostile.root(),
     )
     async with syncer:
         report = await syncer.once()
@@ -317,16 +329,19 @@ async def test_a_redirect_is_not_followed_and_the_token_goes_nowhere_else(hostil
     assert refused.rule == "redirect"
     assert "127.0.0.2" in refused.detail
     assert elsewhere.seen == []
-    [asked] = hostile.seen
-    assert asked.headers["authorization"] == "Bearer secret-token"
+    assert hostile.seen[0].path == "/v1/workspaces/acme/desired"
+    assert {s.headers["authorization"] for s in hostile.seen} == {"Bearer secret-token"}
 
 
-async def test_duplicate_slugs_refuse_the_whole_state(hostile, host):
-    hostile.add("good", GOOD)
+@pytest.mark.parametrize("signed", ["both", "one"])
+async def test_duplicate_slugs_refuse_the_whole_state(hostile, host, signed):
+    first = hostile.add("good", GOOD)
     hostile.add("good", {**GOOD, "more.md": b"more\n"})
+    if signed == "one":  # the signed state lists it once, the listing twice
+        hostile.signed = hostile.sign([first])
     refused = await _attack(hostile, host)
     assert isinstance(refused, RemoteRefused)
-    assert refused.rule == "duplicate_slug"
+    assert refused.rule == {"both": "malformed_statement", "one": "mixed_state"}[signed]
     assert not _target(host).joinpath("good").exists()
 
 

@@ -18,6 +18,7 @@ from registry.services.materialize.lockfile import LockedSkill, LockFile
 from tests.materialize.conftest import expected_files, publish
 from tests.support.cli import run, run_json
 from tests.support.targets import load_skill
+from tests.support.trust import run_key
 
 SKILLREG = str(Path(sys.executable).parent / "skillreg")
 
@@ -33,6 +34,8 @@ def _args(remote, target: Path, *more: object) -> list[object]:
         "acme",
         "-t",
         target,
+        "--trust-fingerprint",
+        run_key().key_id,
         *more,
     ]
 

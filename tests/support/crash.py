@@ -20,6 +20,7 @@ from registry.client import Sync
 from registry.db.engine import create_engine
 from registry.domain.model import Scope
 from registry.settings import Settings
+from tests.support.trust import registry_root
 
 
 class KillAt:
@@ -66,5 +67,8 @@ def sync_until_killed(
 async def _sync(
     url: str, token: str, target: Path, workspace: str, kill_at: tuple[str, int]
 ) -> None:
-    async with Sync(url, token, Scope(workspace), target, failpoints=KillAt(*kill_at)) as syncer:
+    syncer = Sync(
+        url, token, Scope(workspace), target, failpoints=KillAt(*kill_at), trust=registry_root()
+    )
+    async with syncer:
         await syncer.once()

@@ -6,6 +6,11 @@ on the wire: a body that never ends, one trickled a byte at a time, a Content-Le
 lies, a redirect. No uvicorn, no registry and no database: what it serves is a dict the
 test builds (`desired_state`, `skill`) and breaks on purpose.
 
+It signs what it serves with its own key (`key`), as a registry whose key an attacker
+holds would: the host pins that key (`root()`), so the checks on paths, sizes and time are
+tried past the signature; the attacks on the signature itself (a key the host does not
+trust, rollback, freeze, mix-and-match) set `seq`, `issued`, `expires` or `signed`.
+
 It records every request (method, path, headers) and how many body bytes it managed to
 send on each, so a test can prove the client stopped reading.
 """
@@ -14,12 +19,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from blake3 import blake3
+
+from registry.client.trust import TrustRoot
+from registry.domain.signed_state import Freshness, StateEntry, sign_state, state_document
+from registry.services.signing import Signer
 
 Body = bytes | Callable[[], AsyncIterator[bytes]]
 
@@ -84,6 +95,15 @@ def manifest_hash(files: list[dict[str, Any]]) -> str:
     Written out rather than taken from `registry.domain.manifest`, so a server can hash
     even a manifest the registry's own types would refuse to build (a NUL in a path).
     """
+    return blake3(canonical(files)).hexdigest()
+
+
+def package_digest(files: list[dict[str, Any]]) -> str:
+    """The canonical package digest (docs/trust.md): SHA-256 of the same encoding."""
+    return hashlib.sha256(canonical(files)).hexdigest()
+
+
+def canonical(files: list[dict[str, Any]]) -> bytes:
     lines = sorted(
         (
             f["path"].encode("utf-8", "surrogatepass"),
@@ -99,7 +119,7 @@ def manifest_hash(files: list[dict[str, Any]]) -> str:
         )
         for f in files
     )
-    return blake3(b"skillreg-manifest-v1\n" + b"".join(line for _, line in lines)).hexdigest()
+    return b"skillreg-manifest-v1\n" + b"".join(line for _, line in lines)
 
 
 def skill(
@@ -144,6 +164,13 @@ class HostileRegistry:
             "applied": [],
         }
         self.blobs: dict[str, bytes] = {}
+        self.key = Signer.generate()
+        self.seq = 1
+        self.issued = datetime.now(UTC)
+        self.expires = self.issued + timedelta(hours=1)
+        self.attestations: dict[str, str] = {}  # slug -> the digest its signed entry names
+        self.signed: str | bool | None = True  # True: sign `state`; else sent as it is
+        self.keys_document: dict[str, Any] | None = None
         self.routes: list[tuple[str, str, Handler]] = []
         self.seen: list[Seen] = []
         self.url = ""
@@ -155,6 +182,38 @@ class HostileRegistry:
         self.state["skills"].append(entry)
         self.blobs |= blobs
         return entry
+
+    def root(self) -> TrustRoot:
+        """What a host pins to trust this server's key."""
+        return TrustRoot(keys={self.key.key_id: self.key.public})
+
+    def sign(self, skills: list[dict[str, Any]] | None = None, key: Signer | None = None) -> str:
+        """The signed state of `skills` (the served ones by default), at `seq`/`issued`."""
+        entries = [
+            StateEntry(
+                slug=e["slug"],
+                state=e["state"],
+                use_paused=e["use_paused"],
+                version=e["version"],
+                manifest_hash=e["manifest_hash"],
+                package_digest=None if e["files"] is None else package_digest(e["files"]),
+                attestation=self.attestations.get(e["slug"]),
+            )
+            for e in (self.state["skills"] if skills is None else skills)
+        ]
+        document = state_document(
+            self.state["workspace"],
+            self.state["agent"],
+            Freshness(self.seq, self.issued),
+            self.expires,
+            entries,
+        )
+        return sign_state(document, (key or self.key).private).decode()
+
+    def served_state(self) -> dict[str, Any]:
+        if self.signed is True:
+            return {**self.state, "signed": self.sign()}
+        return {**self.state, "signed": self.signed or None}
 
     def route(self, method: str, fragment: str, handler: Handler) -> None:
         self.routes.append((method, fragment, handler))
@@ -182,7 +241,11 @@ class HostileRegistry:
             if seen.method == method and fragment in seen.path:
                 return handler(seen)
         if seen.method == "GET" and "/desired" in seen.path:
-            return Reply.json(self.state)
+            reply = Reply.json(self.served_state())
+            reply.headers["etag"] = self.state["etag"]
+            return reply
+        if seen.method == "GET" and seen.path.endswith("/keys.json") and self.keys_document:
+            return Reply.json(self.keys_document)
         if seen.method == "PUT" and "/targets/" in seen.path:
             return Reply.json({})
         if seen.method == "GET" and "/blobs/" in seen.path:

@@ -98,6 +98,7 @@ class GcRun(Base):
 
 MATERIALIZE_MODES = ("link", "copy")
 MATERIALIZE_OUTCOMES = ("applied", "removed", "failed")
+TRUST_STATES = ("verified", "stale", "refused")
 
 
 class MaterializationTarget(Base):
@@ -119,10 +120,18 @@ class MaterializationTarget(Base):
     mode: Mapped[str] = mapped_column(sa.String(8))
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+    # What a syncing host last said of the desired state it was served (docs/trust.md):
+    # verified, stale (since its last good state expired) or refused (with the reason).
+    # Null for a target that never reported (a local reconcile has no chain to check).
+    trust_state: Mapped[str | None] = mapped_column(sa.String(16))
+    trust_since: Mapped[datetime | None]
+    trust_detail: Mapped[str | None] = mapped_column(sa.String(500))
+    trust_seq: Mapped[int | None] = mapped_column(sa.BigInteger)
 
     __table_args__ = (
         sa.Index("ix_materialization_targets_scope", "workspace", "agent"),
         sa.CheckConstraint(in_check("mode", MATERIALIZE_MODES), name="mode"),
+        sa.CheckConstraint(in_check("trust_state", TRUST_STATES), name="trust_state"),
     )
 
 

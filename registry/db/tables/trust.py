@@ -28,6 +28,9 @@ class SigningKey(Base):
     public_key: Mapped[str] = mapped_column(sa.String(64))  # hex of the raw 32 bytes
     created_at: Mapped[datetime]
     retired_at: Mapped[datetime | None]
+    # The DSSE envelope in which the key this one replaced vouches for it (docs/trust.md,
+    # "Key rotation"); null for a registry's first key, or one created after the old was lost.
+    endorsement: Mapped[bytes | None] = mapped_column(sa.LargeBinary)
 
     __table_args__ = (
         sa.CheckConstraint(hex64_check("key_id"), name="key_id_hex"),

@@ -6,13 +6,17 @@ endpoints and the blobs by digest (`routes/blobs.py`):
 - `GET .../desired?agent=&target=`: each live skill's head, the manifest of each one in
   use, and (with `target`) that target's registration and records, under one strong
   `ETag`. `If-None-Match` with it answers 304 without reading a manifest, so a reconciler
-  whose registry has not changed spends one small request.
+  whose registry has not changed spends one small request. With `signed=true`, the answer
+  carries the signed state too (`signed`: a DSSE envelope; its tag covers the signing
+  period, docs/trust.md).
 - `PUT .../targets/{id}`: bind a target to the scope, or record where it is now.
 - `PUT .../targets/{id}/skills/{slug}`: record what the target holds for a skill, a
   compare-and-swap on the record the reconciler read (`expected`): 409 `state_conflict` if
   it moved. Recording what is recorded already changes nothing (a retry is safe).
+- `PUT .../targets/{id}/trust`: what the host says of the state it was served (verified,
+  stale, refused), shown by `skillreg status`.
 
-All three need the `read` role: recording what a target holds changes no skill, version or
+All four need the `read` role: recording what a target holds changes no skill, version or
 decision, and a host that only loads skills should not hold a token that may publish them.
 """
 
@@ -42,6 +46,7 @@ from registry.wire import (
     RecordResult,
     TargetRegistered,
     TargetRegistration,
+    TrustReport,
 )
 
 router = APIRouter(prefix="/v1/workspaces/{workspace}", tags=["sync"])
@@ -69,6 +74,9 @@ async def get_desired(
         str | None,
         Query(pattern=TARGET_ID_PATTERN, description="a target whose records to include"),
     ] = None,
+    signed: Annotated[
+        bool, Query(description="include the signed state (`signed`, docs/trust.md)")
+    ] = False,
 ) -> Response:
     """Every live skill with its head; the files of those in use (state active, not paused).
 
@@ -83,12 +91,13 @@ async def get_desired(
         return condition is not None and condition.matches(tag)
 
     served = await registry_of(request).targets.desired(
-        make_scope(workspace, agent), target_id=target, matches=matches
+        make_scope(workspace, agent), target_id=target, matches=matches, signed=signed
     )
     headers = {"ETag": served.tag, "Cache-Control": "no-cache"}
     if served.state is None:
         return Response(status_code=304, headers=headers)
-    return JSONResponse(served.state.model_dump(mode="json"), headers=headers)
+    unasked = None if signed else {"signed"}
+    return JSONResponse(served.state.model_dump(mode="json", exclude=unasked), headers=headers)
 
 
 @router.put(
@@ -139,3 +148,28 @@ async def record_applied(
     del caller
     body = await json_body(request, RecordRequest)
     return await registry_of(request).targets.record(workspace, target_id, slug, body)
+
+
+@router.put(
+    "/targets/{target_id}/trust",
+    name="report_trust",
+    summary="Record what a target's host says of the desired state it was served",
+    response_model=TrustReport,
+    responses=problems(400, 403, 404, 422),
+    openapi_extra=json_request_body(TrustReport),
+)
+async def report_trust(
+    request: Request,
+    workspace: Workspace,
+    target_id: TargetId,
+    *,
+    caller: Authorized,
+) -> TrustReport:
+    """Verified, stale since when, or refused and why: `skillreg status` shows it.
+
+    404 `target_not_found` if the target never registered.
+    """
+    del caller
+    body = await json_body(request, TrustReport)
+    await registry_of(request).targets.report_trust(workspace, target_id, body)
+    return body

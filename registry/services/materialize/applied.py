@@ -172,6 +172,30 @@ async def record_remote(
     return await record(ctx, scope, place, slug, expected=expected, new=new, change=change)
 
 
+async def report_trust(
+    ctx: Context,
+    workspace: str,
+    target_id: str,
+    *,
+    state: str,
+    since: datetime,
+    detail: str | None,
+    seq: int | None,
+) -> None:
+    """Record what a target's host says of its desired state (`TargetNotFound` if unknown).
+
+    No event: it is a host's report about itself, kept for `status`, not a change.
+    """
+
+    async def work(conn: AsyncConnection) -> bool:
+        return await db_materializations.save_trust(
+            conn, workspace, target_id, state=state, since=since, detail=detail, seq=seq
+        )
+
+    if not await ctx.write(work):
+        raise TargetNotFound(target_id)
+
+
 def _row(target_id: str, applied: Applied, now: datetime) -> db_materializations.AppliedRow:
     """The row `db_materializations.record` compares with (its time is not compared)."""
     return db_materializations.AppliedRow(

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from blake3 import blake3
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from registry.db import keys as db_keys
 from registry.db import materializations as db_materializations
+from registry.db import search as db_search
 from registry.db import skills as db_skills
 from registry.domain.manifest import Manifest
 from registry.domain.model import Scope
@@ -90,15 +92,25 @@ class Served:
     heads: tuple[Head, ...] = ()
     place: Place | None = None
     applied: tuple[Applied, ...] = ()
+    seq: int = 0  # the workspace's newest event id, read in the same snapshot
+    attestations: dict[int, str] = field(default_factory=dict)  # head's, by skill id
 
 
 async def serve(
-    ctx: Context, scope: Scope, target_id: str | None, matches: Callable[[str], bool]
+    ctx: Context,
+    scope: Scope,
+    target_id: str | None,
+    matches: Callable[[str], bool],
+    *,
+    epoch: int | None = None,
 ) -> Served:
     """The desired state of `scope`, and of the target `target_id` if given (see above).
 
     `matches(tag)` says whether the caller has the representation tagged `tag` already
-    (`If-None-Match`); then the manifests are not read.
+    (`If-None-Match`); then the manifests are not read. `epoch`, for a state to be signed,
+    is the signing period (`registry/services/trust/state.py`): it is part of the tag, so
+    a host gets a fresh signature once per period even while nothing changes, and with it
+    the sequence number and the heads' attestation digests are read.
     """
 
     async def work(conn: AsyncConnection) -> Served:
@@ -113,7 +125,7 @@ async def serve(
                 applied = [
                     Applied(r.slug, r.manifest_hash, r.version, r.outcome, r.error) for r in records
                 ]
-        tag = _tag(rows, place, applied)
+        tag = _tag(rows, place, applied, epoch)
         if matches(tag):
             return Served(scope, tag, unchanged=True)
         ids = [r.manifest_id for r in rows if r.in_use]
@@ -122,15 +134,30 @@ async def serve(
         for head in served:
             if head.manifest is not None and head.manifest.hash != head.manifest_hash:
                 raise Inconsistency(f"manifest {head.manifest_hash[:16]} does not match its rows")
+        if epoch is None:
+            seq, attestations = 0, {}
+        else:
+            seq = await db_search.last_event_id(conn, scope.workspace)
+            attestations = await db_keys.digests_of_heads(conn, [r.skill_id for r in rows])
         return Served(
-            scope, tag, unchanged=False, heads=served, place=place, applied=tuple(applied)
+            scope,
+            tag,
+            unchanged=False,
+            heads=served,
+            place=place,
+            applied=tuple(applied),
+            seq=seq,
+            attestations=attestations,
         )
 
     return await ctx.read(work)
 
 
 def _tag(
-    rows: list[db_materializations.HeadRow], place: Place | None, applied: list[Applied]
+    rows: list[db_materializations.HeadRow],
+    place: Place | None,
+    applied: list[Applied],
+    epoch: int | None,
 ) -> str:
     """A strong entity tag over everything the representation is made of.
 
@@ -144,6 +171,7 @@ def _tag(
         ],
         "place": None if place is None else [place.target_id, place.path, place.host, place.mode],
         "applied": [[a.slug, *a.key] for a in applied],
+        "epoch": epoch,
     }
     encoded = json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()
     return f'"{blake3(encoded).hexdigest()[:32]}"'

@@ -9,6 +9,8 @@
         trees/<slug>/  package trees; exactly one per slug is linked, the rest are garbage
         cache/<slug>.json  what was written for the slug, with a stat stamp per file
         remote.json    sync only: the desired state as last fetched, with its ETag
+        trust.json     sync only: the keys the host pinned, the signed state it applied
+                       last, the attestations it verified (docs/trust.md)
         blobs/         sync only: the local blob cache (content-addressed, verified)
         tmp/           temp files and links before their rename; emptied on every open
         trash/         folders moved out of the way before removal; emptied on every open
@@ -54,6 +56,7 @@ TMP: Final = "tmp"
 TRASH: Final = "trash"
 CACHE: Final = "cache"
 SOURCE_STATE: Final = "remote.json"
+TRUST_STATE: Final = "trust.json"
 BLOB_CACHE: Final = "blobs"
 MODES: Final = ("link", "copy")
 FORMAT: Final = 1
@@ -307,6 +310,14 @@ class Target:
     def save_source_state(self, data: bytes) -> None:
         """Durably replace `remote.json`."""
         fsops.write_small(self.tmp_fd, self._fds[PRIVATE], SOURCE_STATE, data)
+
+    def load_trust(self) -> bytes | None:
+        """The keys a syncing host pinned and the state it applied last (`trust.json`)."""
+        return fsops.read_small(TRUST_STATE, self._fds[PRIVATE])
+
+    def save_trust(self, data: bytes) -> None:
+        """Durably replace `trust.json`."""
+        fsops.write_small(self.tmp_fd, self._fds[PRIVATE], TRUST_STATE, data)
 
     @property
     def blob_cache(self) -> Path:

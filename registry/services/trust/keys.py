@@ -4,8 +4,9 @@ Public keys are kept with their validity:
 
     create   a new key file (0600; refused if one is there), its public key registered
     rotate   a new key file in place of the old (kept beside it, `<file>.<id16>.retired`),
-             the new key registered, every other key retired: it signs no more, and every
-             signature it made stays verifiable for good
+             the new key registered with its endorsement (the old key vouching for it, so
+             hosts that pinned the old key follow), every other key retired: it signs no
+             more, and every signature it made stays verifiable for good
     list     every key: id, created, retired, and which one this process signs with
     export   the public keys with their validity (what hosts pin, and what
              `/.well-known/skillreg/keys.json` serves)
@@ -29,7 +30,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import keys as db_keys
-from registry.domain.attestation import raw_public
+from registry.domain.signed_state import endorse
 from registry.errors import SigningKeyUnavailable, StateConflict
 from registry.services import fsops
 from registry.services.context import Context
@@ -49,6 +50,7 @@ class KeyInfo:
     created_at: datetime
     retired_at: datetime | None
     current: bool  # the key this process signs with
+    endorsement: bytes | None = None  # the key it replaced vouching for it (a DSSE envelope)
 
     def document(self) -> dict[str, Any]:
         return {
@@ -57,23 +59,26 @@ class KeyInfo:
             "public_key": self.public_key,
             "valid_from": self.created_at.isoformat(),
             "valid_until": None if self.retired_at is None else self.retired_at.isoformat(),
+            "endorsement": None if self.endorsement is None else self.endorsement.decode(),
         }
 
 
-async def register(ctx: Context, signer: Signer) -> None:
+async def register(ctx: Context, signer: Signer, endorsement: bytes | None = None) -> None:
     """Record the signer's public key if it is new; refuse a key that was retired."""
 
     async def work(conn: AsyncConnection) -> None:
-        await register_in(conn, signer, ctx.clock.now())
+        await register_in(conn, signer, ctx.clock.now(), endorsement)
 
     await ctx.write(work)
 
 
-async def register_in(conn: AsyncConnection, signer: Signer, now: datetime) -> None:
+async def register_in(
+    conn: AsyncConnection, signer: Signer, now: datetime, endorsement: bytes | None = None
+) -> None:
     """`register` inside the caller's transaction (the publish's, for a first signature)."""
     found = await db_keys.key(conn, signer.key_id)
     if found is None:
-        await db_keys.insert_key(conn, signer.key_id, raw_public(signer.public).hex(), now)
+        await db_keys.insert_key(conn, signer.key_id, signer.public_key_hex(), now, endorsement)
     elif found.retired_at is not None:
         raise SigningKeyUnavailable(
             signer.key_id[:16], "this key was retired; give the process the current one"
@@ -111,7 +116,10 @@ async def rotate(ctx: Context, settings: Settings) -> tuple[str | None, Signer]:
     new = Signer.generate()
     staged = path.with_name(f".{path.name}.{new.key_id[:16]}.new")
     write_key_file(staged, new)
-    await register(ctx, new)
+    live = [k.key_id for k in await ctx.read(db_keys.keys) if k.retired_at is None]
+    replaces = {*live, *([] if old is None else [old.key_id])}
+    endorsement = None if old is None else endorse(new.public, replaces, old.private)
+    await register(ctx, new, endorsement)
     if old is not None:
         os.link(path, path.with_name(f"{path.name}.{old.key_id[:16]}{RETIRED_SUFFIX}"))
     staged.replace(path)
@@ -129,7 +137,9 @@ async def listing(ctx: Context, signer: Signer | None) -> list[KeyInfo]:
     rows = await ctx.read(db_keys.keys)
     current = None if signer is None else signer.key_id
     return [
-        KeyInfo(r.key_id, r.public_key, r.created_at, r.retired_at, r.key_id == current)
+        KeyInfo(
+            r.key_id, r.public_key, r.created_at, r.retired_at, r.key_id == current, r.endorsement
+        )
         for r in rows
     ]
 

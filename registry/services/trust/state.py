@@ -1,0 +1,58 @@
+"""Signed desired states: what the registry tells a syncing host, under its key.
+
+    epoch     the signing period a moment falls in: a quarter of the state's validity
+              (`SKILLREG_STATE_VALIDITY`), so a host always receives a state with at
+              least three quarters of its validity left
+    sign      the state of one scope as `desired.serve` read it, signed: its sequence
+              number (the workspace's newest event id), when it was issued, when it
+              expires (the end of its period plus the validity), and every skill with its
+              head, package digest and attestation digest (docs/trust.md)
+
+The tag of a signed state covers the period, so a host that polls gets a fresh signature
+once per period while nothing changes, and a 304 in between.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from registry.domain.attestation import package_digest
+from registry.domain.signed_state import Freshness, StateEntry, sign_state, state_document
+from registry.services.context import Context
+from registry.services.materialize.desired import Served
+from registry.services.trust.attest import ready
+
+
+def period(ctx: Context) -> timedelta:
+    return timedelta(seconds=ctx.settings.state_validity / 4)
+
+
+def epoch(ctx: Context, now: datetime) -> int:
+    """The signing period `now` falls in."""
+    return int(now.timestamp() // period(ctx).total_seconds())
+
+
+def sign(ctx: Context, served: Served, now: datetime, at_epoch: int) -> bytes:
+    """The signed state (DSSE envelope) of what `served` holds, issued at `now`.
+
+    `SigningKeyUnavailable` if the registry has no key: a host takes no unsigned state.
+    """
+    signer = ready(ctx)
+    start = datetime.fromtimestamp(at_epoch * period(ctx).total_seconds(), UTC)
+    expires = start + timedelta(seconds=ctx.settings.state_validity)
+    entries = [
+        StateEntry(
+            slug=h.slug,
+            state=h.state,
+            use_paused=h.use_paused,
+            version=h.version,
+            manifest_hash=h.manifest_hash,
+            package_digest=None if h.manifest is None else package_digest(h.manifest),
+            attestation=None if h.skill_id is None else served.attestations.get(h.skill_id),
+        )
+        for h in served.heads
+    ]
+    scope = served.scope
+    freshness = Freshness(served.seq, now)
+    document = state_document(scope.workspace, scope.agent, freshness, expires, entries)
+    return sign_state(document, signer.private)
