@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from registry.domain.model import Scope
 from registry.services.context import Context
 from registry.services.materialize import applied, desired
+from registry.services.materialize import signed as signed_state
 from registry.services.materialize.exchange import (
     applied_of,
     applied_record,
@@ -25,7 +26,6 @@ from registry.services.materialize.exchange import (
     target_place,
 )
 from registry.services.materialize.source import Place
-from registry.services.trust import state as signed_state
 from registry.wire import (
     DesiredState,
     RecordRequest,

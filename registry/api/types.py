@@ -47,7 +47,7 @@ from registry.services.materialize.report import (
     SkillOutcome,
 )
 from registry.services.ops.health import JobFigures, MaterializationFigures
-from registry.services.ops.status import Status
+from registry.services.ops.status import Status, TargetTrust
 from registry.services.ops.tokens import TokenInfo
 from registry.services.read import Package, PackageInfo, SkillPage, SkillSummary
 from registry.services.search.query import DEFAULT_LIMIT, MAX_LIMIT, SearchHit, SearchResults
@@ -112,6 +112,7 @@ __all__ = [
     "SkillSummary",
     "Status",
     "SuppressionInfo",
+    "TargetTrust",
     "TokenInfo",
     "Verified",
     "VersionAttestation",

@@ -10,10 +10,11 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from registry.api.types import Status
+from registry.api.types import Status, TargetTrust
 from registry.cli.common import CliState, json_option, make_scope, run_async
 from registry.cli.gc import render_figures
 from registry.cli.output import Output
+from registry.domain.display import visible
 
 
 @click.command()
@@ -70,11 +71,20 @@ def _render_materialization(report: Status, console: Console) -> None:
         console.print("no materialisation targets")
         return
     table = Table(show_header=True, header_style="bold", box=None, title="targets")
-    for column in ("target", "host", "mode", "scope", "applied", "pending", "failed"):
+    for column in ("target", "host", "mode", "scope", "applied", "pending", "failed", "trust"):
         table.add_column(column)
     for t in section.targets:
         scope = t.workspace if t.agent == "personal" else f"{t.workspace}:{t.agent}"
-        table.add_row(t.path, t.host, t.mode, scope, str(t.applied), str(t.pending), str(t.failed))
+        table.add_row(
+            t.path,
+            t.host,
+            t.mode,
+            scope,
+            str(t.applied),
+            str(t.pending),
+            str(t.failed),
+            trust_text(t.trust),
+        )
     console.print(table)
     if not section.pending:
         console.print("nothing pending")
@@ -92,6 +102,17 @@ def _render_materialization(report: Status, console: Console) -> None:
             p.error or "",
         )
     console.print(pending)
+
+
+def trust_text(trust: TargetTrust | None) -> str:
+    """A target's trust state in a few words (empty for a local target)."""
+    if trust is None:
+        return ""
+    if trust.state == "stale":
+        return f"stale since {trust.since:%Y-%m-%d %H:%M}Z" if trust.since else "stale"
+    if trust.state == "refused":
+        return visible(f"refused: {trust.detail or ''}", 200)
+    return "verified" if trust.seq is None else f"verified (state {trust.seq})"
 
 
 COMMANDS = (status,)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import stat
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from registry.domain.signed_state import follow
 
 from tests.support.cli import run, run_json
 from tests.support.packages import skill_md
@@ -59,3 +64,11 @@ def test_rotation_signs_with_the_new_key_and_the_old_signatures_stay_valid(embed
         (first, False, False),
         (rotated["key"]["keyid"], True, True),
     ]
+    # A host that pinned the old key follows to the new one through its endorsement.
+    run("keys", "export", "--out", embedded / "keys.json")
+    document = json.loads((embedded / "keys.json").read_bytes())
+    old, new = document["keys"]
+    assert old["endorsement"] is None
+    pinned = {first: Ed25519PublicKey.from_public_bytes(bytes.fromhex(old["public_key"]))}
+    followed = follow(pinned, [new["endorsement"].encode()])
+    assert list(followed) == [rotated["key"]["keyid"]]

@@ -8,6 +8,8 @@ not have are fetched).
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from registry.client import Backoff
@@ -50,8 +52,14 @@ async def test_fills_a_target_over_http_and_status_shows_it(remote, target):
         2,
     )
     assert not status.pending
-    kinds = [e["kind"] for e in await rows(remote.registry, "events")]
+    events = await rows(remote.registry, "events")
+    kinds = [e["kind"] for e in events]
     assert kinds[-3:] == ["materialize_target_registered", "materialized", "materialized"]
+    # The state was signed and verified, each version's attestation with it (docs/trust.md).
+    assert summary.trust is not None
+    assert (summary.trust.state, summary.trust.seq) == ("verified", events[-4]["id"])
+    pinned = json.loads((target / ".skillreg" / "trust.json").read_bytes())
+    assert len(pinned["verified"]) == 2
 
 
 async def test_an_unchanged_registry_costs_one_request_and_writes_nothing(remote, target):

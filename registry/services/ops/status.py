@@ -50,8 +50,25 @@ class PendingMaterialization:
 
 
 @dataclass(frozen=True)
+class TargetTrust:
+    """What a syncing host last said of the desired state it was served (docs/trust.md).
+
+    `state`: `verified` (it checked and applied state `seq`), `stale` (it keeps its last
+    good state, expired at `since`) or `refused` (`detail` names the rule).
+    """
+
+    state: str
+    since: datetime | None
+    detail: str | None
+    seq: int | None
+
+
+@dataclass(frozen=True)
 class TargetSummary:
-    """One registered target: where it is, and how many skills it holds and lacks."""
+    """One registered target: where it is, and how many skills it holds and lacks.
+
+    `trust` is None for a target whose host never reported (a local `reconcile`).
+    """
 
     target_id: str
     path: str
@@ -63,6 +80,7 @@ class TargetSummary:
     pending: int
     failed: int
     last_change: datetime | None
+    trust: TargetTrust | None = None
 
 
 @dataclass(frozen=True)
@@ -167,4 +185,9 @@ def _summary(
         pending=pending,
         failed=sum(a.outcome == "failed" for a in applied.values()),
         last_change=max(changes, default=target.updated_at),
+        trust=None
+        if target.trust_state is None
+        else TargetTrust(
+            target.trust_state, target.trust_since, target.trust_detail, target.trust_seq
+        ),
     )
