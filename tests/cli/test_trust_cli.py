@@ -8,7 +8,6 @@ import stat
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from registry.domain.signed_state import follow
-
 from tests.support.cli import run, run_json
 from tests.support.packages import skill_md
 
