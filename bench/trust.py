@@ -10,15 +10,27 @@ and a host do.
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import json
+import shutil
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
 from typing import Any
 
+import httpx
+
 from bench.content import KiB, package
-from bench.harness import Result, Run, compare, scenario, timed
+from bench.harness import Result, Run, compare, scenario, time_async, timed
 from bench.services import SQLITE_LOCAL
 from registry.api.trust import verify_package
+from registry.client import Sync
+from registry.client import trust as host_trust
+from registry.client.trust import HostTrust, TrustRoot
 from registry.domain.model import ANY, PackageFile, Scope
+from registry.domain.signed_state import SignedState, parse_state
+from registry.http.app import create_app
 from registry.services.trust import attest
 
 SCOPE = Scope("bench")
@@ -86,3 +98,102 @@ async def trust(run: Run) -> Result:
                 verify_package(plain, stored.envelope, document, subject=stored.subject)
         comparisons.append(compare({"what": "verify one version", "files": len(plain)}, checks, {}))
     return {"comparisons": comparisons, **sizes}
+
+
+@contextmanager
+def _unverified() -> Iterator[None]:
+    """The sync client with its trust checks doing nothing (the reference).
+
+    The signed state is parsed but its signature not verified; packages are not checked
+    against their digests, and no attestation is fetched or verified.
+    """
+    names = (
+        (host_trust, "open_state"),
+        (HostTrust, "check_package"),
+        (HostTrust, "check_digest"),
+    )
+    saved = [getattr(owner, name) for owner, name in names]
+
+    def parse_only(envelope: bytes, keys: object) -> SignedState:
+        del keys
+        payload = base64.b64decode(json.loads(envelope)["payload"])
+        return parse_state("", payload)
+
+    async def no_package(*args: Any, **kwargs: Any) -> None:
+        del args, kwargs
+
+    def no_digest(*args: Any, **kwargs: Any) -> None:
+        del args, kwargs
+
+    for (owner, name), stand_in in zip(names, (parse_only, no_package, no_digest), strict=True):
+        setattr(owner, name, stand_in)  # the module's own name, as `HostTrust` looks it up
+    try:
+        yield
+    finally:
+        for (owner, name), real in zip(names, saved, strict=True):
+            setattr(owner, name, real)
+
+
+@scenario("trust_sync", "Verifying what a host syncs: 1,000 signed skills")
+async def trust_sync(run: Run) -> Result:
+    count = 30 if run.quick else 1_000
+    scope = Scope("bench-sync")
+    async with run.services.backend(SQLITE_LOCAL) as backend:
+        registry = backend.registry
+        for i in range(count):
+            slug = f"skill-{i:04d}"
+            await registry.write_package(
+                scope, slug, package(slug, files=3, size=KiB, tag=f"sync {i}"),
+                expected_head=ANY, actor="bench",
+            )  # fmt: skip
+        token = (await registry.tokens.create(scope.workspace, "read", name="b", actor="b")).token
+        transport = httpx.ASGITransport(app=create_app(registry))
+        signer = registry.ctx.signing.signer
+        assert signer is not None
+        root = TrustRoot(keys={signer.key_id: signer.public})
+
+        def syncer(target: Path) -> Sync:
+            return Sync("http://127.0.0.1", token, scope, target, trust=root, transport=transport)
+
+        fills: dict[str, list[float]] = {"checked": [], "unchecked": []}
+        steady: dict[str, list[float]] = {"checked": [], "unchecked": []}
+        for rep in range(run.reps(3, 1)):
+            for kind in ("checked", "unchecked"):
+                target = run.scratch / f"sync-{kind}-{rep}"
+                guard = _unverified() if kind == "unchecked" else nullcontext()
+                with guard:
+                    async with syncer(target) as sync:
+                        report = await time_async(fills[kind], sync.once())
+                        if len(report.written) != count:
+                            raise AssertionError(f"sync wrote {len(report.written)} of {count}")
+                        for _ in range(3):
+                            await time_async(steady[kind], sync.once())
+                await asyncio.to_thread(shutil.rmtree, target)
+        signs: dict[str, list[float]] = {"signed": [], "unsigned": []}
+        for _ in range(run.reps(20, 2)):
+            for kind in ("signed", "unsigned"):
+                await time_async(
+                    signs[kind], registry.targets.desired(scope, signed=kind == "signed")
+                )
+        case = {"skills": count, "files": 3, "file_size": KiB}
+        comparisons = [
+            compare(
+                {**case, "what": "sync, fill an empty target"},
+                fills["checked"],
+                {"the same sync unchecked": fills["unchecked"]},
+            ),
+            compare(
+                {**case, "what": "sync, nothing changed (304, the saved state re-checked)"},
+                steady["checked"],
+                {"the same sync unchecked": steady["unchecked"]},
+            ),
+            compare(
+                {**case, "what": "serve the desired state (read, build, sign)"},
+                signs["signed"],
+                {"the same state unsigned": signs["unsigned"]},
+            ),
+        ]
+        state = await registry.targets.desired(scope, signed=True)
+        assert state.state is not None
+        assert state.state.signed is not None
+    return {"comparisons": comparisons, "signed_state_bytes": len(state.state.signed)}

@@ -134,6 +134,11 @@ def sign_state(document: Mapping[str, Any], key: Ed25519PrivateKey) -> bytes:
 def open_state(envelope: bytes, keys: Mapping[str, Ed25519PublicKey]) -> SignedState:
     """The state `envelope` holds, once signed by one of `keys`; `AttestationInvalid` else."""
     kid, payload = open_envelope(envelope, keys, STATE_PAYLOAD_TYPE)
+    return parse_state(kid, payload)
+
+
+def parse_state(kid: str, payload: bytes) -> SignedState:
+    """The state a verified payload says (`AttestationInvalid(malformed_statement)` else)."""
     try:
         body = json.loads(payload)
         entries = [
