@@ -108,7 +108,8 @@ class Pinned:
     """`trust.json`: the keys a host trusts, and where its last good state stands."""
 
     keys: dict[str, Ed25519PublicKey]  # sign states (and attestations)
-    known: dict[str, Ed25519PublicKey]  # every key followed to: their attestations stand
+    # Every key followed to or listed by a verified state: they verify attestations only.
+    known: dict[str, Ed25519PublicKey]
     last: Freshness | None = None
     expires: datetime | None = None
     verified: set[str] = field(default_factory=set)  # attestation digests checked
@@ -231,6 +232,7 @@ class HostTrust:
             odd = sorted(set(listed) ^ set(signed))[:3] or "a repeated entry"
             detail = f"the listing differs from the signed state at {visible(str(odd), 300)}"
             raise RemoteRefused(what, RULE_MIXED, detail)
+        self._pins.known |= state.keys  # for attestations made before a rotation
         self.state = state
         return state
 

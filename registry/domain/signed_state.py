@@ -9,7 +9,11 @@ A **signed state** says, under the registry's key, what a scope wants at one mom
      "seq": the workspace's newest outbox event id when it was read (only grows),
      "issued", "expires": UTC, ISO 8601,
      "skills": [{"slug", "state", "use_paused", "version", "manifest_hash",
-                 "package_digest", "attestation"}, ...]}
+                 "package_digest", "attestation"}, ...],
+     "keys": {keyid: public key hex, ...}}   every key the registry signed versions with
+
+`keys` lets a host verify the attestations of versions signed before a rotation: a key it
+learns there verifies attestations only (whose digests the state names), never a state.
 
 `package_digest` is the package's canonical digest (null for a skill not in use: its
 files are not served); `attestation` the SHA-256 of the version's attestation envelope
@@ -96,6 +100,7 @@ class SignedState:
     freshness: Freshness
     expires: datetime
     entries: dict[str, StateEntry]
+    keys: dict[str, Ed25519PublicKey]  # the registry's keys, past and present
 
     def check_fresh(self, last: Freshness | None, now: datetime) -> None:
         """Refuse a state older than `last` (rollback) or past its expiry at `now` (freeze)."""
@@ -115,8 +120,11 @@ def state_document(
     freshness: Freshness,
     expires: datetime,
     entries: Iterable[StateEntry],
+    *,
+    keys: Mapping[str, str],
 ) -> dict[str, Any]:
     return {
+        "keys": dict(sorted(keys.items())),
         "format": STATE_FORMAT,
         "workspace": workspace,
         "agent": agent,
@@ -160,6 +168,10 @@ def parse_state(kid: str, payload: bytes) -> SignedState:
             freshness=Freshness(int(body["seq"]), _instant(body["issued"])),
             expires=_instant(body["expires"]),
             entries={e.slug: e for e in entries},
+            keys={
+                str(k): Ed25519PublicKey.from_public_bytes(bytes.fromhex(str(v)))
+                for k, v in body["keys"].items()
+            },
         )
         kind = body["format"]
     except (ValueError, KeyError, TypeError) as exc:
@@ -168,6 +180,8 @@ def parse_state(kid: str, payload: bytes) -> SignedState:
         raise AttestationInvalid(RULE_STATEMENT, f"not a signed state: {kind!r}")
     if len(state.entries) != len(entries):
         raise AttestationInvalid(RULE_STATEMENT, "a slug is listed twice")
+    if any(key_id(public) != kid for kid, public in state.keys.items()):
+        raise AttestationInvalid(RULE_STATEMENT, "a key id does not name its key")
     return state
 
 

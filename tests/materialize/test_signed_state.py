@@ -104,9 +104,7 @@ async def test_a_first_sync_pins_nothing_it_was_not_given(hostile, tmp_path):
     assert _trust(target)["keys"] == {hostile.key.key_id: hostile.key.public_key_hex()}
 
 
-async def test_a_state_signed_by_a_key_the_host_does_not_trust_changes_nothing(
-    hostile, tmp_path
-):
+async def test_a_state_signed_by_a_key_the_host_does_not_trust_changes_nothing(hostile, tmp_path):
     target = tmp_path / "skills"
     await _applied_v1(hostile, target)
     _serve_v2(hostile)
@@ -194,9 +192,7 @@ async def test_an_expired_state_freezes_nothing_and_the_host_says_it_is_stale(
     assert _trust(target)["status"] == "verified"
 
 
-async def test_a_listing_of_one_moment_under_the_signature_of_another_is_refused(
-    hostile, tmp_path
-):
+async def test_a_listing_of_one_moment_under_the_signature_of_another_is_refused(hostile, tmp_path):
     target = tmp_path / "skills"
     await _applied_v1(hostile, target)
     old_signature = hostile.sign()
@@ -246,6 +242,22 @@ async def test_a_package_whose_attestation_does_not_verify_is_not_applied(
         assert again.ok
     assert load_skill(target, "good")["notes.md"] == (b"one\n", False)
     assert hostile.count("GET", "/attestation") == 2  # the forgery's, then the honest one once
+
+
+async def test_an_attestation_signed_before_a_rotation_verifies_on_a_host_that_never_saw_that_key(
+    hostile, tmp_path
+):
+    entry = hostile.add("good", V1)
+    old = Signer.generate()  # signed version 1, then was rotated out
+    hostile.past_keys = [old]
+    subject, digest = "acme/personal/good@1", package_digest(entry["files"])
+    envelope = sign(statement(subject, digest, {}), old.private)
+    hostile.attestations["good"] = envelope_digest(envelope)
+    hostile.route("GET", "/attestation", lambda _: Reply(200, envelope))
+    report = await _sync(hostile, tmp_path / "skills", trust=hostile.root())
+    assert isinstance(report, ReconcileReport)
+    assert report.ok, report.failed
+    assert old.key_id in _trust(tmp_path / "skills")["known"]
 
 
 def _key_entry(key: Signer, endorsement: bytes | None = None) -> dict[str, object]:

@@ -165,6 +165,7 @@ class HostileRegistry:
         }
         self.blobs: dict[str, bytes] = {}
         self.key = Signer.generate()
+        self.past_keys: list[Signer] = []  # listed in the signed state's `keys`
         self.seq = 1
         self.issued = datetime.now(UTC)
         self.expires = self.issued + timedelta(hours=1)
@@ -207,6 +208,7 @@ class HostileRegistry:
             Freshness(self.seq, self.issued),
             self.expires,
             entries,
+            keys={k.key_id: k.public_key_hex() for k in (*self.past_keys, self.key)},
         )
         return sign_state(document, (key or self.key).private).decode()
 

@@ -94,6 +94,7 @@ class Served:
     applied: tuple[Applied, ...] = ()
     seq: int = 0  # the workspace's newest event id, read in the same snapshot
     attestations: dict[int, str] = field(default_factory=dict)  # head's, by skill id
+    keys: dict[str, str] = field(default_factory=dict)  # every signing key: id -> hex
 
 
 async def serve(
@@ -134,11 +135,11 @@ async def serve(
         for head in served:
             if head.manifest is not None and head.manifest.hash != head.manifest_hash:
                 raise Inconsistency(f"manifest {head.manifest_hash[:16]} does not match its rows")
-        if epoch is None:
-            seq, attestations = 0, {}
-        else:
+        seq, attestations, keys = 0, {}, {}
+        if epoch is not None:
             seq = await db_search.last_event_id(conn, scope.workspace)
             attestations = await db_keys.digests_of_heads(conn, [r.skill_id for r in rows])
+            keys = {k.key_id: k.public_key for k in await db_keys.keys(conn)}
         return Served(
             scope,
             tag,
@@ -148,6 +149,7 @@ async def serve(
             applied=tuple(applied),
             seq=seq,
             attestations=attestations,
+            keys=keys,
         )
 
     return await ctx.read(work)

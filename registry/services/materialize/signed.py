@@ -54,5 +54,6 @@ def sign(ctx: Context, served: Served, now: datetime, at_epoch: int) -> bytes:
     ]
     scope = served.scope
     freshness = Freshness(served.seq, now)
-    document = state_document(scope.workspace, scope.agent, freshness, expires, entries)
+    keys = {signer.key_id: signer.public_key_hex(), **served.keys}
+    document = state_document(scope.workspace, scope.agent, freshness, expires, entries, keys=keys)
     return sign_state(document, signer.private)
