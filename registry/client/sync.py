@@ -28,7 +28,7 @@ import httpx
 from blobstore import BlobStoreError
 from registry.client.http import RULE_RUN_DEADLINE, Bounds, RegistryClient
 from registry.client.remote import RemoteSource
-from registry.client.trust import HostTrust, TrustRoot
+from registry.client.trust import RULE_NO_ROOT, RULE_PINNED, HostTrust, TrustRoot
 from registry.domain.limits import Limits
 from registry.domain.model import Scope
 from registry.errors import (
@@ -52,6 +52,7 @@ def _now() -> datetime:
 
 # No retry fixes these: the loop stops and says why.
 PERMANENT: Final = (TargetMismatch, TargetInvalid, LockFileInvalid, InvalidName)
+UNTRUSTED: Final = (RULE_NO_ROOT, RULE_PINNED)
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,8 @@ class Sync:
             except PERMANENT:
                 raise
             except (RegistryError, BlobStoreError, OSError) as exc:
+                if isinstance(exc, RemoteRefused) and exc.rule in UNTRUSTED:
+                    raise  # the operator must pin keys: no retry will
                 failures += 1
                 delay = backoff.delay(failures, draw)
                 on_error(exc, delay)

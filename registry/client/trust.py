@@ -67,6 +67,7 @@ from registry.wire import DesiredState, TrustReport
 KEYS_PATH: Final = "/.well-known/skillreg/keys.json"
 RULE_NO_ROOT: Final = "no_pinned_keys"
 RULE_UNSIGNED: Final = "unsigned_state"
+RULE_PINNED: Final = "pinned_otherwise"
 _FORMAT: Final = 1
 
 
@@ -186,10 +187,20 @@ class HostTrust:
     async def pin(self, saved: bytes | None, where: str) -> None:
         """The keys of `trust.json`, or of the root the operator gave (the first run)."""
         self.saved = saved
+        root = self.root
         if saved is not None:
             self.pinned = Pinned.loads(where, saved)
+            given = set() if root is None else set(root.keys or {})
+            if root is not None and root.fingerprint is not None:
+                given.add(root.fingerprint)
+            strangers = given - set(self.pinned.known)
+            if strangers:
+                detail = (
+                    f"this target pinned other keys than {min(strangers)[:16]}; to pin "
+                    f"anew, remove {where}/.skillreg/trust.json (it then trusts nothing else)"
+                )
+                raise RemoteRefused(f"sync from {self.client.url}", RULE_PINNED, detail)
             return
-        root = self.root
         if root is None:
             detail = (
                 "this target has pinned no registry key: pass --trust-keys FILE (from "

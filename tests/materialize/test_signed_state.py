@@ -102,6 +102,9 @@ async def test_a_first_sync_pins_nothing_it_was_not_given(hostile, tmp_path):
     assert isinstance(await _sync(hostile, target, trust=right), ReconcileReport)
     assert _notes(target) == b"one\n"
     assert _trust(target)["keys"] == {hostile.key.key_id: hostile.key.public_key_hex()}
+    # Pinned: the same key again is fine; another one is refused, never silently re-pinned.
+    assert isinstance(await _sync(hostile, target, trust=right), ReconcileReport)
+    _refused(await _sync(hostile, target, trust=wrong), "pinned_otherwise")
 
 
 async def test_a_state_signed_by_a_key_the_host_does_not_trust_changes_nothing(hostile, tmp_path):
