@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import tomllib
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -12,6 +13,7 @@ from registry.console import workspace as ws
 from registry.domain.model import Scope
 from registry.http.app import create_app
 from registry.settings import Settings
+from registry.wire import TargetRegistration, TrustReport
 from tests.console.site import WS, make_site, publish, skill_md
 from tests.support.learning import learn, learned
 
@@ -90,3 +92,24 @@ def test_the_package_ships_every_template_and_static_file():
     assert files
     for name in files:
         assert any(fnmatch.fnmatch(name, pattern) for pattern in patterns), name
+
+
+async def test_the_operator_page_shows_each_targets_trust_state(site):
+    await publish(site.registry, "one", {"SKILL.md": skill_md("one")})
+    targets = {"stale": "1" * 8, "refused": "2" * 8, "local": "3" * 8}
+    for name, prefix in targets.items():
+        target_id = f"{prefix}-0000-4000-8000-000000000000"
+        registration = TargetRegistration(
+            agent="personal", path=f"/h/{name}", host="h", mode="link"
+        )
+        await site.registry.targets.register(WS, target_id, registration)
+        since = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+        if name != "local":
+            report = TrustReport(state=name, since=since, detail="rollback <b>", seq=7)
+            await site.registry.targets.report_trust(WS, target_id, report)
+    await site.signin("admin")
+    page = (await site.client.get(f"/console/{WS}/operator")).text
+    assert "stale since" in page
+    assert "refused: rollback &lt;b&gt;" in page
+    local = "/h/local (h)</td><td>acme/personal</td><td>link</td><td>0</td><td>1</td><td>0</td>"
+    assert f"{local}<td>local</td>" in page
