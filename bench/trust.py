@@ -104,13 +104,13 @@ async def trust(run: Run) -> Result:
 def _unverified() -> Iterator[None]:
     """The sync client with its trust checks doing nothing (the reference).
 
-    The signed state is parsed but its signature not verified; packages are not checked
-    against their digests, and no attestation is fetched or verified.
+    The signed state is parsed but its signature not verified, and no attestation is
+    fetched or verified.
     """
     names = (
         (host_trust, "open_state"),
         (HostTrust, "check_package"),
-        (HostTrust, "check_digest"),
+        (HostTrust, "known"),
     )
     saved = [getattr(owner, name) for owner, name in names]
 
@@ -122,10 +122,11 @@ def _unverified() -> Iterator[None]:
     async def no_package(*args: Any, **kwargs: Any) -> None:
         del args, kwargs
 
-    def no_digest(*args: Any, **kwargs: Any) -> None:
+    def known(*args: Any, **kwargs: Any) -> bool:
         del args, kwargs
+        return True
 
-    for (owner, name), stand_in in zip(names, (parse_only, no_package, no_digest), strict=True):
+    for (owner, name), stand_in in zip(names, (parse_only, no_package, known), strict=True):
         setattr(owner, name, stand_in)  # the module's own name, as `HostTrust` looks it up
     try:
         yield

@@ -44,6 +44,7 @@ from registry.domain.display import visible
 from registry.domain.limits import Limits
 from registry.domain.manifest import Manifest
 from registry.domain.model import PackageFile, Scope
+from registry.domain.signed_state import StateEntry
 from registry.errors import Inconsistency, RegistryError, RemoteRefused
 from registry.failpoints import NO_FAILPOINTS, Failpoints
 from registry.services.materialize.exchange import place_of, record_request
@@ -163,26 +164,35 @@ class RemoteSource:
         return Snapshot(Desired(wants, blocked), admitted.applied, admitted.refused)
 
     async def _check_packages(self, wants: dict[str, Want]) -> dict[str, RegistryError]:
-        """Each package taken from the listing against its signed digest and attestation."""
-        gate = asyncio.Semaphore(_FETCH_CONCURRENCY)
+        """Each package taken from the listing against its version's attestation.
 
-        async def one(slug: str, want: Want) -> tuple[str, RegistryError | None]:
+        The files are bound already: they hash to the manifest hash the signed state
+        names. An attestation verified for them before is known; the others are fetched
+        (a few at a time) and checked. A version published before versions were signed
+        has none, and the signed state says so.
+        """
+        fresh: list[tuple[str, Want, StateEntry]] = []
+        for slug, want in sorted(wants.items()):
             entry = self.trust.entry(slug)
             if entry is None or entry.version != want.version or want.manifest is None:
-                return slug, None  # a pin: checked when it was fetched (`_pinned`)
+                continue  # a pin: checked when it was fetched (`_pinned`)
+            if entry.attestation is None or self.trust.known(entry, want.manifest):
+                continue
+            fresh.append((slug, want, entry))
+        gate = asyncio.Semaphore(_FETCH_CONCURRENCY)
+
+        async def one(slug: str, want: Want, entry: StateEntry) -> tuple[str, RegistryError | None]:
+            assert want.manifest is not None
             try:
-                self.trust.check_digest(entry, want.manifest)
-                if entry.attestation is None:
-                    return slug, None  # published before versions were signed: the state vouches
                 async with gate:
                     await self.trust.check_package(
-                        slug, want.version, want.manifest, entry.attestation, self._base
+                        slug, want.version, want.manifest, self._base, signed=entry
                     )
             except RemoteRefused as exc:
                 return slug, exc
             return slug, None
 
-        found = await _all([one(s, w) for s, w in sorted(wants.items())])
+        found = await _all([one(*item) for item in fresh])
         return {slug: error for slug, error in found if error is not None}
 
     async def _conclude(self, target: Target) -> None:
@@ -274,7 +284,7 @@ class RemoteSource:
             raise Inconsistency(f"{slug} version {version}: the files do not match its hash")
         # The lock's manifest hash binds the files already; the attestation says who wrote
         # them, and a forged one is refused (one the registry does not have is not needed).
-        await self.trust.check_package(slug, version, manifest, None, self._base)
+        await self.trust.check_package(slug, version, manifest, self._base)
         self._pins[key] = (tag, pinned)  # kept once checked, for the next run's If-None-Match
         return Want(None, version, manifest.hash, manifest=manifest)
 

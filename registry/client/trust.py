@@ -290,20 +290,36 @@ class HostTrust:
     def entry(self, slug: str) -> StateEntry | None:
         return None if self.state is None else self.state.entries.get(slug)
 
-    async def check_package(
-        self, slug: str, version: int, manifest: Manifest, digest: str | None, base: str
-    ) -> None:
-        """The version's attestation, fetched unless verified already, checked (see above).
+    def known(self, entry: StateEntry, manifest: Manifest) -> bool:
+        """True if this entry's attestation was verified for these files before."""
+        key = f"{entry.attestation}:{manifest.hash}"
+        if key in self._pins.verified:
+            self.used.add(key)
+            return True
+        return False
 
-        `digest` is the attestation's SHA-256 as the signed state names it (None: the
-        version was published before versions were signed; for a pin, whatever the
-        registry has). Raises `RemoteRefused` naming the rule.
+    async def check_package(
+        self,
+        slug: str,
+        version: int,
+        manifest: Manifest,
+        base: str,
+        *,
+        signed: StateEntry | None = None,
+    ) -> None:
+        """The version's attestation, fetched and checked (see the module docstring).
+
+        `signed` is the version's entry in the signed state: the attestation must have
+        the SHA-256 it names, and attest the package digest it names. Without it (a pin,
+        bound by the lock's manifest hash), an attestation the registry does not have is
+        not needed. Remembered as verified for these files (by their manifest hash, which
+        names them). Raises `RemoteRefused` naming the rule.
         """
         what = f"{slug}@{version}"
         subject = f"{self.scope.workspace}/{self.scope.agent}/{slug}@{version}"
         pins = self._pins
-        # A pin has no signed digest: it is known by what it is about.
-        known_as = digest if digest is not None else f"pin:{subject}:{manifest.hash}"
+        named = None if signed is None else signed.attestation
+        known_as = f"{named}:{manifest.hash}" if named else f"pin:{subject}:{manifest.hash}"
         if known_as in pins.verified:
             self.used.add(known_as)
             return
@@ -311,27 +327,23 @@ class HostTrust:
         params = {"agent": self.scope.agent}
         answer = await self.client.request("GET", path, ok=(200, 404), params=params)
         if answer.status != 200:  # noqa: PLR2004
-            if digest is None:
-                return  # no attestation, and the signed state says so: the state vouches
+            if named is None:
+                return  # a pin of a version published before versions were signed
             raise RemoteRefused(what, RULE_SUBJECT, "the signed state names an attestation")
         envelope = answer.content
-        sealed = envelope_digest(envelope)
-        if digest is not None and sealed != digest:
+        if named is not None and envelope_digest(envelope) != named:
             raise RemoteRefused(what, RULE_SUBJECT, "not the attestation the state names")
         try:
             verified = verify(envelope, pins.known)
         except AttestationInvalid as exc:
             raise RemoteRefused(what, exc.rule, exc.detail) from None
-        if verified.subject != subject or verified.digest != package_digest(manifest):
+        digest = package_digest(manifest)
+        if verified.subject != subject or verified.digest != digest:
             raise RemoteRefused(what, RULE_SUBJECT, f"it attests {visible(verified.subject)}")
+        if signed is not None and signed.package_digest != digest:
+            raise RemoteRefused(what, RULE_SUBJECT, "the files are not the signed package")
         pins.verified.add(known_as)
         self.used.add(known_as)
-
-    def check_digest(self, entry: StateEntry, manifest: Manifest) -> None:
-        """The package the listing sent is the one the signed state names."""
-        if entry.package_digest != package_digest(manifest):
-            what = f"{entry.slug}@{entry.version}"
-            raise RemoteRefused(what, RULE_SUBJECT, "the files are not the signed package")
 
     # ------------------------------------------------------------ conclusions
 

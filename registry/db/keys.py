@@ -127,15 +127,20 @@ async def attestation(
 
 async def digests_of_heads(conn: AsyncConnection, skill_ids: list[int]) -> dict[int, str]:
     """The attestation digest of each skill's head, by skill id (unsigned heads: absent)."""
+    return {k: digest for k, (digest, _) in (await attested_heads(conn, skill_ids)).items()}
+
+
+async def attested_heads(conn: AsyncConnection, skill_ids: list[int]) -> dict[int, tuple[str, str]]:
+    """Each skill's head's attestation digest and package digest, by skill id."""
     if not skill_ids:
         return {}
     rows = await conn.execute(
-        sa.select(Skill.id, Attestation.digest)
+        sa.select(Skill.id, Attestation.digest, Attestation.package_digest)
         .join(Version, sa.and_(Version.skill_id == Skill.id, Version.number == Skill.head))
         .join(Attestation, Attestation.version_id == Version.id)
         .where(Skill.id.in_(skill_ids))
     )
-    return {r[0]: r[1] for r in rows}
+    return {r[0]: (r[1], r[2]) for r in rows}
 
 
 async def principal(conn: AsyncConnection, version_id: int) -> str | None:

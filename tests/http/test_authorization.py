@@ -218,6 +218,14 @@ async def _record_applied(served, w: str, n: str):
     return "PUT", f"/v1/workspaces/{w}/targets/{target_id}/skills/demo", {"json": body}
 
 
+async def _report_trust(served, w: str, n: str):
+    target_id = _target_id(n)
+    registration = TargetRegistration(agent="personal", path=f"/srv/{n}", host="host", mode="link")
+    await served.registry.targets.register(ACME.workspace, target_id, registration)
+    body = {"state": "verified", "since": "2026-12-05T12:00:00+00:00", "seq": 1}
+    return "PUT", f"/v1/workspaces/{w}/targets/{target_id}/trust", {"json": body}
+
+
 async def _put_discovery(served, w: str, _n: str):
     current = await served.registry.discovery.settings(ACME)
     condition = {"If-Match": f'"{current.revision}"'} if current.enabled else {"If-None-Match": "*"}
@@ -268,6 +276,7 @@ MATRIX: dict[str, Request] = {
     "get_desired": fixed("GET", "/v1/workspaces/{w}/desired"),
     "register_target": _register_target,
     "record_applied": _record_applied,
+    "report_trust": _report_trust,
     "list_listings": fixed("GET", "/v1/catalog/listings"),
     "get_listing": fixed("GET", f"/v1/catalog/listings/{LISTING}"),
     "get_listing_archive": fixed("GET", f"/v1/catalog/listings/{LISTING}/archive"),
@@ -464,6 +473,7 @@ async def test_routes_with_a_json_body_authorize_before_they_parse_it(served):
         "put_discovery_settings": ("PUT", "/v1/workspaces/acme/discovery"),
         "register_target": ("PUT", f"/v1/workspaces/acme/targets/{TARGET}"),
         "record_applied": ("PUT", f"/v1/workspaces/acme/targets/{TARGET}/skills/demo"),
+        "report_trust": ("PUT", f"/v1/workspaces/acme/targets/{TARGET}/trust"),
     }
     wrong = []
     for name, (method, path) in routes.items():

@@ -93,7 +93,8 @@ class Served:
     place: Place | None = None
     applied: tuple[Applied, ...] = ()
     seq: int = 0  # the workspace's newest event id, read in the same snapshot
-    attestations: dict[int, str] = field(default_factory=dict)  # head's, by skill id
+    # The head's attestation digest and package digest, by skill id (signed heads only).
+    attestations: dict[int, tuple[str, str]] = field(default_factory=dict)
     keys: dict[str, str] = field(default_factory=dict)  # every signing key: id -> hex
 
 
@@ -138,7 +139,7 @@ async def serve(
         seq, attestations, keys = 0, {}, {}
         if epoch is not None:
             seq = await db_search.last_event_id(conn, scope.workspace)
-            attestations = await db_keys.digests_of_heads(conn, [r.skill_id for r in rows])
+            attestations = await db_keys.attested_heads(conn, [r.skill_id for r in rows])
             keys = {k.key_id: k.public_key for k in await db_keys.keys(conn)}
         return Served(
             scope,

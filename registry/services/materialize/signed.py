@@ -20,6 +20,7 @@ from registry.domain.attestation import package_digest
 from registry.domain.signed_state import Freshness, StateEntry, sign_state, state_document
 from registry.services.context import Context
 from registry.services.materialize.desired import Served
+from registry.services.materialize.source import Head
 from registry.services.trust.attest import ready
 
 
@@ -40,20 +41,29 @@ def sign(ctx: Context, served: Served, now: datetime, at_epoch: int) -> bytes:
     signer = ready(ctx)
     start = datetime.fromtimestamp(at_epoch * period(ctx).total_seconds(), UTC)
     expires = start + timedelta(seconds=ctx.settings.state_validity)
-    entries = [
-        StateEntry(
-            slug=h.slug,
-            state=h.state,
-            use_paused=h.use_paused,
-            version=h.version,
-            manifest_hash=h.manifest_hash,
-            package_digest=None if h.manifest is None else package_digest(h.manifest),
-            attestation=None if h.skill_id is None else served.attestations.get(h.skill_id),
-        )
-        for h in served.heads
-    ]
+    entries = [_entry(h, served.attestations.get(h.skill_id or 0)) for h in served.heads]
     scope = served.scope
     freshness = Freshness(served.seq, now)
     keys = {signer.key_id: signer.public_key_hex(), **served.keys}
     document = state_document(scope.workspace, scope.agent, freshness, expires, entries, keys=keys)
     return sign_state(document, signer.private)
+
+
+def _entry(head: Head, attested: tuple[str, str] | None) -> StateEntry:
+    """A head as the signed state lists it.
+
+    Its package digest is the one its attestation names, computed from the manifest for a
+    version published before versions were signed.
+    """
+    digest = None
+    if head.manifest is not None:
+        digest = attested[1] if attested is not None else package_digest(head.manifest)
+    return StateEntry(
+        slug=head.slug,
+        state=head.state,
+        use_paused=head.use_paused,
+        version=head.version,
+        manifest_hash=head.manifest_hash,
+        package_digest=digest,
+        attestation=None if attested is None else attested[0],
+    )
