@@ -13,7 +13,7 @@ from rich.table import Table
 from registry.api.types import Status
 from registry.cli.common import CliState, json_option, make_scope, run_async
 from registry.cli.gc import render_figures
-from registry.cli.output import Output
+from registry.cli.output import Output, shown
 
 
 @click.command()
@@ -55,12 +55,12 @@ def _render_learning(report: Status, console: Console) -> None:
             "" if w.oldest_pending_at is None else f"{w.oldest_pending_at:%Y-%m-%d %H:%M}Z",
             decided,
             str(w.suppressions),
-            "" if last is None else f"{last.agent}/{last.slug}@{last.version}",
+            "" if last is None else shown(f"{last.agent}/{last.slug}@{last.version}"),
         )
     console.print(table)
     for w in report.learning:
         if w.learning_paused:
-            paused = ", ".join(f"{p.agent}/{p.slug}" for p in w.learning_paused)
+            paused = shown(", ".join(f"{p.agent}/{p.slug}" for p in w.learning_paused))
             console.print(f"{w.workspace}: learning paused on {paused}")
 
 
@@ -74,7 +74,15 @@ def _render_materialization(report: Status, console: Console) -> None:
         table.add_column(column)
     for t in section.targets:
         scope = t.workspace if t.agent == "personal" else f"{t.workspace}:{t.agent}"
-        table.add_row(t.path, t.host, t.mode, scope, str(t.applied), str(t.pending), str(t.failed))
+        table.add_row(
+            shown(t.path),
+            shown(t.host),
+            t.mode,
+            scope,
+            str(t.applied),
+            str(t.pending),
+            str(t.failed),
+        )
     console.print(table)
     if not section.pending:
         console.print("nothing pending")
@@ -84,12 +92,12 @@ def _render_materialization(report: Status, console: Console) -> None:
         pending.add_column(column)
     for p in section.pending:
         pending.add_row(
-            p.target,
-            p.slug,
+            shown(p.target),
+            shown(p.slug),
             p.action,
             "" if p.desired_version is None else f"v{p.desired_version}",
             "" if p.applied_version is None else f"v{p.applied_version}",
-            p.error or "",
+            shown(p.error),
         )
     console.print(pending)
 

@@ -86,6 +86,7 @@ from registry.errors.refused import (
     RemoteRefused,
     SourceExcluded,
     TargetInvalid,
+    TargetLimitReached,
 )
 
 __all__ = [
@@ -140,6 +141,7 @@ __all__ = [
     "SuppressionNotFound",
     "TargetBusy",
     "TargetInvalid",
+    "TargetLimitReached",
     "TargetMismatch",
     "TargetNotFound",
     "TokenNotFound",

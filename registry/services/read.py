@@ -18,6 +18,7 @@ from blobstore import BlobCorrupted, BlobNotFound, BlobStoreError
 from registry.db import documents as db_documents
 from registry.db import exclusions as db_exclusions
 from registry.db import skills as db_skills
+from registry.domain.arguments import check_optional_text
 from registry.domain.frontmatter import parse_skill_md
 from registry.domain.manifest import Manifest
 from registry.domain.model import PackageFile, Scope, check_slug
@@ -224,6 +225,7 @@ async def list_skills(
     ctx: Context, scope: Scope, *, limit: int = 50, after: str | None = None
 ) -> SkillPage:
     """The live skills of `scope`, ordered by slug, one keyset page at a time."""
+    check_optional_text("after", after)
     limit = max(1, min(limit, MAX_PAGE))
 
     async def work(conn: AsyncConnection) -> SkillPage:

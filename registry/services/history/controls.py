@@ -31,6 +31,7 @@ from registry.db import exclusions as db_exclusions
 from registry.db import proposals as db_proposals
 from registry.db import skills as db_skills
 from registry.db import suppressions as db_suppressions
+from registry.domain.arguments import check_text
 from registry.domain.model import Scope, check_slug
 from registry.domain.similarity import ChangedFile
 from registry.domain.states import Action, Conditions, SkillState, check
@@ -240,9 +241,12 @@ async def act(
 
     With `expected_head`, the action is a compare-and-swap on the head: under the lock,
     a head other than `expected_head` raises `HeadConflict` and changes nothing (the
-    HTTP API's `If-Match`).
+    HTTP API's `If-Match`). `actor` and `reason` follow the rule for text a client sets
+    (`check_text`; a reason may hold line breaks).
     """
     check_slug(slug)
+    check_text("actor", actor)
+    check_text("reason", reason, multiline=True)
     moved = None
     for _ in range(_HEAD_RACE_ATTEMPTS):
         checked = None
