@@ -256,9 +256,9 @@ async def act(
             if checked.unavailable_because is not None:
                 # Runtimes would load a package that may not be read.
                 raise VersionUnavailable(slug, checked.head, checked.unavailable_because)
-        if action is Action.DELETE:
-            undone = await _deleted_behaviour(ctx, scope, slug)
         try:
+            if action is Action.DELETE:
+                undone = await _deleted_behaviour(ctx, scope, slug, expected_head)
             work = functools.partial(
                 _act,
                 ctx,
@@ -291,12 +291,27 @@ class _Undone:
     change: tuple[ChangedFile, ...]
 
 
-async def _deleted_behaviour(ctx: Context, scope: Scope, slug: str) -> _Undone | None:
+async def _deleted_behaviour(
+    ctx: Context, scope: Scope, slug: str, expected_head: int | None
+) -> _Undone | None:
     head = await suppression.head_manifest(ctx, scope, slug)
     if head is None:
         return None  # no live skill: the locked transaction says so
     number, manifest = head
-    return _Undone(number, manifest.hash, await suppression.whole_package(ctx, manifest))
+
+    async def vanished() -> None:
+        # A blob of the head read is missing: in a snapshot of its own, a head that moved
+        # (and whose old blobs GC took) is what the locked check would say, not damage.
+        current = await ctx.read(lambda conn: db_skills.live_skill(conn, scope, slug))
+        if current is None:
+            raise SkillNotFound(scope.workspace, scope.agent, slug)
+        if current.head != number:
+            if expected_head is not None:
+                raise HeadConflict(expected_head, current.head)
+            raise _HeadMoved(number, current.head)
+
+    change = await suppression.whole_package(ctx, manifest, vanished=vanished)
+    return _Undone(number, manifest.hash, change)
 
 
 async def _act(
