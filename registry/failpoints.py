@@ -30,6 +30,7 @@ POINTS: Final = (
     "cleanup.releasing",  # a failed write is about to release its claims
     "cleanup.settling",  # a lost commit reply is being settled, the workspace lock held
     "read.located",  # a read found its version row; its manifest rows are read next
+    "undo.head_read",  # a restore or a delete read the head it undoes; its files are next
     # Garbage collection and retention (docs/gc.md).
     "gc.claims_expired",  # a batch of expired claims was deleted and committed
     "gc.marked",  # a batch of candidates was marked `deleting` and committed (tx1)

@@ -41,6 +41,9 @@ class Settings(BaseSettings):
     capacity_saved: int = Field(default=150, ge=0, description="saved skills per scope")
     capacity_installed: int = Field(default=150, ge=0, description="installed skills per scope")
     workspace_quota_bytes: int = Field(default=1 * GiB, ge=0)
+    # Materialisation targets a workspace may register: a read token registers them
+    # (`skillreg sync`), so their number is bounded like every other thing a client stores.
+    capacity_targets: int = Field(default=1000, ge=0, description="targets per workspace")
 
     # Timeouts (seconds): a stuck writer cannot hold a workspace longer than these, and a
     # write waits at most this long in all (docs/write-path.md, "Deadlines").

@@ -21,6 +21,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from registry.domain.arguments import LINE_PATTERN, TEXT_PATTERN
 from registry.domain.numbers import MAX_ID, MAX_VERSION
 
 # A record's request stays well inside the API's 64 KiB limit for small JSON bodies: drift
@@ -31,7 +32,6 @@ MAX_DRIFT_PATH: Final = 512
 DRIFT_BUDGET: Final = 32 * 1024
 HASH_PATTERN: Final = r"^[0-9a-f]{64}$"
 TARGET_ID_PATTERN: Final = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
-_LINE: Final = r"^[^\x00-\x1f\x7f]*$"
 
 Hash = Annotated[str, Field(pattern=HASH_PATTERN)]
 Outcome = Literal["applied", "removed", "failed"]
@@ -84,7 +84,7 @@ class AppliedState(_Wire):
 class NewState(AppliedState):
     """The values a record is to take (an error message at most `MAX_ERROR` characters)."""
 
-    error: str | None = Field(max_length=MAX_ERROR)
+    error: str | None = Field(max_length=MAX_ERROR, pattern=TEXT_PATTERN)
 
 
 class AppliedRecord(AppliedState):
@@ -111,8 +111,8 @@ class TargetRegistration(_Wire):
     """`PUT .../targets/{id}`: bind a target to the scope, or say where it is now."""
 
     agent: str = Field(min_length=1, max_length=128)
-    path: str = Field(min_length=1, max_length=4096, pattern=_LINE)
-    host: str = Field(max_length=255, pattern=_LINE)
+    path: str = Field(min_length=1, max_length=4096, pattern=LINE_PATTERN)
+    host: str = Field(max_length=255, pattern=LINE_PATTERN)
     mode: Mode
 
 
@@ -176,5 +176,5 @@ class TrustReport(_Wire):
 
     state: TrustState
     since: AwareDatetime
-    detail: str | None = Field(default=None, max_length=500, pattern=_LINE)
+    detail: str | None = Field(default=None, max_length=500, pattern=LINE_PATTERN)
     seq: int | None = Field(default=None, ge=0, le=MAX_ID)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import click
 from rich.console import Console
-from rich.markup import escape
 
 from registry.api.types import ExclusionReport, SkillStatus
 from registry.cli.common import (
@@ -19,7 +18,7 @@ from registry.cli.common import (
     run_async,
 )
 from registry.cli.history import actor_option, parse_skill
-from registry.cli.output import Output
+from registry.cli.output import Output, shown
 
 
 def render_status(status: SkillStatus, console: Console) -> None:
@@ -32,18 +31,18 @@ def render_status(status: SkillStatus, console: Console) -> None:
         f"automatic improvements {'on' if status.auto_improve else 'off'}; "
         f"learning {'paused' if status.learning_paused else 'active'}; "
         f"use {'paused' if status.use_paused else 'active'}"
-        + (f"; reason: {escape(status.pause_reason)}" if status.pause_reason else "")
+        + (f"; reason: {shown(status.pause_reason)}" if status.pause_reason else "")
     )
     if status.proposal is not None:
         console.print(f"proposal {status.proposal} is {status.proposal_status}")
     if status.blocked_by:
         where = status.blocked_by
         console.print(
-            f"blocked: finding #{where['ordinal']} in {escape(str(where['path']))} "
+            f"blocked: finding #{where['ordinal']} in {shown(str(where['path']))} "
             f"looks like a {where['pattern_class']}"
         )
     if status.unavailable_because:
-        console.print(f"head unavailable: source {escape(status.unavailable_because)} excluded")
+        console.print(f"head unavailable: source {shown(status.unavailable_because)} excluded")
 
 
 @click.command(name="state")
@@ -145,7 +144,7 @@ async def auto_improve(
 
 def _render_exclusion(report: ExclusionReport, console: Console) -> None:
     verb = "excluded" if report.newly_excluded else "was already excluded"
-    console.print(f"source {escape(report.source)} {verb} from {report.workspace}")
+    console.print(f"source {shown(report.source)} {verb} from {report.workspace}")
     for repair in report.repairs:
         if repair.outcome == "rolled_back":
             console.print(

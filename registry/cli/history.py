@@ -6,7 +6,6 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.markup import escape
 
 from registry.api.types import (
     DiffTarget,
@@ -28,7 +27,7 @@ from registry.cli.common import (
     run_async,
     version_number,
 )
-from registry.cli.output import Output, human_size
+from registry.cli.output import Output, human_size, shown
 from registry.domain.model import Publication
 
 actor_option = click.option("--actor", default="cli", show_default=True, help="Who acts.")
@@ -77,14 +76,14 @@ def _render_history(page: HistoryPage, console: Console) -> None:
         if v.archived:
             marks.append("[dim]archived[/]")
         if not v.available:
-            marks.append(f"[red]unavailable: {escape(v.unavailable_because or '')}[/]")
+            marks.append(f"[red]unavailable: {shown(v.unavailable_because or '')}[/]")
         label = f" ({', '.join(marks)})" if marks else ""
-        sources = f"  sources: {escape(', '.join(v.sources))}" if v.sources else ""
+        sources = f"  sources: {shown(', '.join(v.sources))}" if v.sources else ""
         console.print(
-            f"[bold]{v.number}[/]{label}  {v.origin} by {escape(_who(v))}  "
+            f"[bold]{v.number}[/]{label}  {v.origin} by {shown(_who(v))}  "
             f"{v.created_at:%Y-%m-%d %H:%M:%S}  {v.file_count} files, "
             f"{human_size(v.total_size)}  [dim]{v.manifest_hash[:12]}[/]"
-            + (f"  {escape(v.message)}" if v.message else "")
+            + (f"  {shown(v.message)}" if v.message else "")
             + sources,
             soft_wrap=True,
         )
@@ -167,15 +166,15 @@ def render_changes(files: list[FileChange], console: Console) -> None:
         mark, colour = _STATUS_MARK[change.status]
         binary = "  [dim]binary[/]" if change.binary else ""
         console.print(
-            f"[{colour}]{mark}[/]  [bold]{escape(change.path)}[/]  ({escape(_describe(change))})"
+            f"[{colour}]{mark}[/]  [bold]{shown(change.path)}[/]  ({shown(_describe(change))})"
             + binary,
             soft_wrap=True,
         )
-        # Diff lines are printed as they are (the terminal wraps them), so a copied hunk
-        # is still a valid patch.
+        # Diff lines are printed whole, tabs kept (the terminal wraps them), so a copied
+        # hunk is still a valid patch; only a control or bidi character is shown escaped.
         for line in change.lines:
             style = _line_style(line)
-            text = escape(line)
+            text = "\t".join(shown(part, len(part) * 6) for part in line.split("\t"))
             console.print(f"    [{style}]{text}[/]" if style else f"    {text}", soft_wrap=True)
         if change.truncated:
             console.print(f"    [dim]... {change.omitted} more lines (--full shows all)[/]")

@@ -15,7 +15,6 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from registry.api.folders import read_folder
@@ -40,7 +39,7 @@ from registry.cli.common import (
     run_async,
 )
 from registry.cli.history import actor_option, publication_dict
-from registry.cli.output import Output, human_size
+from registry.cli.output import Output, human_size, shown
 from registry.domain.model import check_scope_name
 from registry.errors import InvalidName
 
@@ -76,7 +75,7 @@ def _render_decisions(page: ProposalPage, console: Console) -> None:
             p.status,
             str(p.base_version),
             str(p.head),
-            escape(f"{p.origin}/{p.actor}"),
+            shown(f"{p.origin}/{p.actor}"),
             human_size(p.total_size),
         )
     console.print(table)
@@ -197,7 +196,7 @@ async def decide_many(
 
     def render(console: Console) -> None:
         for outcome in outcomes:
-            console.print(escape(_outcome_line(outcome)))
+            console.print(shown(_outcome_line(outcome)))
 
     out.emit({"outcomes": [_outcome(o) for o in outcomes]}, render)
     if not all(o.ok for o in outcomes):
@@ -226,9 +225,9 @@ def _render_pending(items: list[PendingWriteInfo], console: Console) -> None:
             w.slug,
             w.status,
             f"{w.created_at:%Y-%m-%d %H:%M:%S}Z",
-            escape(w.actor),
+            shown(w.actor),
             human_size(w.total_size),
-            escape(str(w.outcome or "")),
+            shown(str(w.outcome or "")),
         )
     console.print(table)
 
@@ -302,9 +301,9 @@ def _render_suppressions(items: list[SuppressionInfo], console: Console) -> None
             s.slug,
             s.cause,
             f"v{s.undone_version}",
-            escape(", ".join(s.paths + [f"-{p}" for p in s.removed])),
+            shown(", ".join(s.paths + [f"-{p}" for p in s.removed])),
             s.status,
-            escape(s.actor),
+            shown(s.actor),
         )
     console.print(table)
 
@@ -363,7 +362,7 @@ async def record_load(
     out.emit(
         load,
         lambda c: c.print(
-            f"{slug}@{load.version} loaded for {escape(conversation)}"
+            f"{slug}@{load.version} loaded for {shown(conversation)}"
             + ("" if load.created else " (already recorded)")
         ),
     )

@@ -13,8 +13,25 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
+from registry.domain.display import visible
 from registry.errors import ContentBlocked, RegistryError
+
+# A stored text is shown whole up to here (a message may hold 10,000 characters).
+SHOWN_CHARS = 2000
+
+
+def shown(text: object, limit: int = SHOWN_CHARS) -> str:
+    r"""Text the registry stored, or a client sent, made safe to print with rich.
+
+    Control and format characters become visible escapes (`\u001b`, `\u202e`: an escape
+    sequence in a target's error clears no screen, plants no hyperlink and sets no window
+    title; older rows, stored before the rule of `check_text`, included), and rich's markup
+    is taken literally (`[red]` in a message is text). Every stored text a command prints
+    for a person goes through this.
+    """
+    return escape(visible("" if text is None else str(text), limit))
 
 
 def to_jsonable(value: Any) -> Any:  # noqa: PLR0911 - one branch per JSON-able kind
@@ -63,12 +80,12 @@ class Output:
                 body.update(_usage_error(exc))
             sys.stdout.write(json.dumps(body, indent=2, sort_keys=True) + "\n")
         else:
-            self.errors.print(f"[bold red]error:[/] {_escape(str(exc))}", soft_wrap=True)
+            self.errors.print(f"[bold red]error:[/] {shown(exc)}", soft_wrap=True)
             findings = getattr(exc, "findings", None) if isinstance(exc, ContentBlocked) else None
             for f in findings or ():
                 # What an owner approves with `--approve PATH:ORDINAL` (never the value).
                 self.errors.print(
-                    f"  finding {_escape(str(f['path']))}:{f['ordinal']} "
+                    f"  finding {shown(f['path'])}:{f['ordinal']} "
                     f"(line {f['line']}, {f['pattern_class']})",
                     soft_wrap=True,
                 )
@@ -83,10 +100,6 @@ def _usage_error(exc: click.UsageError) -> dict[str, Any]:
     if isinstance(exc, click.BadParameter) and exc.param is not None and exc.param.name:
         body["details"] = {"parameter": exc.param.name}
     return body
-
-
-def _escape(text: str) -> str:
-    return text.replace("[", "\\[")
 
 
 _KIB = 1024

@@ -27,7 +27,7 @@ from registry.cli.common import (
     run_async,
     version_number,
 )
-from registry.cli.output import Output, human_size
+from registry.cli.output import Output, human_size, shown
 from registry.domain.approvals import FindingRef
 from registry.domain.model import ANY, ExpectedHead, Origin, PackageFile, Publication
 from registry.domain.numbers import MAX_VERSION
@@ -205,10 +205,10 @@ def _render_info(info: PackageInfo, console: Console) -> None:
     )
     console.print(f"manifest {info.manifest.hash}")
     if info.triggers:
-        console.print("triggers: " + "; ".join(info.triggers))
+        console.print("triggers: " + shown("; ".join(info.triggers)))
     console.print(
-        f"{info.origin} by {info.actor} at {info.created_at:%Y-%m-%d %H:%M:%S}Z"
-        + (f": {info.message}" if info.message else "")
+        f"{info.origin} by {shown(info.actor)} at {info.created_at:%Y-%m-%d %H:%M:%S}Z"
+        + (f": {shown(info.message)}" if info.message else "")
     )
     table = Table(show_header=True, header_style="bold", box=None)
     table.add_column("mode")
@@ -216,7 +216,7 @@ def _render_info(info: PackageInfo, console: Console) -> None:
     table.add_column("digest")
     table.add_column("path")
     for e in info.manifest.entries:
-        table.add_row("-rwx" if e.executable else "-rw-", str(e.size), e.digest[:12], e.path)
+        table.add_row("-rwx" if e.executable else "-rw-", str(e.size), e.digest[:12], shown(e.path))
     console.print(table)
 
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from registry.api.folders import read_folder
@@ -24,7 +23,7 @@ from registry.cli.common import (
     run_async,
 )
 from registry.cli.history import actor_option, publication_dict, render_changes
-from registry.cli.output import Output, human_size
+from registry.cli.output import Output, human_size, shown
 
 
 @click.group()
@@ -54,7 +53,7 @@ def _render_page(page: ProposalPage, console: Console) -> None:
             str(p.head),
             _changes(p.against_base),
             _changes(p.against_head),
-            escape(f"{p.origin}/{p.actor}"),
+            shown(f"{p.origin}/{p.actor}"),
             human_size(p.total_size),
         )
     console.print(table)
@@ -92,11 +91,11 @@ def _render_detail(detail: ProposalDetail, console: Console) -> None:
     p = detail.summary
     console.print(
         f"[bold]proposal {p.id}[/] for {p.slug}: {p.status}, made on version "
-        f"{p.base_version} (head {p.head}) by {escape(p.origin)}/{escape(p.actor)}"
-        + (f": {escape(p.message)}" if p.message else "")
+        f"{p.base_version} (head {p.head}) by {shown(p.origin)}/{shown(p.actor)}"
+        + (f": {shown(p.message)}" if p.message else "")
     )
     if p.decision:
-        console.print(f"decided {p.decision} by {escape(p.decided_by or '')}")
+        console.print(f"decided {p.decision} by {shown(p.decided_by or '')}")
     console.print(f"[bold]against its base (version {p.base_version})[/]")
     render_changes(detail.diff_base, console)
     if detail.diff_head is not None and p.head != p.base_version:

@@ -26,8 +26,7 @@ from registry.cli.common import (
     run_async,
 )
 from registry.cli.exits import UNEXPECTED, exit_code
-from registry.cli.output import Output
-from registry.domain.display import visible
+from registry.cli.output import Output, shown
 
 _DRIFT_SHOWN = 20  # drift lines per skill in the human report (JSON has them all)
 _STYLE = {
@@ -187,15 +186,15 @@ def render_report(report: ReconcileReport, console: Console) -> None:
         digest = o.manifest_hash[:12] if o.manifest_hash else ""
         line = f"  [{style}]{o.action:<9}[/] {o.slug:<32} {version:<5} {digest}"
         if o.reason:
-            line += f"  {_escape(o.reason)}"
+            line += f"  {shown(o.reason)}"
         console.print(line)
         for d in o.drift[:_DRIFT_SHOWN]:
             detail = f" ({d.detail})" if d.detail else ""
-            console.print(f"      {d.kind}: {_escape(d.path)}{detail}")
+            console.print(f"      {d.kind}: {shown(d.path)}{detail}")
         if len(o.drift) > _DRIFT_SHOWN:
             console.print(f"      ... and {len(o.drift) - _DRIFT_SHOWN} more")
     for error in report.refused:
-        console.print(f"  [bold red]{'refused':<9}[/] {_escape(str(error))}")
+        console.print(f"  [bold red]{'refused':<9}[/] {shown(str(error))}")
     counts = ", ".join(
         f"{len(report.slugs(a))} {a}"
         for a in ("written", "repaired", "adopted", "removed", "unchanged", "failed")
@@ -203,11 +202,6 @@ def render_report(report: ReconcileReport, console: Console) -> None:
     if report.refused:
         counts += f", {len(report.refused)} refused"
     console.print(f"{counts} ({report.hashed} hashed, {report.fetched} fetched)")
-
-
-def _escape(text: str) -> str:
-    """Text from the registry or the disk, shown as it is: no markup, no terminal control."""
-    return visible(text, 2000).replace("[", "\\[")
 
 
 @click.command(name="lock")

@@ -13,8 +13,7 @@ from rich.table import Table
 from registry.api.types import Status, TargetTrust
 from registry.cli.common import CliState, json_option, make_scope, run_async
 from registry.cli.gc import render_figures
-from registry.cli.output import Output
-from registry.domain.display import visible
+from registry.cli.output import Output, shown
 
 
 @click.command()
@@ -56,12 +55,12 @@ def _render_learning(report: Status, console: Console) -> None:
             "" if w.oldest_pending_at is None else f"{w.oldest_pending_at:%Y-%m-%d %H:%M}Z",
             decided,
             str(w.suppressions),
-            "" if last is None else f"{last.agent}/{last.slug}@{last.version}",
+            "" if last is None else shown(f"{last.agent}/{last.slug}@{last.version}"),
         )
     console.print(table)
     for w in report.learning:
         if w.learning_paused:
-            paused = ", ".join(f"{p.agent}/{p.slug}" for p in w.learning_paused)
+            paused = shown(", ".join(f"{p.agent}/{p.slug}" for p in w.learning_paused))
             console.print(f"{w.workspace}: learning paused on {paused}")
 
 
@@ -76,8 +75,8 @@ def _render_materialization(report: Status, console: Console) -> None:
     for t in section.targets:
         scope = t.workspace if t.agent == "personal" else f"{t.workspace}:{t.agent}"
         table.add_row(
-            t.path,
-            t.host,
+            shown(t.path),
+            shown(t.host),
             t.mode,
             scope,
             str(t.applied),
@@ -94,12 +93,12 @@ def _render_materialization(report: Status, console: Console) -> None:
         pending.add_column(column)
     for p in section.pending:
         pending.add_row(
-            p.target,
-            p.slug,
+            shown(p.target),
+            shown(p.slug),
             p.action,
             "" if p.desired_version is None else f"v{p.desired_version}",
             "" if p.applied_version is None else f"v{p.applied_version}",
-            p.error or "",
+            shown(p.error),
         )
     console.print(pending)
 
@@ -111,7 +110,7 @@ def trust_text(trust: TargetTrust | None) -> str:
     if trust.state == "stale":
         return f"stale since {trust.since:%Y-%m-%d %H:%M}Z" if trust.since else "stale"
     if trust.state == "refused":
-        return visible(f"refused: {trust.detail or ''}", 200)
+        return shown(f"refused: {trust.detail or ''}", 200)
     return "verified" if trust.seq is None else f"verified (state {trust.seq})"
 
 

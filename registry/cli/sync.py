@@ -22,11 +22,10 @@ from rich.console import Console
 from registry import __version__
 from registry.api.types import UNCHANGED, LockFile, ReconcileReport
 from registry.cli.common import CliState, json_option, make_scope, run_async
-from registry.cli.output import Output, to_jsonable
+from registry.cli.output import Output, shown, to_jsonable
 from registry.cli.reconcile import failure_code, render_report, report_dict, target_options
 from registry.client import Backoff, Bounds, Sync
 from registry.client.trust import TrustRoot
-from registry.domain.display import visible
 from registry.domain.model import Scope
 
 
@@ -185,7 +184,7 @@ async def _watch(syncer: Sync, out: Output, scope: Scope, backoff: Backoff) -> N
             _line({**error, "retry_in": round(delay, 3)})
         else:
             out.errors.print(
-                f"[yellow]sync of {scope} failed:[/] {_escape(str(exc))}; retrying in {delay:.1f}s",
+                f"[yellow]sync of {scope} failed:[/] {shown(str(exc))}; retrying in {delay:.1f}s",
                 soft_wrap=True,
             )
 
@@ -239,7 +238,7 @@ def trust_line(syncer: Sync) -> str:
         line += f" good until {found['expires']}"
     if found["state"] == "stale":
         line += f" (stale since {found['since']})"
-    return _escape(line)
+    return shown(line)
 
 
 def _stopped(out: Output) -> None:
@@ -252,10 +251,6 @@ def _stopped(out: Output) -> None:
 def _line(data: object) -> None:
     sys.stdout.write(json.dumps(to_jsonable(data), sort_keys=True) + "\n")
     sys.stdout.flush()
-
-
-def _escape(text: str) -> str:
-    return visible(text, 2000).replace("[", "\\[")
 
 
 COMMANDS = (sync,)

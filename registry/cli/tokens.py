@@ -10,7 +10,7 @@ from rich.table import Table
 
 from registry.api.types import TokenInfo
 from registry.cli.common import CliState, json_option, run_async
-from registry.cli.output import Output
+from registry.cli.output import Output, shown
 from registry.domain.access import Role
 
 
@@ -94,7 +94,7 @@ async def list_(state: CliState, out: Output, *, workspace: str, include_revoked
             table.add_row(
                 i.id,
                 i.role.value,
-                i.name,
+                shown(i.name),
                 f"{i.created_at:%Y-%m-%d %H:%M}",
                 "-" if i.last_used_at is None else f"{i.last_used_at:%Y-%m-%d %H:%M}",
                 "-" if i.revoked_at is None else f"{i.revoked_at:%Y-%m-%d %H:%M}",

@@ -135,6 +135,16 @@ async def target_id_taken(conn: AsyncConnection, target_id: str) -> bool:
     return found is not None
 
 
+async def target_count(conn: AsyncConnection, workspace: str) -> int:
+    """How many targets `workspace` has registered (`ix_materialization_targets_scope`)."""
+    found = await conn.scalar(
+        sa.select(sa.func.count())
+        .select_from(MaterializationTarget)
+        .where(MaterializationTarget.workspace == workspace)
+    )
+    return int(found or 0)
+
+
 async def save_target(conn: AsyncConnection, row: TargetRow) -> bool:
     """Insert the target, or refresh where it was seen; False if nothing changed."""
     existing = await target(conn, row.workspace, row.target_id)

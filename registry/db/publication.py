@@ -32,6 +32,7 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.orm import aliased
 
 from registry.db.skills import LIVE_OF_KIND, USED_BYTES, SkillRow
 from registry.db.tables import (
@@ -50,6 +51,7 @@ from registry.domain.manifest import ManifestEntry as DomainEntry
 from registry.domain.model import Scope
 
 _SKILL_COLUMNS: Final = tuple(getattr(Skill, f) for f in SkillRow.__slots__)
+_LOOK_ALIKE: Final = aliased(Skill, name="look_alike")
 _ONE: Final = sa.select(sa.literal(1).label("one")).subquery("one")
 
 
@@ -61,6 +63,10 @@ class WriteContext:
     head_hash: str | None
     has_excluded_source: bool
     has_pending_proposal: bool
+    # The new skill's slug skeleton, and the slug of the live skill of the scope that
+    # already has it (read only when the slug has no live skill): a look-alike.
+    skeleton: str = ""
+    look_alike: str | None = None
     # The capacity and quota figures, read only when the write may need them: skills of
     # the new skill's kind in the scope (no live skill yet), and the workspace's bytes in
     # use (the package grows), each one row of the counters the triggers on `skills`
@@ -106,6 +112,20 @@ _WRITE_CONTEXT: Final = sa.select(
             USED_BYTES.scalar_subquery(),
         )
     ).label("usage"),
+    sa.case(
+        (
+            Skill.id.is_(None),
+            sa.select(_LOOK_ALIKE.slug)
+            .where(
+                _LOOK_ALIKE.workspace == sa.bindparam("workspace"),
+                _LOOK_ALIKE.agent == sa.bindparam("agent"),
+                _LOOK_ALIKE.slug_skeleton == sa.bindparam("skeleton"),
+                _LOOK_ALIKE.state != "deleted",
+            )
+            .limit(1)
+            .scalar_subquery(),
+        )
+    ).label("look_alike"),
 ).select_from(_LIVE_WITH_HEAD)
 
 
@@ -117,12 +137,15 @@ async def write_context(
     *,
     kind: str,
     total_size: int,
+    skeleton: str,
 ) -> WriteContext:
     """Read the skill a write replaces and what its checks need, in one statement.
 
     `kind` and `total_size` are the new package's: the capacity count is read for a new
-    skill of `kind`, the workspace's usage if `total_size` exceeds the head's size. The
-    locked transaction runs it first, once the lock is held (`publish._publish`).
+    skill of `kind`, the workspace's usage if `total_size` exceeds the head's size, and
+    the live skill whose slug has `skeleton` (the new slug's) for a new skill
+    (`uq_skills_live_skeleton` finds it). The locked transaction runs it first, once the
+    lock is held (`publish._publish`).
     """
     params = {
         "workspace": scope.workspace,
@@ -131,6 +154,7 @@ async def write_context(
         "sources": list(dict.fromkeys(sources)),
         "kind": kind,
         "total_size": total_size,
+        "skeleton": skeleton,
     }
     values = (await conn.execute(_WRITE_CONTEXT, params)).one()._asdict()
     head_hash, excluded, pending = (
@@ -139,6 +163,7 @@ async def write_context(
         values.pop("pending"),
     )
     live_of_kind, usage = values.pop("live_of_kind"), values.pop("usage")
+    look_alike = values.pop("look_alike")
     skill = None if values["id"] is None else SkillRow(**values)
     return WriteContext(
         skill,
@@ -147,6 +172,8 @@ async def write_context(
         bool(pending),
         live_of_kind=None if live_of_kind is None else int(live_of_kind),
         usage=None if usage is None else int(usage),
+        skeleton=skeleton,
+        look_alike=look_alike,
     )
 
 
@@ -294,6 +321,7 @@ async def insert_skill(
     scope: Scope,
     slug: str,
     *,
+    skeleton: str,
     kind: str,
     size: int,
     now: datetime,
@@ -309,6 +337,7 @@ async def insert_skill(
                 "workspace": scope.workspace,
                 "agent": scope.agent,
                 "slug": slug,
+                "slug_skeleton": skeleton,
                 "kind": kind,
                 "head": 1,
                 "head_size": size,

@@ -13,6 +13,7 @@ the value at most, and nothing for the common plain-ASCII text but two C-level s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final, TypeVar
 
@@ -26,6 +27,10 @@ RULE_MALFORMED: Final = "malformed"
 """A value of the right type that is not of its form (a page cursor no page gave)."""
 RULE_CHOICE: Final = "not_a_choice"
 """A str that is none of the values the argument takes (a decision, a kind, a policy)."""
+RULE_CONTROL: Final = "control_character"
+r"""A C0 or C1 control character (a line break in one-line text; \n and \t are text)."""
+RULE_BIDI: Final = "bidi_control"
+"""A bidirectional embedding, override or isolate: it reorders what a reader sees."""
 
 ARGUMENT_RULES: Final = (
     RULE_TYPE,
@@ -34,8 +39,30 @@ ARGUMENT_RULES: Final = (
     RULE_RANGE,
     RULE_MALFORMED,
     RULE_CHOICE,
+    RULE_CONTROL,
+    RULE_BIDI,
 )
 """Every rule `ArgumentInvalid` names."""
+
+# The characters no text a client sets may hold (docs/write-path.md, "Arguments"). One
+# definition, spelled so that Python's `re`, pydantic's (Rust) regex engine and an
+# ECMA-262 JSON Schema validator read it alike: the HTTP schemas and the wire models use
+# the patterns below, the library `check_text`. C0 controls (NUL included) and DEL, the C1
+# controls, and the bidi embeddings, overrides (U+202A-U+202E) and isolates
+# (U+2066-U+2069): an escape sequence clears a terminal or plants a hyperlink, an override
+# shows a reader text in another order than it is stored. Multi-line text (a message, a
+# reason, an error) keeps \n and \t.
+_BIDI: Final = r"\u202a-\u202e\u2066-\u2069"
+_C1: Final = r"\x7f-\x9f"
+LINE_CHARS: Final = rf"\x00-\x1f{_C1}{_BIDI}"
+"""What one-line text (a name, an actor, a source, a path, a cursor) may not hold."""
+TEXT_CHARS: Final = rf"\x00-\x08\x0b-\x1f{_C1}{_BIDI}"
+"""What multi-line text (a message, a reason, an error) may not hold."""
+LINE_PATTERN: Final = rf"^[^{LINE_CHARS}]*$"
+TEXT_PATTERN: Final = rf"^[^{TEXT_CHARS}]*$"
+_REFUSED_IN_LINE: Final = re.compile(f"[{LINE_CHARS}]")
+_REFUSED_IN_TEXT: Final = re.compile(f"[{TEXT_CHARS}]")
+_BIDI_CHARS: Final = re.compile(f"[{_BIDI}]")
 
 T = TypeVar("T")
 S = TypeVar("S", bound=str)
@@ -75,16 +102,21 @@ def check_choice(argument: str, value: object, choices: Sequence[S]) -> S:
     raise ArgumentInvalid(argument, RULE_CHOICE, f"one of {', '.join(choices)}")
 
 
-def check_text(argument: str, value: object) -> str:
-    """`value` if it is a str every database stores as given: no NUL, no lone surrogate.
+def check_text(argument: str, value: object, *, multiline: bool = False) -> str:
+    r"""`value` if it is a str a client may set: the one rule for text, everywhere.
 
-    PostgreSQL's `text` cannot hold NUL, and UTF-8 (the databases', the drivers') cannot
-    encode a lone surrogate; the HTTP layer's schemas refuse NUL too.
+    No NUL (PostgreSQL's `text` cannot hold it; SQLite would store it), no other control
+    character or bidi control (`LINE_CHARS`; with `multiline`, `TEXT_CHARS`, which allow
+    \n and \t), no lone surrogate (UTF-8, the databases' and the drivers', cannot encode
+    it). The refusal names the argument, the rule and the character's code point and
+    index, never the text.
     """
     text = check_type(argument, value, str, "a str")
-    at = text.find("\0")
-    if at >= 0:
-        raise ArgumentInvalid(argument, RULE_NUL, f"NUL at index {at}")
+    found = (_REFUSED_IN_TEXT if multiline else _REFUSED_IN_LINE).search(text)
+    if found is not None:
+        at, char = found.start(), found.group()
+        rule = RULE_NUL if char == "\0" else RULE_BIDI if _BIDI_CHARS.match(char) else RULE_CONTROL
+        raise ArgumentInvalid(argument, rule, f"U+{ord(char):04X} at index {at}")
     if not text.isascii():
         try:
             text.encode("utf-8")
@@ -93,6 +125,11 @@ def check_text(argument: str, value: object) -> str:
             detail = f"lone surrogate U+{code:04X} at index {exc.start}"
             raise ArgumentInvalid(argument, RULE_INVALID_UNICODE, detail) from None
     return text
+
+
+def check_optional_text(argument: str, value: object, *, multiline: bool = False) -> str | None:
+    """`check_text`, or None for None (an optional cursor, an error a record may lack)."""
+    return None if value is None else check_text(argument, value, multiline=multiline)
 
 
 def check_items(argument: str, value: object, wanted: str) -> tuple[object, ...]:

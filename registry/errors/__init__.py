@@ -37,6 +37,7 @@ from registry.errors.conflicts import (
     OwnershipConflict,
     ProposalStale,
     SkillExists,
+    SlugLookAlike,
     StateConflict,
     TargetBusy,
     TargetMismatch,
@@ -86,6 +87,7 @@ from registry.errors.refused import (
     RemoteRefused,
     SourceExcluded,
     TargetInvalid,
+    TargetLimitReached,
 )
 
 __all__ = [
@@ -134,12 +136,14 @@ __all__ = [
     "SigningKeyUnavailable",
     "SkillExists",
     "SkillNotFound",
+    "SlugLookAlike",
     "SourceExcluded",
     "StateConflict",
     "StorageUnavailable",
     "SuppressionNotFound",
     "TargetBusy",
     "TargetInvalid",
+    "TargetLimitReached",
     "TargetMismatch",
     "TargetNotFound",
     "TokenNotFound",

@@ -41,6 +41,21 @@ class SkillExists(HeadConflict, code="skill_exists"):
 
 
 @dataclass(eq=False, repr=False)
+class SlugLookAlike(Conflict, code="slug_look_alike"):
+    """A new skill's slug looks like a live skill's of its scope (docs/package-format.md).
+
+    Equal after case folding, NFKC and Unicode's confusable mapping (TR 39's skeleton):
+    `λόγοσ` beside `λόγος`, `pdf-report` spelt with a Cyrillic e (U+0435) beside the Latin
+    one. Both read alike to a person, and a case-insensitive file system would put the
+    first pair in one folder. `existing` is the live skill's slug.
+    """
+
+    template = "slug {slug!r} looks like the existing skill {existing!r} of this scope"
+    slug: str
+    existing: str
+
+
+@dataclass(eq=False, repr=False)
 class OwnershipConflict(Conflict, code="ownership_conflict"):
     """A marketplace write would replace an owner-saved skill (or the reverse)."""
 

@@ -116,6 +116,14 @@ class CapacityExceeded(RefusedInput, code="capacity_exceeded"):
 
 
 @dataclass(eq=False, repr=False)
+class TargetLimitReached(RefusedInput, code="target_limit_reached"):
+    """The workspace already has as many materialisation targets as it may register."""
+
+    template = "target limit reached: at most {limit} materialisation targets per workspace"
+    limit: int
+
+
+@dataclass(eq=False, repr=False)
 class QuotaExceeded(RefusedInput, code="quota_exceeded"):
     """The workspace's storage quota would be exceeded by this write."""
 

@@ -22,6 +22,7 @@ from registry.api.types import (
     PackageInfo,
     SkillPage,
 )
+from registry.domain.arguments import LINE_PATTERN, TEXT_PATTERN
 from registry.domain.manifest import Manifest
 from registry.domain.model import Publication, Scope
 from registry.domain.numbers import MAX_ID, MAX_VERSION
@@ -61,10 +62,10 @@ class FileEntry(_Model):
         ]
 
 
-# Text the database stores as given: no NUL (PostgreSQL text cannot hold it).
-_TEXT: Final = r"^[^\x00]*$"
-# One line of printable text (actors, sources).
-_LINE: Final = r"^[^\x00-\x1f\x7f]+$"
+# The rule for text a client sets (registry/domain/arguments.py, `check_text`): no
+# control or bidi control character; multi-line text (a message, a reason) keeps \n and \t.
+_TEXT: Final = TEXT_PATTERN
+_LINE: Final = LINE_PATTERN
 
 Source = Annotated[str, Field(min_length=1, max_length=500, pattern=_LINE)]
 

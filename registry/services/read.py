@@ -8,6 +8,7 @@ before the index existed is read from the blob store and parsed instead.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Final
@@ -18,6 +19,7 @@ from blobstore import BlobCorrupted, BlobNotFound, BlobStoreError
 from registry.db import documents as db_documents
 from registry.db import exclusions as db_exclusions
 from registry.db import skills as db_skills
+from registry.domain.arguments import check_optional_text
 from registry.domain.frontmatter import parse_skill_md
 from registry.domain.manifest import Manifest
 from registry.domain.model import PackageFile, Scope, check_slug
@@ -193,8 +195,24 @@ async def _parsed_triggers(ctx: Context, digest: str, slug: str) -> tuple[str, .
         return ()  # stored under older rules: it names no triggers the registry can read
 
 
-async def read_files(ctx: Context, manifest: Manifest) -> dict[str, PackageFile]:
-    """Fetch every file of `manifest` from the blob store, verified, in parallel."""
+Vanished = Callable[[], Awaitable[None]]
+"""What a caller checks when a blob it read is not found, in a snapshot of its own.
+
+The blobs of a version read from one snapshot are held by nothing once it ends: retention
+may prune the version and GC delete its blobs before they are read. Such a callback
+raises the error that says so (`VersionNotFound`, `HeadConflict`) if the version or head
+is gone; if it returns, the version is still there and the missing blob is damage.
+"""
+
+
+async def read_files(
+    ctx: Context, manifest: Manifest, *, vanished: Vanished | None = None
+) -> dict[str, PackageFile]:
+    """Fetch every file of `manifest` from the blob store, verified, in parallel.
+
+    A blob not found is `Inconsistency`, unless `vanished` finds that what referenced it
+    is gone (see `Vanished`), and raises that instead.
+    """
     gate = asyncio.Semaphore(_READ_CONCURRENCY)
     digests = sorted({e.digest for e in manifest.entries})
 
@@ -204,7 +222,11 @@ async def read_files(ctx: Context, manifest: Manifest) -> dict[str, PackageFile]
 
     try:
         fetched = dict(await asyncio.gather(*(fetch(d) for d in digests)))
-    except (BlobNotFound, BlobCorrupted) as exc:
+    except BlobNotFound as exc:
+        if vanished is not None:
+            await vanished()
+        raise Inconsistency(f"a referenced blob is unreadable: {exc}") from exc
+    except BlobCorrupted as exc:
         raise Inconsistency(f"a referenced blob is unreadable: {exc}") from exc
     except BlobStoreError as exc:
         raise blob_store_failed(exc) from exc
@@ -224,6 +246,7 @@ async def list_skills(
     ctx: Context, scope: Scope, *, limit: int = 50, after: str | None = None
 ) -> SkillPage:
     """The live skills of `scope`, ordered by slug, one keyset page at a time."""
+    check_optional_text("after", after)
     limit = max(1, min(limit, MAX_PAGE))
 
     async def work(conn: AsyncConnection) -> SkillPage:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import re
 
 import httpx
+import pytest
+import sqlalchemy as sa
 from pydantic import SecretStr
 
 from registry.console.routing import Console
+from registry.db.tables import Version
 from registry.domain.model import Scope
 from registry.http.app import create_app
 from tests.console.site import WS, make_site, publish, skill_md, skill_path
@@ -143,8 +146,10 @@ def _no_markup_escaped(html: str) -> None:
 
 
 async def test_hostile_names_descriptions_files_and_contents_are_shown_not_run(site):
-    # Paths with bidi controls are refused by the path rules; names, messages, sources,
-    # descriptions and contents may hold anything.
+    # Paths with bidi controls are refused by the path rules, and messages and sources by
+    # the rule for text a client sets (a version written before that rule may still hold
+    # one: the second message is set in the database); descriptions and contents may hold
+    # anything.
     reg = site.registry
     description = f"{HOSTILE} {BIDI}"
     files = {
@@ -157,8 +162,9 @@ async def test_hostile_names_descriptions_files_and_contents_are_shown_not_run(s
         "hello",
         {**files, "SKILL.md": skill_md("hello", description.replace('"', "'").replace(":", " "))},
         head=1,
-        message=BIDI,
     )
+    async with reg.engine.begin() as conn:
+        await conn.execute(sa.update(Version).where(Version.number == 2).values(message=BIDI))
     await site.signin("owner")
     pages = [
         f"/console/{WS}/",
@@ -176,6 +182,9 @@ async def test_hostile_names_descriptions_files_and_contents_are_shown_not_run(s
         _no_markup_escaped(answer.text)
     skill = (await site.client.get(skill_path("hello"))).text
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in skill
+    history = (await site.client.get(skill_path("hello", "history"))).text
+    assert "<span class=ctl>U+202E</span>" in history
+    assert "\u202e" not in history
     assert "U+202E" in skill
     assert "\u202e" not in skill
     viewer = (await site.client.get(skill_path("hello", "file") + "?path=SKILL.md")).text
@@ -185,3 +194,21 @@ async def test_hostile_names_descriptions_files_and_contents_are_shown_not_run(s
     # The editor keeps every character (escaped), so saving does not change the file.
     assert "\u202e" in editor
     assert "&lt;script&gt;" in editor
+
+
+@pytest.mark.both_databases
+async def test_a_nul_or_control_in_a_form_or_a_cursor_is_refused_not_a_server_error(site):
+    # Before: on PostgreSQL both answered 503 ("database unavailable"); on SQLite the
+    # reason was stored with its NUL.
+    await publish(site.registry, "hello", {"SKILL.md": skill_md("hello")})
+    await site.signin("owner")
+    cursor = await site.client.get(f"/console/{WS}/marketplace", params={"after": "\x00"})
+    assert cursor.status_code == 422
+    assert "nul_byte" in cursor.text
+    for reason in ("a\x00b", "\x1b[2J", "why\u202e"):
+        answer = await site.post(
+            skill_path("hello", "control"), {"action": "pause", "reason": reason}
+        )
+        assert answer.status_code == 422, reason
+    status = await site.registry.skill_status(Scope(WS), "hello")
+    assert (status.learning_paused, status.pause_reason) == (False, None)

@@ -15,6 +15,7 @@ import pytest
 from registry import wire
 from registry.services.materialize.report import ACTIONS
 from registry.services.materialize.source import OUTCOMES
+from registry.settings import Settings
 from tests.http.helpers import publish
 from tests.support.packages import package
 from tests.support.scopes import ACME
@@ -208,3 +209,54 @@ async def test_every_role_may_sync(served, role):
 def test_the_wire_names_the_engines_actions_and_outcomes():
     assert set(get_args(wire.Action)) == set(ACTIONS)
     assert set(get_args(wire.Outcome)) == set(OUTCOMES)
+
+
+@pytest.mark.both_databases
+async def test_a_read_token_cannot_store_control_or_bidi_text(served):
+    # Before: a record's error took escape sequences (`skillreg status` printed them raw)
+    # and NUL (503 "database unavailable" on PostgreSQL); a path or host took U+202E and
+    # C1 controls.
+    await publish(served, "alpha", package("alpha"))
+    assert (await _register(served)).status_code == 200
+    for place in (
+        {"path": "/srv/\u202eexe.txt"},
+        {"path": "/srv/\x85skills"},
+        {"host": "agent\u2066-1"},
+        {"host": "agent\x00"},
+    ):
+        response = await _register(served, str(uuid.uuid4()), **place)
+        assert (response.status_code, response.json()["code"]) == (422, "request_invalid"), place
+    for error in (
+        "\x1b[2J\x1b]0;owned\x07",
+        "\x1b]8;;https://example.invalid\x07click\x1b]8;;\x07",
+        "\x1b[31mred",
+        "a\x00b",
+    ):
+        body = {"expected": None, "record": _record(outcome="failed", error=error)}
+        response = await _put_record(served, "alpha", body | {"action": "failed"})
+        assert (response.status_code, response.json()["code"]) == (422, "request_invalid"), error
+    targets = await rows(served.registry, "materialization_targets")
+    assert [(t["path"], t["host"]) for t in targets] == [(PLACE["path"], PLACE["host"])]
+    assert await rows(served.registry, "materializations") == []
+    # A multi-line error is text.
+    body = {"expected": None, "record": _record(outcome="failed", error="one\n\ttwo")}
+    assert (await _put_record(served, "alpha", body | {"action": "failed"})).status_code == 200
+
+
+async def test_a_workspace_registers_at_most_its_target_limit(serve):
+    served = await serve(settings=Settings(capacity_targets=2))
+    first, second = str(uuid.uuid4()), str(uuid.uuid4())
+    assert (await _register(served, first)).status_code == 200
+    assert (await _register(served, second)).status_code == 200
+    refused = await _register(served, str(uuid.uuid4()))
+    assert (refused.status_code, refused.json()["code"]) == (422, "target_limit_reached")
+    assert refused.json()["details"] == {"limit": 2}
+    # A registered target still moves and records; another workspace has its own limit.
+    assert (await _register(served, first, path="/srv/moved")).json()["changed"] is True
+    other = await served.client.put(
+        f"/v1/workspaces/globex/targets/{uuid.uuid4()}",
+        json=PLACE,
+        headers=served.auth("read", other=True),
+    )
+    assert other.status_code == 200
+    assert len(await rows(served.registry, "materialization_targets")) == 3

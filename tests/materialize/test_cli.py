@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
 
 import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from registry.cli.packages import example_root
+from registry.db.tables import Materialization, MaterializationTarget
 from tests.support.cli import database_options, run, run_json, tree
 
 EXAMPLES = sorted(p.name for p in example_root().iterdir() if p.is_dir())
@@ -144,3 +148,34 @@ def test_forgetting_a_target_removes_what_reconcile_put_there_and_its_records(
     (tmp_path / "plain").mkdir()
     plain = run_json(*on_database, "target", "forget", tmp_path / "plain", code=3)
     assert plain["error"] == "target_invalid"
+
+
+def test_status_shows_stored_control_and_bidi_characters_escaped(
+    on_database, database_url, tmp_path
+):
+    # Rows written before the rule for text a client sets (or by hand) may hold escape
+    # sequences: `status` showed a read token's error raw (clearing the screen, setting
+    # the window title, planting a hyperlink) and a path that read backwards.
+    run(*on_database, "init")
+    run(*on_database, "demo", "-w", "demo")
+    run_json(*on_database, "reconcile", "-w", "demo", "-t", tmp_path / "skills")
+    error = "\x1b[2J\x1b]0;owned\x07\x1b]8;;https://example.invalid\x07click\x1b]8;;\x07 [red]x"
+
+    async def poke() -> None:
+        engine = create_async_engine(database_url)
+        async with engine.begin() as conn:
+            await conn.execute(sa.update(MaterializationTarget).values(path="/srv/\u202eexe.txt"))
+            await conn.execute(
+                sa.update(Materialization)
+                .where(Materialization.slug == EXAMPLES[0])
+                .values(outcome="failed", manifest_hash=None, version=None, error=error)
+            )
+        await engine.dispose()
+
+    asyncio.run(poke())
+    shown = run(*on_database, "status", "-w", "demo")
+    assert "\x1b" not in shown
+    assert "\u202e" not in shown
+    assert "\\u001b[2J" in shown.replace("\n", "")
+    assert "\\u202e" in shown
+    assert "[red]x" in shown.replace("\n", "")  # markup in stored text is text

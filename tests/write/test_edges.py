@@ -349,13 +349,11 @@ async def test_many_concurrent_writes_queue_for_connections_instead_of_failing(m
 # racing retention's prune
 
 
-async def _two_versions(registry):
+async def _two_versions(registry, slug="pdf-report"):
     await registry.write_package(
-        ACME, "pdf-report", package("pdf-report", tag="one"), expected_head=None, actor="u"
+        ACME, slug, package(slug, tag="one"), expected_head=None, actor="u"
     )
-    await registry.write_package(
-        ACME, "pdf-report", package("pdf-report", tag="two"), expected_head=1, actor="u"
-    )
+    await registry.write_package(ACME, slug, package(slug, tag="two"), expected_head=1, actor="u")
 
 
 async def _prune_to_head(registry):
@@ -400,25 +398,86 @@ async def test_a_restore_racing_a_prune_is_version_not_found(make_registry):
     assert (await owner.read_package(ACME, "pdf-report")).version == 2
 
 
-async def test_a_restore_racing_a_prune_and_gc_is_version_not_found_both_times(make_registry):
+def _outside_transactions(trace: list[str]) -> list[str]:
+    """The failpoints a path hit before its publish transaction began.
+
+    From `publish.begin` on, the path holds (SQLite) or is about to take (PostgreSQL) the
+    workspace lock, which retention's prune waits for: its locked checks decide there.
+    """
+    return trace[: trace.index("publish.begin")] if "publish.begin" in trace else list(trace)
+
+
+async def _traced(failpoints: ScriptedFailpoints, operation) -> list[str]:
+    failpoints.trace.clear()
+    await operation()
+    return _outside_transactions(failpoints.trace)
+
+
+async def _prune_and_collect(registry):
+    await retention.prune(registry.ctx, RetentionPolicy(keep_versions=1))
+    await collect(registry.ctx, grace=0)
+
+
+async def test_a_restore_racing_a_prune_and_gc_is_version_not_found_at_every_step(
+    make_registry,
+):
     pruner = await make_registry()
-    await _two_versions(pruner)
     failpoints = ScriptedFailpoints()
     owner = await make_registry(failpoints=failpoints)
-    park = failpoints.park("write.checked")
-    restoring = asyncio.create_task(
-        owner.restore(ACME, "pdf-report", 1, expected_head=2, actor="o")
+    await _two_versions(pruner, "dry-run")
+    steps = await _traced(
+        failpoints, lambda: owner.restore(ACME, "dry-run", 1, expected_head=2, actor="o")
     )
-    await park.reached.wait()
-    await _prune_to_head(pruner)
-    await collect(pruner.ctx, grace=0)
-    park.release.set()
-    # Before: "IntegrityError: 2 blobs this version references are not stored ...; run
-    # skillreg fsck", on a registry fsck finds consistent.
-    with pytest.raises(VersionNotFound):
-        await restoring
-    with pytest.raises(VersionNotFound):
-        await owner.restore(ACME, "pdf-report", 1, expected_head=2, actor="o")
+    assert {"read.located", "undo.head_read", "write.checked"} <= set(steps), steps
+    for n, step in enumerate(steps):
+        slug = f"pdf-report-{n}"
+        await _two_versions(pruner, slug)
+        park = failpoints.park(step)
+        restoring = asyncio.create_task(owner.restore(ACME, slug, 1, expected_head=2, actor="o"))
+        await park.reached.wait()
+        await _prune_and_collect(pruner)
+        park.release.set()
+        # Before: at `read.located` and `undo.head_read`, "a referenced blob is unreadable
+        # ... not found" (Inconsistency); at `write.checked`, "blobs this version
+        # references are not stored; run skillreg fsck". Each on a registry fsck finds
+        # consistent: the version was pruned, its blobs collected.
+        with pytest.raises(VersionNotFound):
+            await restoring
+        with pytest.raises(VersionNotFound):
+            await owner.restore(ACME, slug, 1, expected_head=2, actor="o")
+        assert (await owner.package_info(ACME, slug)).version == 2, step
+    report = await fsck(owner.ctx)
+    assert report.clean, report.problems
+
+
+async def test_a_delete_racing_a_write_a_prune_and_gc_is_a_head_conflict_at_every_step(
+    make_registry,
+):
+    pruner = await make_registry()
+    failpoints = ScriptedFailpoints()
+    owner = await make_registry(failpoints=failpoints)
+    await _two_versions(pruner, "dry-run")
+    steps = await _traced(
+        failpoints, lambda: owner.delete(ACME, "dry-run", actor="o", expected_head=2)
+    )
+    assert "undo.head_read" in steps, steps
+    for n, step in enumerate(steps):
+        slug = f"pdf-report-{n}"
+        await _two_versions(pruner, slug)
+        park = failpoints.park(step)
+        deleting = asyncio.create_task(owner.delete(ACME, slug, actor="o", expected_head=2))
+        await park.reached.wait()
+        three = package(slug, tag="three")
+        await pruner.write_package(ACME, slug, three, expected_head=2, actor="w")
+        await _prune_and_collect(pruner)
+        park.release.set()
+        # Before: "a referenced blob is unreadable ... not found" (Inconsistency): the
+        # delete read the files of the head it undoes (v2) after the write replaced it,
+        # retention pruned it and GC collected its blobs.
+        with pytest.raises(HeadConflict) as caught:
+            await deleting
+        assert (caught.value.expected, caught.value.current) == (2, 3), step
+        assert (await owner.skill_status(ACME, slug)).head == 3  # not deleted
     report = await fsck(owner.ctx)
     assert report.clean, report.problems
 

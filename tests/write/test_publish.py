@@ -14,6 +14,7 @@ from registry.errors import (
     QuotaExceeded,
     SkillExists,
     SkillNotFound,
+    SlugLookAlike,
     VersionNotFound,
 )
 from registry.services.write.publish import write_package
@@ -386,3 +387,32 @@ async def test_what_a_write_sends_on_postgresqls_wire(make_registry):
     async with registry.engine.connect() as conn:
         raw = await conn.get_raw_connection()
         assert raw.driver_connection.autocommit is False
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [("λόγος", "λόγοσ"), ("pdf-report", "pdf-r\u0435port")],
+    ids=["final-sigma", "cyrillic-e"],
+)
+async def test_a_slug_that_looks_like_a_live_skills_is_refused_naming_it(
+    registry, local_store, first, second
+):
+    # Before: both were skills of one scope, side by side in listings and targets (the
+    # first pair in one folder on a case-insensitive file system).
+    await publish(registry, first, package(first))
+    before = await db_state(registry)
+    stored = await store_digests(local_store)
+    with pytest.raises(SlugLookAlike) as caught:
+        await publish(registry, second, package(second))
+    assert (caught.value.slug, caught.value.existing) == (second, first)
+    assert await db_state(registry) == before
+    assert await live_claims(registry) == 0
+    assert await store_digests(local_store) >= stored
+    # The same rule holds for catalog listings (a scope of their own) ...
+    listing = await registry.marketplace.publish_listing(first, package(first), actor="u")
+    assert listing.version == 1
+    with pytest.raises(SlugLookAlike):
+        await registry.marketplace.publish_listing(second, package(second), actor="u")
+    # ... and only among live skills: once the first is deleted, its look-alike may be made.
+    await registry.delete(ACME, first, actor="u")
+    assert (await publish(registry, second, package(second))).version == 1

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from registry.errors import CapacityExceeded, HeadConflict
+from registry.errors import CapacityExceeded, HeadConflict, SlugLookAlike
 from registry.settings import Settings
 from tests.support.faults import InjectedFault, ScriptedFailpoints
 from tests.support.packages import as_bytes, package, skill_md
@@ -262,4 +262,22 @@ async def test_a_restore_whose_blob_vanished_fails_instead_of_publishing(
     with pytest.raises(Inconsistency):
         await publish_manifest(registry.ctx, request, info.manifest, files={})
     assert (await registry.package_info(ACME, "skill-a")).version == 2
+    assert await live_claims(registry) == 0
+
+
+async def test_two_writers_of_look_alike_slugs_one_wins(make_registry):
+    # Both have validated, claimed and uploaded before either takes the lock: neither
+    # could see the other's skill. The locked check (and, under it, the unique index on
+    # the live skills' skeletons) lets exactly one in.
+    registry = await make_registry(failpoints=BarrierFailpoints("write.uploaded", 2))
+    slugs = ["λόγος", "λόγοσ"]
+    results = await _outcomes(
+        registry.write_package(ACME, s, package(s), expected_head=None, actor="u") for s in slugs
+    )
+    refused = [r for r in results if isinstance(r, SlugLookAlike)]
+    stored = [s for s, r in zip(slugs, results, strict=True) if not isinstance(r, BaseException)]
+    assert len(stored) == 1, results
+    assert len(refused) == 1, results
+    assert refused[0].existing == stored[0]
+    assert [i.slug for i in (await registry.list_skills(ACME)).items] == stored
     assert await live_claims(registry) == 0

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from blobstore.local import LocalBlobStore
-from registry import ANY, FindingRef, Origin, PackageFile, ProposalRef
+from registry import ANY, FindingRef, Origin, PackageFile, ProposalRef, wire
 from registry.api import Registry
 from registry.domain.numbers import MAX_VERSION
 from registry.errors import (
@@ -158,6 +158,10 @@ async def test_zero_and_the_largest_version_are_expected_heads_no_skill_has(
         ({"message": "a\x00b"}, "message", "nul_byte"),
         ({"actor": "a\x00"}, "actor", "nul_byte"),
         ({"sources": ["x\x00"]}, "sources/1", "nul_byte"),
+        ({"message": "fix \x1b[2J"}, "message", "control_character"),
+        ({"message": "fix \x9b2J"}, "message", "control_character"),
+        ({"actor": "u\u202e"}, "actor", "bidi_control"),
+        ({"sources": ["chat\n1"]}, "sources/1", "control_character"),
         ({"origin": "edit"}, "origin", "wrong_type"),
         ({"keep_auto_improve": "no"}, "keep_auto_improve", "wrong_type"),
         ({"approve": "SKILL.md:1"}, "approve", "wrong_type"),
@@ -260,6 +264,114 @@ async def test_edit_restore_and_retry_check_their_metadata_too(
         ),
     )
     assert (retry.argument, retry.rule) == ("message", "nul_byte")
+
+
+# ---------------------------------------------------------------- every text a client sets
+
+TARGET = "0b1e2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+# What the attack run stored: a read token's error that clears the screen and plants a
+# hyperlink, a path that reads backwards; NUL answered 503 on PostgreSQL.
+OSC8 = "\x1b]8;;https://example.invalid\x07click\x1b]8;;\x07"
+TEXT_TABLES = (
+    "skills",
+    "events",
+    "api_tokens",
+    "materialization_targets",
+    "materializations",
+    "source_exclusions",
+)
+
+
+def _place(path: str = "/srv/skills", host: str = "agent-1") -> wire.TargetRegistration:
+    # A library caller's model, not validated by pydantic: the service checks it itself.
+    return wire.TargetRegistration.model_construct(
+        agent="personal", path=path, host=host, mode="link"
+    )
+
+
+def _failed(error: str) -> wire.RecordRequest:
+    record = wire.NewState.model_construct(
+        manifest_hash=None, version=None, outcome="failed", error=error
+    )
+    return wire.RecordRequest.model_construct(
+        expected=None, record=record, action="failed", drift=[], error_code=None
+    )
+
+
+TEXT_CALLS: dict[str, tuple[Callable[[Registry], Awaitable[object]], str, str]] = {
+    "control reason": (
+        lambda r: r.pause_learning(ACME, SLUG, actor="u", reason="why \x1b[2J"),
+        "reason",
+        "control_character",
+    ),
+    "control reason NUL": (
+        lambda r: r.stop_using(ACME, SLUG, actor="u", reason="a\x00"),
+        "reason",
+        "nul_byte",
+    ),
+    "control actor": (
+        lambda r: r.pause_learning(ACME, SLUG, actor="owner\u202e"),
+        "actor",
+        "bidi_control",
+    ),
+    "excluded source": (
+        lambda r: r.exclude_source(ACME, "chat:\u20661", actor="u"),
+        "source",
+        "bidi_control",
+    ),
+    "token name": (
+        lambda r: r.tokens.create(ACME.workspace, "read", name=OSC8, actor="u"),
+        "name",
+        "control_character",
+    ),
+    "target path": (
+        lambda r: r.targets.register(ACME.workspace, TARGET, _place(path="/srv/\u202eexe.txt")),
+        "path",
+        "bidi_control",
+    ),
+    "target host": (
+        lambda r: r.targets.register(ACME.workspace, TARGET, _place(host="agent\x85")),
+        "host",
+        "control_character",
+    ),
+    "record error": (
+        lambda r: r.targets.record(ACME.workspace, TARGET, SLUG, _failed(f"failed: {OSC8}")),
+        "error",
+        "control_character",
+    ),
+    "record error NUL": (
+        lambda r: r.targets.record(ACME.workspace, TARGET, SLUG, _failed("a\x00")),
+        "error",
+        "nul_byte",
+    ),
+    "page cursor": (lambda r: r.list_skills(ACME, after="a\x00"), "after", "nul_byte"),
+    "catalog cursor": (
+        lambda r: r.marketplace.list_listings(after="\x1b"),
+        "after",
+        "control_character",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", TEXT_CALLS)
+async def test_text_a_client_sets_follows_one_rule_everywhere(
+    registry: Registry, case: str
+) -> None:
+    # Before: each was stored as sent on SQLite (and shown raw by `skillreg status`), the
+    # NULs answered StorageUnavailable (503) on PostgreSQL.
+    call, argument, rule = TEXT_CALLS[case]
+    await first_version(registry)
+    await registry.targets.register(ACME.workspace, TARGET, _place(path="/srv/old"))
+    before = await db_state(registry, TEXT_TABLES)
+    with pytest.raises(ArgumentInvalid) as caught:
+        await call(registry)
+    assert (caught.value.argument, caught.value.rule) == (argument, rule)
+    assert await db_state(registry, TEXT_TABLES) == before
+    if case != "control reason":
+        return
+    # Multi-line text keeps its line breaks and tabs.
+    await registry.pause_learning(ACME, SLUG, actor="u", reason="first line\n\tsecond")
+    assert (await registry.skill_status(ACME, SLUG)).pause_reason == "first line\n\tsecond"
 
 
 # ---------------------------------------------------------------- files

@@ -29,6 +29,10 @@ class Skill(Base):
     workspace: Mapped[str] = mapped_column(sa.String(128))
     agent: Mapped[str] = mapped_column(sa.String(128))
     slug: Mapped[str] = mapped_column(sa.String(64))
+    # The slug's look-alike skeleton (registry/domain/skeleton.py). Null only for a skill
+    # whose skeleton another live skill of its scope already had when migration 0013 filled
+    # the column in: the older skill keeps it (docs/package-format.md, "Look-alike slugs").
+    slug_skeleton: Mapped[str | None] = mapped_column(sa.Text)
     kind: Mapped[str] = mapped_column(sa.String(16), default="saved")
     head: Mapped[int] = mapped_column(sa.Integer)
     head_size: Mapped[int] = mapped_column(sa.BigInteger, default=0)
@@ -52,6 +56,16 @@ class Skill(Base):
             "workspace",
             "agent",
             "slug",
+            unique=True,
+            sqlite_where=sa.text("state <> 'deleted'"),
+            postgresql_where=sa.text("state <> 'deleted'"),
+        ),
+        # Nor may two live skills of a scope have slugs that look alike: one skeleton each.
+        sa.Index(
+            "uq_skills_live_skeleton",
+            "workspace",
+            "agent",
+            "slug_skeleton",
             unique=True,
             sqlite_where=sa.text("state <> 'deleted'"),
             postgresql_where=sa.text("state <> 'deleted'"),

@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from pydantic import Field, TypeAdapter
 
 from registry.api.types import DiffTarget, HistoryPage, PackageDiff, ProposalRef, SkillStatus
+from registry.domain.arguments import TEXT_PATTERN
 from registry.domain.numbers import MAX_VERSION
 from registry.domain.states import Action
 from registry.errors import HeadConflict
@@ -122,7 +123,7 @@ class RestoreBody(ActorOptions):
     """`POST .../restore`: the version to make the head again."""
 
     version: int = Field(ge=1, le=MAX_VERSION)
-    message: str = Field(default="", max_length=10_000, pattern=r"^[^\x00]*$")
+    message: str = Field(default="", max_length=10_000, pattern=TEXT_PATTERN)
 
 
 @router.post(
@@ -201,7 +202,7 @@ class StateChange(ActorOptions):
     """`POST .../state`: one owner control."""
 
     action: ControlAction
-    reason: str = Field(default="", max_length=2000, pattern=r"^[^\x00]*$")
+    reason: str = Field(default="", max_length=2000, pattern=TEXT_PATTERN)
 
 
 @router.post(

@@ -23,6 +23,7 @@ from registry.api.types import (
     ProposalPage,
     SuppressionInfo,
 )
+from registry.domain.arguments import LINE_PATTERN
 from registry.http.auth import Caller, authorize, registry_of
 from registry.http.problems import HttpProblem
 from registry.http.routes.common import (
@@ -44,7 +45,7 @@ Authorized = Annotated[Caller, Depends(authorize)]
 Id = Annotated[int, Path(ge=1, le=2**63 - 1)]
 Kind = Literal["learning", "suppressed", "update", "draft"]
 _OUTCOMES: TypeAdapter[list[DecisionOutcome]] = TypeAdapter(list[DecisionOutcome])
-Conversation = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]
+Conversation = Annotated[str, Field(min_length=1, max_length=200, pattern=LINE_PATTERN)]
 
 
 @router.get(
@@ -294,9 +295,7 @@ async def list_loads(
     request: Request,
     workspace: Workspace,
     caller: Authorized,
-    conversation: Annotated[
-        str, Query(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")
-    ],
+    conversation: Annotated[str, Query(min_length=1, max_length=200, pattern=LINE_PATTERN)],
 ) -> Loads:
     """Read each with `GET .../skills/{slug}/versions/{version}`."""
     del caller

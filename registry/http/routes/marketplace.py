@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from registry.api import Registry
 from registry.api.types import Enqueued
+from registry.domain.arguments import TEXT_PATTERN
 from registry.domain.model import Scope
 from registry.domain.numbers import MAX_ID, MAX_VERSION
 from registry.errors import HeadConflict, JobNotFound
@@ -193,7 +194,7 @@ async def put_listing(
     request: Request,
     listing: Listing,
     caller: Authorized,
-    message: Annotated[str, Query(max_length=10_000, pattern=r"^[^\x00]*$")] = "",
+    message: Annotated[str, Query(max_length=10_000, pattern=TEXT_PATTERN)] = "",
 ) -> Response:
     """Read the archive safely (links, escaping names, bombs refused), publish its files.
 

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import discovery as db_discovery
 from registry.db import skills as db_skills
+from registry.domain.arguments import check_text
 from registry.domain.model import ANY, ExpectedHead, Scope, check_slug
 from registry.errors import HeadConflict, SkillNotFound
 from registry.services.context import Context
@@ -116,6 +117,7 @@ async def update_settings(
     names no live skill of the scope is `SkillNotFound`, and nothing changes. A change
     that changes nothing writes nothing.
     """
+    check_text("actor", actor)
     for slug in (*add, *remove, *(skills or ())):
         check_slug(slug)
 

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from registry.db import approvals as db_approvals
 from registry.db import skills as db_skills
 from registry.domain.approvals import Approval, FindingRef
+from registry.domain.arguments import check_text
 from registry.domain.model import Scope, check_slug
 from registry.errors import VersionNotFound
 from registry.services.context import Context
@@ -46,6 +47,7 @@ async def approve_findings(
 ) -> ApprovalResult:
     """Approve `findings` of `version` (see the module docstring)."""
     check_slug(slug)
+    check_text("actor", actor)
     if not findings:
         msg = "name at least one finding to approve"
         raise ValueError(msg)

@@ -31,6 +31,7 @@ from registry.db import exclusions as db_exclusions
 from registry.db import proposals as db_proposals
 from registry.db import skills as db_skills
 from registry.db import suppressions as db_suppressions
+from registry.domain.arguments import check_text
 from registry.domain.model import Scope, check_slug
 from registry.domain.similarity import ChangedFile
 from registry.domain.states import Action, Conditions, SkillState, check
@@ -240,9 +241,12 @@ async def act(
 
     With `expected_head`, the action is a compare-and-swap on the head: under the lock,
     a head other than `expected_head` raises `HeadConflict` and changes nothing (the
-    HTTP API's `If-Match`).
+    HTTP API's `If-Match`). `actor` and `reason` follow the rule for text a client sets
+    (`check_text`; a reason may hold line breaks).
     """
     check_slug(slug)
+    check_text("actor", actor)
+    check_text("reason", reason, multiline=True)
     moved = None
     for _ in range(_HEAD_RACE_ATTEMPTS):
         checked = None
@@ -252,9 +256,9 @@ async def act(
             if checked.unavailable_because is not None:
                 # Runtimes would load a package that may not be read.
                 raise VersionUnavailable(slug, checked.head, checked.unavailable_because)
-        if action is Action.DELETE:
-            undone = await _deleted_behaviour(ctx, scope, slug)
         try:
+            if action is Action.DELETE:
+                undone = await _deleted_behaviour(ctx, scope, slug, expected_head)
             work = functools.partial(
                 _act,
                 ctx,
@@ -287,12 +291,27 @@ class _Undone:
     change: tuple[ChangedFile, ...]
 
 
-async def _deleted_behaviour(ctx: Context, scope: Scope, slug: str) -> _Undone | None:
+async def _deleted_behaviour(
+    ctx: Context, scope: Scope, slug: str, expected_head: int | None
+) -> _Undone | None:
     head = await suppression.head_manifest(ctx, scope, slug)
     if head is None:
         return None  # no live skill: the locked transaction says so
     number, manifest = head
-    return _Undone(number, manifest.hash, await suppression.whole_package(ctx, manifest))
+
+    async def vanished() -> None:
+        # A blob of the head read is missing: in a snapshot of its own, a head that moved
+        # (and whose old blobs GC took) is what the locked check would say, not damage.
+        current = await ctx.read(lambda conn: db_skills.live_skill(conn, scope, slug))
+        if current is None:
+            raise SkillNotFound(scope.workspace, scope.agent, slug)
+        if current.head != number:
+            if expected_head is not None:
+                raise HeadConflict(expected_head, current.head)
+            raise _HeadMoved(number, current.head)
+
+    change = await suppression.whole_package(ctx, manifest, vanished=vanished)
+    return _Undone(number, manifest.hash, change)
 
 
 async def _act(

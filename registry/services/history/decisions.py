@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import proposals as db_proposals
 from registry.db.tables import PENDING_PROPOSAL_STATUSES, PROPOSAL_KINDS
-from registry.domain.arguments import check_choice, check_flag, check_members
+from registry.domain.arguments import check_choice, check_flag, check_members, check_text
 from registry.domain.model import FileInput, Scope, check_scope_name
 from registry.domain.numbers import MAX_ID, names_row, page_before
 from registry.errors import ProposalNotFound, RegistryError
@@ -104,6 +104,7 @@ async def decide_many(
 ) -> list[DecisionOutcome]:
     """Take each decision in turn, in the order given; each succeeds or fails alone."""
     check_scope_name("workspace", workspace)
+    check_text("actor", actor)
     # The whole batch is checked before any decision is taken (a generator is read once).
     decisions = check_members("requests", decisions, DecisionRequest, "DecisionRequest")
     for n, item in enumerate(decisions, start=1):

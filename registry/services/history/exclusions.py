@@ -29,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from registry.db import exclusions as db_exclusions
 from registry.db import history as db_history
 from registry.db import skills as db_skills
+from registry.domain.arguments import check_text
 from registry.domain.model import Scope
 from registry.errors import ContentBlocked, HeadConflict, VersionUnavailable
 from registry.services.context import Context
@@ -64,6 +65,9 @@ async def exclude_source(
     ctx: Context, scope: Scope, source: str, *, actor: str, reason: str = ""
 ) -> ExclusionReport:
     """Exclude `source` from `scope.workspace` and repair the heads that depend on it."""
+    check_text("source", source)
+    check_text("actor", actor)
+    check_text("reason", reason, multiline=True)
     workspace = scope.workspace
 
     async def record(conn: AsyncConnection) -> bool:

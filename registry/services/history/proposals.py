@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from registry.db import proposals as db_proposals
 from registry.db import skills as db_skills
 from registry.db.tables import PENDING_PROPOSAL_STATUSES
-from registry.domain.arguments import RULE_TYPE, check_choice, check_flag, type_name
+from registry.domain.arguments import RULE_TYPE, check_choice, check_flag, check_text, type_name
 from registry.domain.manifest import Manifest, ManifestDiff
 from registry.domain.model import FileInput, Origin, PackageFile, Publication, Scope
 from registry.domain.numbers import MAX_ID, names_row, page_before
@@ -273,6 +273,7 @@ async def decide(
     decision = check_decision("decision", decision)
     check_decision_files("files", files, decision)
     check_flag("keep_auto_improve", keep_auto_improve)
+    check_text("actor", actor)
     loaded = await _find(ctx, scope, proposal_id)
     row, slug = loaded.row, loaded.summary.slug
     # Early refusal; the same check runs again under the lock.

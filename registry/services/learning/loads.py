@@ -20,13 +20,14 @@ from typing import Final
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import loads as db_loads
+from registry.domain.arguments import LINE_PATTERN
 from registry.domain.model import Scope, check_scope_name, check_slug
 from registry.errors import InvalidName
 from registry.services.context import Context
 from registry.services.read import locate
 
 MAX_CONVERSATION_CHARS: Final = 200
-_PRINTABLE: Final = re.compile(r"^[^\x00-\x1f\x7f]+$")
+_PRINTABLE: Final = re.compile(LINE_PATTERN)
 
 
 @dataclass(frozen=True)

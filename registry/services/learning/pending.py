@@ -31,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import pending as db_pending
 from registry.db import skills as db_skills
+from registry.domain.arguments import check_text
 from registry.domain.manifest import Manifest
 from registry.domain.model import ANY, ExpectedHead, FileInput, Origin, Publication, Scope
 from registry.domain.numbers import MAX_ID, names_row
@@ -249,6 +250,7 @@ async def drop_pending(
     ctx: Context, workspace: str, pending_id: int, *, actor: str
 ) -> PendingWriteInfo:
     """The owner drops a waiting write: it will never be applied (`StateConflict` if closed)."""
+    check_text("actor", actor)
     if not names_row("pending_id", pending_id, MAX_ID):
         raise PendingWriteNotFound(pending_id)
     outcome: dict[str, Any] = {"dropped_by": actor}

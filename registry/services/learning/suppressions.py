@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import skills as db_skills
 from registry.db import suppressions as db_suppressions
+from registry.domain.arguments import check_text
 from registry.domain.model import Scope, check_scope_name
 from registry.domain.numbers import MAX_ID, names_row
 from registry.errors import StateConflict, SuppressionNotFound
@@ -77,6 +78,7 @@ async def list_suppressions(
 async def lift(ctx: Context, workspace: str, suppression_id: int, *, actor: str) -> SuppressionInfo:
     """Lift an active suppression: learning may bring that behaviour back directly again."""
     check_scope_name("workspace", workspace)
+    check_text("actor", actor)
     if not names_row("suppression_id", suppression_id, MAX_ID):
         raise SuppressionNotFound(suppression_id)
 

@@ -35,6 +35,7 @@ from registry.db import marketplace as db_marketplace
 from registry.db import skills as db_skills
 from registry.db.jobs import JobRow
 from registry.domain.approvals import Approval
+from registry.domain.arguments import check_optional_text, check_text
 from registry.domain.manifest import Manifest
 from registry.domain.merge import MergeResult, merge_approvals, merge_manifests
 from registry.domain.model import Origin, Publication, Scope, check_slug
@@ -96,6 +97,8 @@ async def enqueue_install(
 ) -> jobs.Enqueued:
     """Queue the install of `listing` (its newest version if None) into `scope`."""
     check_slug(listing)
+    check_text("actor", actor)
+    check_optional_text("key", key)
     target = await catalog.listing_version(ctx, listing, version)
     payload = {
         "workspace": scope.workspace,
@@ -127,6 +130,8 @@ async def enqueue_update(
     max_attempts: int | None = None,
 ) -> jobs.Enqueued:
     """Queue the update of the installed copy `slug` to its listing's version `version`."""
+    check_text("actor", actor)
+    check_optional_text("key", key)
     chosen = policy or ctx.settings.update_policy
     if chosen not in POLICIES:
         msg = f"policy must be one of {', '.join(POLICIES)}, not {chosen!r}"

@@ -19,8 +19,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import materializations as db_materializations
 from registry.db import skills as db_skills
+from registry.domain.arguments import check_optional_text, check_text
 from registry.domain.model import Scope
-from registry.errors import StateConflict, TargetMismatch, TargetNotFound
+from registry.errors import StateConflict, TargetLimitReached, TargetMismatch, TargetNotFound
 from registry.services.context import Context
 from registry.services.materialize.source import Applied, Change, Place
 
@@ -49,8 +50,12 @@ async def register(ctx: Context, scope: Scope, place: Place) -> bool:
 
     True if the record changed. A target id registered for another agent of the workspace
     is refused (`TargetMismatch`): a target is bound to one scope; one registered in
-    another workspace too (`StateConflict`, which does not say where).
+    another workspace too (`StateConflict`, which does not say where). Its path and host
+    are one-line text (`check_text`); a workspace registers at most `capacity_targets`
+    targets (`TargetLimitReached`), counted under its lock.
     """
+    check_text("path", place.path)
+    check_text("host", place.host)
     now = ctx.clock.now()
     row = db_materializations.TargetRow(
         target_id=place.target_id,
@@ -81,8 +86,8 @@ async def register(ctx: Context, scope: Scope, place: Place) -> bool:
         existing = await current(conn)
         if unchanged(existing):
             return False
-        if existing is None and await db_materializations.target_id_taken(conn, place.target_id):
-            raise StateConflict(f"register target {place.target_id}", "its id is taken")
+        if existing is None:
+            await _check_new(conn, scope.workspace, place.target_id, ctx.settings.capacity_targets)
         if not await db_materializations.save_target(conn, row):
             return False
         await db_skills.insert_event(
@@ -101,6 +106,14 @@ async def register(ctx: Context, scope: Scope, place: Place) -> bool:
     return await ctx.locked(scope.workspace, work)
 
 
+async def _check_new(conn: AsyncConnection, workspace: str, target_id: str, limit: int) -> None:
+    """Refuse a new target whose id is taken, or one more than `workspace` may register."""
+    if await db_materializations.target_id_taken(conn, target_id):
+        raise StateConflict(f"register target {target_id}", "its id is taken")
+    if await db_materializations.target_count(conn, workspace) >= limit:
+        raise TargetLimitReached(limit)
+
+
 async def record(
     ctx: Context,
     scope: Scope,
@@ -114,8 +127,11 @@ async def record(
     """Compare-and-swap the record of `slug` on the target from `expected` to `new`.
 
     True if it changed (with one event); False if it already was `new`; `StateConflict`
-    if another reconciler recorded something else meanwhile.
+    if another reconciler recorded something else meanwhile. The new error is text a
+    client sets (`check_text`, line breaks allowed); the expected record is compared, not
+    stored, so it is taken as it was read.
     """
+    check_optional_text("error", new.error, multiline=True)
     now = ctx.clock.now()
 
     async def work(conn: AsyncConnection) -> bool:

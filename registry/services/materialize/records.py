@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from registry.domain.display import visible
 from registry.errors import RegistryError
 from registry.services.materialize.drift import DriftItem
 from registry.services.materialize.source import (
@@ -57,7 +58,8 @@ class Records:
             None if row is None else row.manifest_hash,
             None if row is None else row.version,
             FAILED,
-            f"{error.code}: {error}"[:MAX_ERROR],
+            # Storable and safe to show: an error can quote a name found on disk.
+            visible(f"{error.code}: {error}", MAX_ERROR - 1),
         )
         try:
             await self._save(new, Change(FAILED, error_code=error.code))

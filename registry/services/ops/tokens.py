@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from registry.db import skills as db_skills
 from registry.db import tokens as db_tokens
 from registry.domain.access import Role, format_token, parse_role, parse_token, secret_hash
+from registry.domain.arguments import check_text
 from registry.domain.model import Scope, check_scope_name
 from registry.errors import InvalidName, RegistryError, TokenNotFound, Unauthenticated
 from registry.services.context import Context
@@ -91,6 +92,8 @@ async def create_token(
     """Create a token for `workspace` with `role`; the returned bearer string is not stored."""
     check_scope_name("workspace", workspace)
     parsed = parse_role(role)
+    check_text("name", name)
+    check_text("actor", actor)
     if len(name) > _MAX_NAME:
         raise InvalidName("token name", name[:40], f"at most {_MAX_NAME} characters")
     token_id = secrets.token_hex(8)
@@ -117,6 +120,8 @@ async def create_token(
 
 async def revoke_token(ctx: Context, token_id: str, *, actor: str) -> TokenInfo:
     """Revoke a token (`TokenNotFound` if there is none). Revoking twice changes nothing."""
+    check_text("token_id", token_id)
+    check_text("actor", actor)
     now = ctx.clock.now()
 
     found = await ctx.read(lambda conn: db_tokens.get(conn, token_id))

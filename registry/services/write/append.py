@@ -54,6 +54,7 @@ async def version(
             conn,
             scope,
             request.slug,
+            skeleton=found.skeleton,
             kind=request.kind,
             size=manifest.total_size,
             now=now,

@@ -30,7 +30,7 @@ from registry.domain.model import PackageFile, Scope
 from registry.domain.scanner import Finding, Scanner
 from registry.errors import ContentBlocked
 from registry.services.context import Context, offloaded_above
-from registry.services.read import read_files
+from registry.services.read import Vanished, read_files
 
 SCAN_INLINE_BYTES: Final = 64 * 1024
 """Up to this many bytes to scan, the check runs on the event loop; above, in a worker thread.
@@ -130,6 +130,7 @@ async def verdict(
     workspace: str = "",
     remember: bool = True,
     clean: set[str] | None = None,
+    vanished: Vanished | None = None,
 ) -> Verdict:
     """Check `manifest`'s files (`files`, or fetched from the blob store if None).
 
@@ -137,13 +138,13 @@ async def verdict(
     leaves no trace beyond its error. With `remember=False` the caller records
     `Verdict.fresh` itself (the write path does it in its claim transaction, which saves
     a commit). `clean`, if given, are the digests already known to be clean (the write
-    path reads them together with the head).
+    path reads them together with the head). `vanished`: see `read.read_files`.
     """
     if clean is None:
         clean = await _clean_digests(ctx, (e.digest for e in manifest.entries))
     todo = [e for e in manifest.entries if e.digest not in clean]
     if files is None and todo:
-        files = await read_files(ctx, Manifest(todo))
+        files = await read_files(ctx, Manifest(todo), vanished=vanished)
     data = {e.path: files[e.path].data for e in todo} if files is not None else {}
 
     def scan_all() -> list[Finding]:
@@ -175,10 +176,17 @@ async def check(
     allowed: Inherited = (),
     approve: Iterable[FindingRef] = (),
     workspace: str = "",
+    vanished: Vanished | None = None,
 ) -> tuple[Approval, ...]:
     """`verdict(...)`, raising `ContentBlocked` if anything blocks; returns the kept approvals."""
     result = await verdict(
-        ctx, manifest, files, allowed=allowed, approve=approve, workspace=workspace
+        ctx,
+        manifest,
+        files,
+        allowed=allowed,
+        approve=approve,
+        workspace=workspace,
+        vanished=vanished,
     )
     if result.blocked is not None:
         raise result.blocked

@@ -46,6 +46,7 @@ from registry.domain.model import (
     check_slug,
 )
 from registry.domain.package import ValidatedPackage, validate_package
+from registry.domain.skeleton import skeleton
 from registry.errors import (
     Inconsistency,
     StorageUnavailable,
@@ -279,6 +280,8 @@ async def _publish(
     staged: _Staged,
 ) -> Publication:
     """The locked transaction (`UnitOfWork.publish`): retried as a whole before its commit."""
+    # Before the lock: the first skeleton of a process builds the confusables table.
+    slug_skeleton = skeleton(request.slug)
 
     async def work(conn: AsyncConnection) -> Outcome[Publication]:
         found = await db_publication.write_context(
@@ -288,6 +291,7 @@ async def _publish(
             request.sources,
             kind=request.kind,
             total_size=manifest.total_size,
+            skeleton=slug_skeleton,
         )
         publication = await _apply(
             ctx, conn, request, screening, found, manifest=manifest, staged=staged
@@ -327,6 +331,7 @@ async def _apply(
         return Publication(skill.head, manifest.hash, created=False, retired=None, unchanged=True)
     decided = await diversion.pending_proposal(conn, request, skill)
     draft_base = rootchecks.check_root_or_keep_draft(request, skill)
+    rootchecks.check_look_alike(request, found)
     # Retention may have pruned the restored version since the restore read it (and GC its
     # blobs): decided here, under the lock, that is a missing version, not damage.
     restored = request.restored_from

@@ -145,7 +145,7 @@ class WriteRequest:
         _check_expected_skill(self.expected_skill, self.expected_head)
         check_type("origin", self.origin, Origin, "an Origin")
         check_text("actor", self.actor)
-        check_text("message", self.message)
+        check_text("message", self.message, multiline=True)
         object.__setattr__(self, "sources", check_texts("sources", self.sources))
         check_flag("keep_auto_improve", self.keep_auto_improve)
         approve = check_members("approve", self.approve, FindingRef, "FindingRef")

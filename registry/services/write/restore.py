@@ -35,9 +35,9 @@ from registry.domain.model import (
     check_expected_head,
     check_slug,
 )
-from registry.errors import HeadConflict
+from registry.errors import HeadConflict, SkillNotFound, VersionNotFound
 from registry.services.context import Context
-from registry.services.read import locate
+from registry.services.read import Vanished, locate
 from registry.services.write import content, learning, suppression
 from registry.services.write.publish import publish_manifest
 from registry.services.write.request import Screening, Undone, WriteRequest
@@ -82,9 +82,16 @@ async def republish(
     message: str = "",
     repair: bool = False,
     undoes: Undone | None = None,
+    vanished: Vanished | None = None,
 ) -> Publication:
-    """Append `stored`'s package as a new version (origin `restore`); uploads nothing."""
-    kept = await content.check(ctx, stored.manifest, None, allowed=stored.approvals)
+    """Append `stored`'s package as a new version (origin `restore`); uploads nothing.
+
+    `vanished` is asked, if the content check finds a blob of `stored` missing, whether
+    the version is gone (`read.read_files`).
+    """
+    kept = await content.check(
+        ctx, stored.manifest, None, allowed=stored.approvals, vanished=vanished
+    )
     request = WriteRequest(
         scope=scope,
         slug=slug,
@@ -119,10 +126,20 @@ async def restore(
     for _ in range(_UNDONE_ATTEMPTS):
         head = await suppression.head_manifest(ctx, scope, slug)
         undoes = None
-        if head is not None and head[1].hash != stored.manifest.hash:
-            change = await suppression.undone_change(ctx, head[1], stored.manifest)
-            undoes = Undone(head[0], head[1].hash, change)
+        vanished = _vanished(
+            ctx,
+            scope,
+            slug,
+            number=stored.number,
+            head=None if head is None else head[0],
+            expected_head=expected_head,
+        )
         try:
+            if head is not None and head[1].hash != stored.manifest.hash:
+                change = await suppression.undone_change(
+                    ctx, head[1], stored.manifest, vanished=vanished
+                )
+                undoes = Undone(head[0], head[1].hash, change)
             return await republish(
                 ctx,
                 scope,
@@ -132,7 +149,42 @@ async def restore(
                 actor=actor,
                 message=message,
                 undoes=undoes,
+                vanished=vanished,
             )
         except learning.UndoneMoved:
             continue  # a write moved the head after it was read: undo the new head
     raise HeadConflict(None, None)
+
+
+def _vanished(
+    ctx: Context,
+    scope: Scope,
+    slug: str,
+    *,
+    number: int,
+    head: int | None,
+    expected_head: ExpectedHead,
+) -> Vanished:
+    """What a restore says when a blob it reads is missing (see `read.Vanished`).
+
+    In a snapshot of its own: the restored version pruned is `VersionNotFound` (as the
+    locked check says it); the head it read moved (and its old blobs collected) is
+    `HeadConflict` when the restore named a head, and otherwise computed again.
+    """
+
+    async def check() -> None:
+        async def work(conn: AsyncConnection) -> tuple[int, bool]:
+            skill = await db_skills.live_skill(conn, scope, slug)
+            if skill is None:
+                raise SkillNotFound(scope.workspace, scope.agent, slug)
+            return skill.head, await db_skills.version(conn, skill, number) is not None
+
+        current, exists = await ctx.read(work)
+        if not exists:
+            raise VersionNotFound(slug, number)
+        if head is not None and current != head:
+            if isinstance(expected_head, int):
+                raise HeadConflict(expected_head, current)
+            raise learning.UndoneMoved
+
+    return check

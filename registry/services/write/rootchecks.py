@@ -24,6 +24,7 @@ from registry.errors import (
     QuotaExceeded,
     SkillExists,
     SkillNotFound,
+    SlugLookAlike,
 )
 from registry.services.context import Context
 from registry.services.write.request import WriteRequest
@@ -62,6 +63,16 @@ def check_root(
         # A marketplace write made from an older read: the copy follows a newer listing
         # version since (its baseline moved without a new head). Never back.
         raise HeadConflict(expected if isinstance(expected, int) else None, skill.head)
+
+
+def check_look_alike(request: WriteRequest, found: db_publication.WriteContext) -> None:
+    """A new skill whose slug looks like a live skill's of its scope is `SlugLookAlike`.
+
+    Under the lock, so two writers of look-alike slugs cannot both pass; the unique index
+    on the skeleton (`uq_skills_live_skeleton`) would refuse the second insert anyway.
+    """
+    if found.skill is None and found.look_alike is not None:
+        raise SlugLookAlike(request.slug, found.look_alike)
 
 
 def _same_skill(request: WriteRequest, skill: db_skills.SkillRow) -> bool:
