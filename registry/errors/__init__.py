@@ -40,6 +40,7 @@ from registry.errors.conflicts import (
     StateConflict,
     TargetBusy,
     TargetMismatch,
+    VersionNotNewer,
 )
 from registry.errors.missing import (
     AccessDenied,
@@ -145,6 +146,7 @@ __all__ = [
     "TokenNotFound",
     "Unauthenticated",
     "VersionNotFound",
+    "VersionNotNewer",
     "VersionUnavailable",
     "WorkspaceBusy",
     "all_errors",
