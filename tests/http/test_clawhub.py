@@ -10,6 +10,7 @@ not newer refused, the head compare-and-swapped.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
 import zipfile
@@ -149,6 +150,7 @@ async def test_only_write_tokens_of_the_catalog_publish(public):
     assert anonymous.status_code == 401
 
 
+@pytest.mark.both_databases
 async def test_a_publish_is_checked_and_compare_and_swapped(public):
     token = public.tokens["catalog"]
     headers = {"Authorization": f"Bearer {token}"}
@@ -175,3 +177,24 @@ async def test_a_publish_is_checked_and_compare_and_swapped(public):
     assert response.json()["version"] == "2.0.0"
     package = await public.registry.marketplace.read_listing("pdf-report", 2)
     assert {p: f.data for p, f in package.files.items()} == files
+
+
+@pytest.mark.both_databases
+async def test_two_publishes_of_the_same_next_version_one_wins(public):
+    token = public.tokens["catalog"]
+    headers = {"Authorization": f"Bearer {token}"}
+    bodies = []
+    for n in (2, 3):
+        files = {**FILES, "scripts/run.py": f"print('v{n}')\n".encode()}
+        stored = {}
+        for path, data in files.items():
+            stored[path] = (await _upload(public, token, data)).json()["storageId"]
+        bodies.append(_publish_body("1.0.1", stored, files))
+    answers = await asyncio.gather(
+        *(public.client.post(f"{API}/skills", json=body, headers=headers) for body in bodies)
+    )
+    won, lost = sorted(a.status_code for a in answers)
+    assert won == 201
+    assert lost in {409, 412}
+    listing = await public.registry.marketplace.listing("pdf-report")
+    assert listing.version == 2
