@@ -198,3 +198,16 @@ async def test_two_publishes_of_the_same_next_version_one_wins(public):
     assert lost in {409, 412}
     listing = await public.registry.marketplace.listing("pdf-report")
     assert listing.version == 2
+
+
+async def test_the_upload_url_is_under_the_public_base_url(serve):
+    base = "https://skills.example.com/registry"
+    served = await serve(settings=Settings(clawhub="public", public_base_url=base))
+    issued = await served.registry.tokens.create("catalog", "write", actor="test")
+    sha = hashlib.sha256(b"x").hexdigest()
+    response = await served.client.post(
+        f"{API}/skills/-/upload-url",
+        json={"path": "SKILL.md", "size": 1, "sha256": sha},
+        headers={"Authorization": f"Bearer {issued.token}"},
+    )
+    assert response.json()["uploadUrl"] == f"{base}{API}/uploads/{sha}"

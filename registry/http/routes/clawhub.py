@@ -30,7 +30,7 @@ from registry.domain.access import Role
 from registry.errors import ListingNotFound
 from registry.http.auth import Caller, authenticate, bearer, registry_of
 from registry.http.problems import HttpProblem
-from registry.http.routes.common import attachment, json_body, read_body
+from registry.http.routes.common import attachment, json_body, location, read_body
 from registry.http.schemas import SLUG_PATTERN
 
 PREFIX: Final = "/clawhub"
@@ -323,7 +323,12 @@ async def upload_url(request: Request, caller: Publisher) -> dict[str, Any]:
     del caller
     wanted = await json_body(request, UploadUrlRequest)
     sha256 = wanted.sha256.lower()
-    url = str(request.url_for("clawhub_upload", sha256=sha256))
+    url = location(request, "clawhub_upload", sha256=sha256)
+    if not url.startswith(("http://", "https://")):
+        # The client only takes an absolute URL. Without SKILLREG_PUBLIC_BASE_URL it is
+        # the address this request came to: answered to the caller that chose it, in a
+        # POST's answer that no cache keeps.
+        url = str(request.base_url).rstrip("/") + url
     return {"uploadUrl": url, "uploadTicket": sha256}
 
 
