@@ -135,6 +135,14 @@ class Settings(BaseSettings):
     # `/.well-known/agent-skills/index.json`, as `workspace` or `workspace/agent`.
     discovery_root: str | None = Field(default=None, pattern=r"^[^/]+(/[^/]+)?$")
 
+    # The ClawHub-compatible API under `/clawhub` (docs/clawhub.md): `off` serves nothing
+    # there; `public` serves the catalog's reads to anyone (the `clawhub` client sends no
+    # token until `clawhub login`); `private` needs a token of any workspace to read.
+    # Publishing always needs a `write` token of the catalog workspace.
+    clawhub: Literal["off", "public", "private"] = Field(
+        default="off", description="the ClawHub-compatible API"
+    )
+
     # `skillreg sync` (docs/sync.md): what a host takes from a registry, and for how long.
     # The package limits above apply too: a host refuses what its own limits refuse.
     sync_max_json_bytes: int = Field(default=16 * MiB, ge=1024, description="a JSON answer")

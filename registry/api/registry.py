@@ -15,6 +15,7 @@ from typing import Self
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from blobstore import BlobStore
+from registry.api.clawhub import ClawHub
 from registry.api.controls import OwnerControls
 from registry.api.discovery import Discovery
 from registry.api.gc import GarbageCollection
@@ -100,6 +101,7 @@ class Registry(OwnerControls, Searching):
         self.targets = Targets(self.ctx)
         self.discovery = Discovery(self.ctx)
         self.trust = Trust(self.ctx)
+        self.clawhub = ClawHub(self.ctx)
 
     @property
     def engine(self) -> AsyncEngine:

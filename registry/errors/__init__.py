@@ -41,6 +41,7 @@ from registry.errors.conflicts import (
     StateConflict,
     TargetBusy,
     TargetMismatch,
+    VersionNotNewer,
 )
 from registry.errors.missing import (
     AccessDenied,
@@ -149,6 +150,7 @@ __all__ = [
     "TokenNotFound",
     "Unauthenticated",
     "VersionNotFound",
+    "VersionNotNewer",
     "VersionUnavailable",
     "WorkspaceBusy",
     "all_errors",

@@ -174,3 +174,12 @@ class NotInUse(Conflict, code="not_in_use"):
     template = "skill {slug!r} is not materialised: {reason}"
     slug: str
     reason: str
+
+
+@dataclass(eq=False, repr=False)
+class VersionNotNewer(Conflict, code="version_not_newer"):
+    """A ClawHub publish named a version not greater than the newest (docs/clawhub.md)."""
+
+    template = "version {requested} is not newer than the latest, {latest}"
+    requested: str
+    latest: str

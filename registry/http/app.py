@@ -28,6 +28,7 @@ from registry.http.metrics import Metrics, RequestMetrics
 from registry.http.problems import PROBLEM_JSON
 from registry.http.routes import (
     blobs,
+    clawhub,
     discovery,
     history,
     learning,
@@ -142,6 +143,7 @@ def create_app(
         discovery.router,
         wellknown.router,
         trust.router,
+        clawhub.router,
     ):
         app.include_router(router)
     console.install(app, registry)  # the web console under /console/, outside OpenAPI

@@ -148,11 +148,21 @@ async def authorize(
 
 
 async def authenticate(
-    request: Request, credentials: HTTPAuthorizationCredentials | None, workspace: str | None
+    request: Request,
+    credentials: HTTPAuthorizationCredentials | None,
+    workspace: str | None,
+    *,
+    needed: Role | None = None,
 ) -> Caller:
-    """The checks of `authorize` for a route whose workspace is `workspace` (None: none)."""
+    """The checks of `authorize` for a route whose workspace is `workspace` (None: none).
+
+    The role comes from `ROLES`, or from `needed` for a route outside the OpenAPI
+    document (the ClawHub-compatible API, registry/http/routes/clawhub.py), whose routes
+    decide it themselves.
+    """
     route = request.scope["route"].name
-    needed = ROLES[route]
+    if needed is None:
+        needed = ROLES[route]
     if needed is None:
         msg = f"route {route!r} needs no token and must not authorize"
         raise AssertionError(msg)

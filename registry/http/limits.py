@@ -60,8 +60,10 @@ _DRAIN_LIMIT: Final = 256 * KiB
 
 def body_limit(route: str | None, content_type: str, settings: Settings) -> int:  # noqa: PLR0911 - a limit per kind of body
     """The most body bytes a request to `route` may send."""
-    if route == "put_blob":
+    if route in ("put_blob", "clawhub_upload"):
         return settings.max_file_bytes
+    if route == "clawhub_publish":  # a manifest, as JSON with a SHA-256 and an id a file
+        return body_limit("put_skill", "application/json", settings) * 2
     if route == "put_listing":  # an archive: the reader refuses a larger file anyway
         return 2 * settings.archive_max_bytes
     if route in ("console_edit", "console_decide"):  # the console's editor: one whole file
