@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
@@ -14,6 +16,7 @@ from registry.console.routing import (
     page,
     registry_of,
     see_other,
+    session_of,
     set_session,
 )
 from registry.errors import Unauthenticated
@@ -64,5 +67,11 @@ async def signin(request: Request) -> Response:
 
 @router.post("/signout", name="console_signout")
 async def signout(request: Request) -> Response:
+    session = session_of(request)
+    if session.signed_in:
+        # Ended on the server, not only in this browser: a copy of the cookie taken before
+        # is refused from now on, by every process sharing the database.
+        ends_at = datetime.fromtimestamp(session.expires, UTC)
+        await registry_of(request).tokens.end_console_session(session.id, ends_at=ends_at)
     set_session(request, console_of(request).sessions.new())
     return see_other(url("signin"))
