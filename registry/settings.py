@@ -6,6 +6,7 @@ modules receive a `Settings` instance (or the values they need) from `Registry.o
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -20,6 +21,28 @@ DEFAULT_SIGNING_KEY_FILE = "./.skillreg/signing-key.pem"
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
+
+
+def trusted_proxies(value: str) -> str:
+    """`value` as a list of trusted proxies: `*`, or addresses and networks, comma-separated.
+
+    uvicorn takes any other word silently as a name no peer ever has: a typo (`10.0.0.1/8`,
+    a host name) would trust nobody, and the console's cookie would lose `Secure` without a
+    word. Refused here instead, naming the entry and the rule. Empty: trust nobody.
+    """
+    entries = [entry.strip() for entry in value.split(",") if entry.strip()]
+    if entries == ["*"]:
+        return "*"
+    for entry in entries:
+        try:
+            ipaddress.ip_network(entry) if "/" in entry else ipaddress.ip_address(entry)
+        except ValueError:
+            msg = (
+                f"{entry!r} is not an IP address or network (a network's host bits zero, "
+                "e.g. 10.0.0.0/8); list addresses and networks, comma-separated, or * alone"
+            )
+            raise ValueError(msg) from None
+    return ",".join(entries)
 
 
 class Settings(BaseSettings):
@@ -117,6 +140,17 @@ class Settings(BaseSettings):
             msg = "must have no query or fragment"
             raise ValueError(msg)
         return value.strip().rstrip("/")
+
+    # `skillreg serve`'s connections (docs/http.md, "Connections"). The proxies whose
+    # `X-Forwarded-Proto` and `X-Forwarded-For` are believed (so that the console's cookie is
+    # `Secure` behind a TLS proxy, and a client is known by its own address): addresses or
+    # networks, comma-separated, `*` for any, empty for none.
+    forwarded_allow_ips: str = Field(default="127.0.0.1,::1", description="trusted proxies")
+
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _trusted_proxies(cls, value: str) -> str:
+        return trusted_proxies(value)
 
     # The web console (docs/console.md): the key that signs its session cookies. Processes
     # serving one registry behind a load balancer must share it; without one, each process

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import click
 
 from registry.cli.common import CliState, DecimalRange, json_option, redact, run_async
 from registry.cli.output import Output
+from registry.settings import trusted_proxies
+
+
+def _trusted_proxies(_: click.Context, __: click.Parameter, value: str | None) -> str | None:
+    try:
+        return None if value is None else trusted_proxies(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 @click.command()
@@ -23,21 +33,39 @@ from registry.cli.output import Output
     show_default=True,
     help="Run a job worker (marketplace installs and updates) in this process.",
 )
+@click.option(
+    "--forwarded-allow-ips",
+    callback=_trusted_proxies,
+    help="Proxies whose X-Forwarded-Proto and X-Forwarded-For are believed: addresses or "
+    "networks, comma-separated, or * [default: SKILLREG_FORWARDED_ALLOW_IPS, else "
+    "127.0.0.1,::1].",
+)
 @json_option
 @run_async
 async def serve(
-    state: CliState, out: Output, *, host: str, port: int, log_level: str, jobs: bool
+    state: CliState,
+    out: Output,
+    *,
+    host: str,
+    port: int,
+    log_level: str,
+    jobs: bool,
+    forwarded_allow_ips: str | None,
 ) -> None:
     """Serve the HTTP API until interrupted (SIGINT or SIGTERM end it gracefully).
 
     The database must be initialised (`skillreg init`); create access tokens with
     `skillreg token create`. Queued jobs run in this process unless `--no-jobs`; more
-    workers run with `skillreg jobs run`.
+    workers run with `skillreg jobs run`. Behind a TLS proxy, name it with
+    `--forwarded-allow-ips`, so that the console's cookie is sent `Secure`.
     """
     # Imported here: the web stack (FastAPI, uvicorn, the console's templates) costs a
     # third of the CLI's start, and only this command needs it.
     from registry.http.server import server_for  # noqa: PLC0415
 
+    overrides = {"forwarded_allow_ips": forwarded_allow_ips}
+    given = {name: value for name, value in overrides.items() if value is not None}
+    state = replace(state, settings=state.settings.model_copy(update=given))
     async with state.open() as reg:
         server = server_for(reg, jobs=jobs, host=host, port=port, log_level=log_level)
         # uvicorn announces the address it bound (the real port, when given 0).

@@ -17,7 +17,7 @@ so it is never a valid cookie), checked on every POST. A visitor who is not sign
 has a session (its id only), so the sign-in form is protected too; signing in draws a new
 session id, so a session id planted before the sign-in is worth nothing after it. The
 cookie is `HttpOnly`, `SameSite=Strict`, path `/console`, and `Secure` when the request
-came over HTTPS (behind a proxy: uvicorn's `--proxy-headers`).
+came over HTTPS (behind a proxy: one `SKILLREG_FORWARDED_ALLOW_IPS` names).
 
 Signing out ends the session on the server too: its id is recorded in the database
 (`reg.tokens.end_console_session`), and the request cycle refuses a session whose id is

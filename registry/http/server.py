@@ -43,7 +43,11 @@ class _Server(uvicorn.Server):
 def server_for(
     reg: Registry, *, jobs: bool, host: str, port: int, log_level: str
 ) -> uvicorn.Server:
-    """The server for `reg`'s HTTP app (and its job worker, with `jobs`), not yet started."""
+    """The server for `reg`'s HTTP app (and its job worker, with `jobs`), not yet started.
+
+    Its connections follow `reg.settings` (docs/http.md, "Connections").
+    """
+    settings = reg.settings
     config = uvicorn.Config(
         create_app(reg, jobs=jobs),
         host=host,
@@ -51,6 +55,10 @@ def server_for(
         log_level=log_level,
         lifespan="on",
         server_header=False,
+        # Always given, so that uvicorn never reads FORWARDED_ALLOW_IPS from the
+        # environment behind the settings' back.
+        proxy_headers=True,
+        forwarded_allow_ips=settings.forwarded_allow_ips,
     )
     # After the Config, which configures uvicorn's loggers: tokens sent in a query string
     # never reach the access log.
