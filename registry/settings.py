@@ -144,8 +144,15 @@ class Settings(BaseSettings):
     # `skillreg serve`'s connections (docs/http.md, "Connections"). The proxies whose
     # `X-Forwarded-Proto` and `X-Forwarded-For` are believed (so that the console's cookie is
     # `Secure` behind a TLS proxy, and a client is known by its own address): addresses or
-    # networks, comma-separated, `*` for any, empty for none.
+    # networks, comma-separated, `*` for any, empty for none. Then the limits of a
+    # connection: the time to send a request head (`registry/http/connections.py`), the
+    # time it may stay idle between requests, its head's bytes, and the connections and
+    # requests served at once (more get 503; unset: no bound).
     forwarded_allow_ips: str = Field(default="127.0.0.1,::1", description="trusted proxies")
+    http_header_timeout: float = Field(default=10.0, gt=0, description="seconds to send a head")
+    http_keep_alive_timeout: int = Field(default=5, ge=1, description="seconds idle, at most")
+    http_max_header_bytes: int = Field(default=16 * 1024, ge=1024, description="a request head")
+    http_limit_concurrency: int | None = Field(default=None, ge=1, description="at once")
 
     @field_validator("forwarded_allow_ips")
     @classmethod

@@ -15,6 +15,7 @@ import uvicorn
 from registry.api import Registry
 from registry.http import accesslog
 from registry.http.app import create_app
+from registry.http.connections import header_deadline
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -59,6 +60,12 @@ def server_for(
         # environment behind the settings' back.
         proxy_headers=True,
         forwarded_allow_ips=settings.forwarded_allow_ips,
+        # h11, with a deadline for each request head (connections.py), whatever else is
+        # installed; and the limits uvicorn has options for.
+        http=header_deadline(settings.http_header_timeout),
+        timeout_keep_alive=settings.http_keep_alive_timeout,
+        h11_max_incomplete_event_size=settings.http_max_header_bytes,
+        limit_concurrency=settings.http_limit_concurrency,
     )
     # After the Config, which configures uvicorn's loggers: tokens sent in a query string
     # never reach the access log.

@@ -1,4 +1,5 @@
-"""`skillreg serve`'s connections: which proxies are believed (docs/http.md, "Connections").
+"""`skillreg serve`'s connections: which proxies are believed, and how long a request head
+may take (docs/http.md, "Connections").
 
 Each test runs the server `skillreg serve` builds (`server_for`, the settings it reads)
 on a loopback socket in the test's loop.
@@ -69,6 +70,61 @@ def test_a_trusted_proxy_must_be_an_address_or_a_network(value):
         Settings(forwarded_allow_ips=value)
 
 
-def test_serve_refuses_a_trusted_proxy_that_is_no_address_before_it_starts():
-    output = run("serve", "--forwarded-allow-ips", "10.0.0.1/8", code=2)
-    assert "not an IP address or network" in output
+@pytest.mark.parametrize(
+    ("option", "value", "rule"),
+    [
+        ("--forwarded-allow-ips", "10.0.0.1/8", "not an IP address or network"),
+        ("--header-timeout", "nan", "expected seconds"),
+        ("--header-timeout", "0", "expected seconds"),
+    ],
+    ids=["proxy", "timeout-nan", "timeout-zero"],
+)
+def test_serve_refuses_a_connection_option_before_it_starts(option, value, rule):
+    assert rule in run("serve", option, value, code=2)
+
+
+async def _answer(reader: asyncio.StreamReader) -> bytes:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    await reader.readexactly(length)
+    return head.split(b"\r\n", 1)[0]
+
+
+async def _dribbled_until_closed(reader, writer, line: bytes) -> bytes:
+    """Send `line` a byte at a time, slower than the deadline; what the server sent back."""
+
+    async def dribble() -> None:
+        for byte in line:
+            writer.write(bytes([byte]))
+            await asyncio.sleep(0.2)
+
+    sender = asyncio.create_task(dribble())
+    try:
+        # Far past the one-second deadline: without it, nothing ever closes the connection.
+        return await asyncio.wait_for(reader.read(), 15)
+    finally:
+        sender.cancel()
+        writer.close()
+
+
+async def test_a_connection_whose_request_head_is_late_is_closed(make_registry):
+    registry = await make_registry(settings=Settings(http_header_timeout=1.0))
+    slow = b"GET /healthz?" + b"x" * 200 + b" HTTP/1.1\r\nHost: registry\r\n\r\n"
+    async with serving(registry) as url:
+        host, _, port = url.removeprefix("http://").partition(":")
+
+        # A fresh connection that sends its request line byte by byte is closed, unanswered,
+        # although bytes keep arriving.
+        reader, writer = await asyncio.open_connection(host, int(port))
+        assert await _dribbled_until_closed(reader, writer, slow) == b""
+
+        # So is one kept alive after an answer, whose next request head is late: the
+        # deadline starts again with each response.
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: registry\r\n\r\n")
+        assert await _answer(reader) == b"HTTP/1.1 200 OK"
+        assert await _dribbled_until_closed(reader, writer, slow) == b""
