@@ -125,6 +125,10 @@ def create_app(
         lifespan=lifespan,
         # Operation ids are the route names, which the role table is keyed by.
         generate_unique_id_function=lambda route: route.name,
+        # Starlette answers a path with its trailing slash toggled by a redirect to an
+        # absolute URL built from the request's `Host` header, which the client chooses:
+        # `Location` never comes from `Host` (docs/http.md), so paths are exact here.
+        redirect_slashes=False,
     )
     app.state.registry = registry
     app.state.metrics = metrics or Metrics()

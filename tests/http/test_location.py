@@ -22,10 +22,12 @@ from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from registry.console import ROUTERS as CONSOLE_ROUTERS
 from registry.domain.archive import read_archive
 from registry.domain.model import PackageFile, check_slug
 from registry.errors import InvalidName
 from registry.http.accesslog import RedactQueryStrings
+from registry.http.app import create_app
 from registry.settings import Settings
 from tests.corpus.archives import tar_of
 from tests.http.helpers import form, publish
@@ -194,3 +196,34 @@ def _round_trip(base_url: str, token: str) -> None:
 async def test_valid_unicode_slugs_round_trip_through_every_name_bearing_response(served):
     await served.registry.discovery.update(ACME, actor="owner", everything=True, public=True)
     await asyncio.to_thread(_round_trip, served.url, served.tokens["write"])
+
+
+# ---------------------------------------------------------------- redirects
+
+
+def _toggled_paths(app) -> list[str]:
+    """Every GET route's path with its parameters filled in and its trailing slash toggled.
+
+    The API's routes from the OpenAPI document, the console's from its routers.
+    """
+    templates = [p for p, item in app.openapi()["paths"].items() if "get" in item]
+    console = [route for router in CONSOLE_ROUTERS for route in router.routes]
+    templates += [route.path for route in console if "GET" in route.methods]
+    paths = set()
+    for template in templates:
+        path = re.sub(r"\{[^}]+\}", "x1", template)
+        paths.add(path[:-1] if path.endswith("/") else f"{path}/")
+    return sorted(p for p in paths if p)
+
+
+async def test_no_redirect_is_built_from_the_host_header(served):
+    app = create_app(served.registry)
+    answers = {}
+    for path in ["/console", *_toggled_paths(app)]:
+        answer = await served.client.get(path, headers={"Host": "evil.example"})
+        assert answer.status_code < 500, (path, answer.text)
+        answers[path] = answer.headers.get("location")
+    built_from_host = {p: where for p, where in answers.items() if where and "evil" in where}
+    assert built_from_host == {}
+    # The console's entrance without its slash still leads in, by a relative reference.
+    assert answers["/console"] == "/console/signin"

@@ -31,6 +31,9 @@ def _next_or(target: str, default: str) -> str:
     return default
 
 
+# The entrance, with its slash and without: the app makes no slash redirects of its own
+# (Starlette's would name the request's `Host`; `registry/http/app.py`).
+@router.get("", name="console_home")
 @router.get("/", name="console_home")
 async def home(request: Request) -> Response:
     viewer = request.state.viewer
