@@ -20,6 +20,7 @@ from registry.http.problems import (
     registry_problem,
     status_for,
 )
+from tests.http.helpers import SKILLS
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "http.md").read_text(encoding="utf-8")
 
@@ -145,3 +146,16 @@ def test_a_jobs_server_side_error_is_shown_without_its_cause():
     conflict = {**record, "code": "ownership_conflict", "message": "skill 'x' is owner-saved"}
     assert public_error(conflict) == conflict
     assert public_error(None) is None
+
+
+@pytest.mark.parametrize(
+    "slug", ["Not_A-Slug", "cafe\u0301-notes", "x--y"], ids=["case", "nfkc", "hyphens"]
+)
+async def test_a_refused_name_is_named_by_its_rule_never_echoed(served, slug):
+    answer = await served.client.get(f"{SKILLS}/{slug}", headers=served.auth("read"))
+    body = answer.json()
+    assert (answer.status_code, body["code"]) == (400, "invalid_name")
+    assert body["detail"].startswith("invalid slug: ")
+    assert body["details"].keys() == {"kind", "rule"}
+    for echoed in ("Not_A", "caf", "x--y"):
+        assert echoed not in answer.text
