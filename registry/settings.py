@@ -172,6 +172,9 @@ class Settings(BaseSettings):
     # Discovery (docs/distribution.md): the scope whose index the host serves at its root,
     # `/.well-known/agent-skills/index.json`, as `workspace` or `workspace/agent`.
     discovery_root: str | None = Field(default=None, pattern=r"^[^/]+(/[^/]+)?$")
+    # How long a cache (a browser, a CDN) may keep an artifact without asking again, and so
+    # keep serving it after it is unpublished; the index itself is revalidated every time.
+    discovery_max_age: int = Field(default=86400, ge=0, le=31536000, description="seconds")
 
     # `skillreg sync` (docs/sync.md): what a host takes from a registry, and for how long.
     # The package limits above apply too: a host refuses what its own limits refuse.
