@@ -127,6 +127,11 @@ class Settings(BaseSettings):
         description="e.g. https://skills.example.com; unset: Location is a relative reference",
     )
 
+    # Wrong tokens (docs/http.md, "Access"): an address whose tokens failed this many
+    # times within the window is refused (429) for the rest of it, in each process.
+    auth_failure_limit: int = Field(default=20, ge=1, description="failed tokens per window")
+    auth_failure_window: float = Field(default=60.0, gt=0, description="seconds")
+
     @field_validator("public_base_url")
     @classmethod
     def _base_url(cls, value: str | None) -> str | None:

@@ -51,6 +51,7 @@ from registry.http.schemas import (
     Problem,
     UpdateRequest,
 )
+from registry.http.throttle import AuthFailures
 from registry.wire import RecordRequest, TargetRegistration
 
 TITLE: Final = "skill-registry"
@@ -132,6 +133,9 @@ def create_app(
     )
     app.state.registry = registry
     app.state.metrics = metrics or Metrics()
+    app.state.auth_failures = AuthFailures(
+        limit=registry.settings.auth_failure_limit, window=registry.settings.auth_failure_window
+    )
     problems.install(app)
     for router in (
         operations.router,

@@ -20,6 +20,7 @@ from registry.console.routing import (
     set_session,
 )
 from registry.errors import Unauthenticated
+from registry.http.throttle import client_address, failures_of, seconds
 
 router = APIRouter(prefix="/console", route_class=ConsoleRoute, include_in_schema=False)
 
@@ -51,9 +52,25 @@ async def signin_form(request: Request, next: str = "") -> Response:  # noqa: A0
 async def signin(request: Request) -> Response:
     form = await form_of(request)
     target = field(form, "next")
+    # The API's count of wrong tokens per address (registry/http/throttle.py): the form is
+    # no way around it.
+    failures, address = failures_of(request), client_address(request)
+    wait = failures.retry_after(address)
+    if wait is not None:
+        answer = page(
+            request,
+            "signin.html",
+            status=429,
+            title="Sign in",
+            next=target,
+            error="Too many tokens from this address were not accepted. Try again later.",
+        )
+        answer.headers["Retry-After"] = str(seconds(wait))
+        return answer
     try:
         token = await registry_of(request).tokens.authenticate(field(form, "token").strip())
     except Unauthenticated:
+        failures.failed(address)
         return page(
             request,
             "signin.html",

@@ -37,7 +37,7 @@ _DESCRIPTIONS: Final = {
     415: "Unsupported Content-Type",
     422: "Refused input (validation, content check, missing blobs)",
     428: "If-Match (or If-None-Match: *) required",
-    429: "The workspace is busy; retry",
+    429: "The workspace is busy, or this address sent wrong tokens too often; retry",
     503: "Storage unavailable; retry",
 }
 
@@ -50,7 +50,8 @@ def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
             "description": _DESCRIPTIONS[status],
             "content": {PROBLEM_JSON: {"schema": schema}},
         }
-        for status in sorted({401, 503, *statuses})
+        # Every endpoint that takes a token: 401, and 429 once an address failed too often.
+        for status in sorted({401, 429, 503, *statuses})
     }
 
 
