@@ -6,6 +6,7 @@ modules receive a `Settings` instance (or the values they need) from `Registry.o
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -20,6 +21,28 @@ DEFAULT_SIGNING_KEY_FILE = "./.skillreg/signing-key.pem"
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
+
+
+def trusted_proxies(value: str) -> str:
+    """`value` as a list of trusted proxies: `*`, or addresses and networks, comma-separated.
+
+    uvicorn takes any other word silently as a name no peer ever has: a typo (`10.0.0.1/8`,
+    a host name) would trust nobody, and the console's cookie would lose `Secure` without a
+    word. Refused here instead, naming the entry and the rule. Empty: trust nobody.
+    """
+    entries = [entry.strip() for entry in value.split(",") if entry.strip()]
+    if entries == ["*"]:
+        return "*"
+    for entry in entries:
+        try:
+            ipaddress.ip_network(entry) if "/" in entry else ipaddress.ip_address(entry)
+        except ValueError:
+            msg = (
+                f"{entry!r} is not an IP address or network (a network's host bits zero, "
+                "e.g. 10.0.0.0/8); list addresses and networks, comma-separated, or * alone"
+            )
+            raise ValueError(msg) from None
+    return ",".join(entries)
 
 
 class Settings(BaseSettings):
@@ -107,6 +130,11 @@ class Settings(BaseSettings):
         description="e.g. https://skills.example.com; unset: Location is a relative reference",
     )
 
+    # Wrong tokens (docs/http.md, "Access"): an address whose tokens failed this many
+    # times within the window is refused (429) for the rest of it, in each process.
+    auth_failure_limit: int = Field(default=20, ge=1, description="failed tokens per window")
+    auth_failure_window: float = Field(default=60.0, gt=0, description="seconds")
+
     @field_validator("public_base_url")
     @classmethod
     def _base_url(cls, value: str | None) -> str | None:
@@ -121,6 +149,24 @@ class Settings(BaseSettings):
             raise ValueError(msg)
         return value.strip().rstrip("/")
 
+    # `skillreg serve`'s connections (docs/http.md, "Connections"). The proxies whose
+    # `X-Forwarded-Proto` and `X-Forwarded-For` are believed (so that the console's cookie is
+    # `Secure` behind a TLS proxy, and a client is known by its own address): addresses or
+    # networks, comma-separated, `*` for any, empty for none. Then the limits of a
+    # connection: the time to send a request head (`registry/http/connections.py`), the
+    # time it may stay idle between requests, its head's bytes, and the connections and
+    # requests served at once (more get 503; unset: no bound).
+    forwarded_allow_ips: str = Field(default="127.0.0.1,::1", description="trusted proxies")
+    http_header_timeout: float = Field(default=10.0, gt=0, description="seconds to send a head")
+    http_keep_alive_timeout: int = Field(default=5, ge=1, description="seconds idle, at most")
+    http_max_header_bytes: int = Field(default=16 * 1024, ge=1024, description="a request head")
+    http_limit_concurrency: int | None = Field(default=None, ge=1, description="at once")
+
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _trusted_proxies(cls, value: str) -> str:
+        return trusted_proxies(value)
+
     # The web console (docs/console.md): the key that signs its session cookies. Processes
     # serving one registry behind a load balancer must share it; without one, each process
     # draws its own at start, and its sessions end when it stops. The keys it replaced
@@ -134,6 +180,9 @@ class Settings(BaseSettings):
     # Discovery (docs/distribution.md): the scope whose index the host serves at its root,
     # `/.well-known/agent-skills/index.json`, as `workspace` or `workspace/agent`.
     discovery_root: str | None = Field(default=None, pattern=r"^[^/]+(/[^/]+)?$")
+    # How long a cache (a browser, a CDN) may keep an artifact without asking again, and so
+    # keep serving it after it is unpublished; the index itself is revalidated every time.
+    discovery_max_age: int = Field(default=86400, ge=0, le=31536000, description="seconds")
 
     # The ClawHub-compatible API under `/clawhub` (docs/clawhub.md): `off` serves nothing
     # there; `public` serves the catalog's reads to anyone (the `clawhub` client sends no

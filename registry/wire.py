@@ -76,7 +76,7 @@ class AppliedState(_Wire):
     """A record's values: what the target holds for a skill, the outcome, the last error."""
 
     manifest_hash: Hash | None
-    version: int | None = Field(ge=1, le=MAX_VERSION)
+    version: int | None = Field(strict=True, ge=1, le=MAX_VERSION)
     outcome: Outcome
     error: str | None
 

@@ -1,10 +1,13 @@
 """`reg.tokens`: the access tokens of the HTTP service.
 
 A token belongs to one workspace and carries one role; its secret is shown once, when it
-is created, and only a hash of it is stored.
+is created, and only a hash of it is stored. The console's sessions are opened with a
+token; a session signed out is recorded, so that no process takes its cookie again.
 """
 
 from __future__ import annotations
+
+from datetime import datetime
 
 from registry.services.context import Context
 from registry.services.ops import tokens
@@ -36,3 +39,11 @@ class Tokens:
     async def authenticate(self, bearer: str) -> TokenInfo:
         """The live token a bearer string names, or `Unauthenticated`."""
         return await tokens.authenticate(self.ctx, bearer)
+
+    async def console_session(self, session_id: str, token_id: str) -> TokenInfo | None:
+        """The live token of a console session; None if revoked, unknown or signed out."""
+        return await tokens.console_session(self.ctx, session_id, token_id)
+
+    async def end_console_session(self, session_id: str, *, ends_at: datetime) -> None:
+        """Record a console session as signed out (`ends_at`: when its cookie expires)."""
+        await tokens.end_console_session(self.ctx, session_id, ends_at=ends_at)

@@ -4,8 +4,9 @@ Every console route is a `ConsoleRoute`. Around the endpoint it:
 1. reads the session cookie (a visitor without one gets a fresh session);
 2. on a POST, parses the form once and refuses it (403) unless it carries the session's
    CSRF token;
-3. finds the signed-in token again (a revoked token is signed out) and applies the route's
-   entry of `access.ROLES` (sign in first; another workspace: 404; a lower role: 403);
+3. finds the signed-in token again (a revoked token, or a session signed out, is no
+   longer signed in) and applies the route's entry of `access.ROLES` (sign in first;
+   another workspace: 404; a lower role: 403);
 4. turns a registry error the endpoint did not handle into an HTML page with the API's
    status code for it (`registry.http.problems.status_for`);
 5. sets the cookie when the session changed and adds the security headers (a strict
@@ -177,13 +178,14 @@ def signin_redirect(request: Request) -> RedirectResponse:
 
 
 async def _find_viewer(request: Request, session: Session) -> Viewer | None:
+    # On every request: a revoked token, or a session signed out (in any process sharing
+    # the database), is no viewer, whatever the cookie's signature says.
     if session.token_id is None or session.workspace is None:
         return None
-    tokens = await registry_of(request).tokens.list(session.workspace)
-    for token in tokens:
-        if token.id == session.token_id and not token.revoked:
-            return Viewer(token)
-    return None
+    token = await registry_of(request).tokens.console_session(session.id, session.token_id)
+    if token is None or token.workspace != session.workspace:
+        return None
+    return Viewer(token)
 
 
 def _check(request: Request, viewer: Viewer | None, name: str) -> None:

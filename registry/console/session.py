@@ -17,11 +17,13 @@ so it is never a valid cookie), checked on every POST. A visitor who is not sign
 has a session (its id only), so the sign-in form is protected too; signing in draws a new
 session id, so a session id planted before the sign-in is worth nothing after it. The
 cookie is `HttpOnly`, `SameSite=Strict`, path `/console`, and `Secure` when the request
-came over HTTPS (behind a proxy: uvicorn's `--proxy-headers`).
+came over HTTPS (behind a proxy: one `SKILLREG_FORWARDED_ALLOW_IPS` names).
 
-Signing out drops the browser's cookie; the cookie itself stays valid until it expires.
-Revoking it on the server would be a list of ended session ids that `decode` consults: the
-id is in every cookie for that, and nothing here assumes it cannot happen.
+Signing out ends the session on the server too: its id is recorded in the database
+(`reg.tokens.end_console_session`), and the request cycle refuses a session whose id is
+there (`routing.py`), so a copy of the cookie taken before is worth nothing, in every
+process sharing the database. The signature still verifies: the record, not the cookie,
+says the session ended.
 """
 
 from __future__ import annotations

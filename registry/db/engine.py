@@ -12,6 +12,7 @@ writer cannot hold a workspace's advisory lock, or wait for one, without bound.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Final
 
@@ -32,10 +33,15 @@ LOCK_WAIT_MS: Final = "skillreg_lock_wait_ms"
 NO_BEGIN: Final = "skillreg_no_begin"
 
 SUPPORTED_DRIVERS: Final = ("sqlite+aiosqlite", "postgresql+psycopg")
+_SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,63}")
 
 
 class UnsupportedDatabaseURL(ValueError):
-    """The database URL names a dialect or driver the registry does not support."""
+    """The database URL names a dialect or driver the registry does not support.
+
+    `url` is the URL as it may be shown: its password masked, or, for text that does not
+    parse as a URL (where no one can tell the password apart), its scheme alone.
+    """
 
     def __init__(self, url: str, reason: str) -> None:
         self.url = url
@@ -48,14 +54,17 @@ def parse_database_url(url: str) -> URL:
     try:
         parsed = make_url(url)
     except sa.exc.ArgumentError:
-        raise UnsupportedDatabaseURL(url, "not a database URL") from None
+        scheme = url.partition("://")[0]
+        scheme = scheme if "://" in url and _SCHEME.fullmatch(scheme) else ""
+        raise UnsupportedDatabaseURL(f"{scheme}://…", "not a database URL") from None
+    shown = parsed.render_as_string(hide_password=True)
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
     elif parsed.drivername == "sqlite":
         parsed = parsed.set(drivername="sqlite+aiosqlite")
     if parsed.drivername not in SUPPORTED_DRIVERS:
         raise UnsupportedDatabaseURL(
-            url, f"use one of {', '.join(SUPPORTED_DRIVERS)} (got {parsed.drivername})"
+            shown, f"use one of {', '.join(SUPPORTED_DRIVERS)} (got {parsed.drivername})"
         )
     return parsed
 

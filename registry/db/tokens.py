@@ -1,4 +1,7 @@
-"""Queries on access tokens. The caller owns the transaction (and, for writes, the lock)."""
+"""Queries on access tokens and ended console sessions.
+
+The caller owns the transaction (and, for writes, the lock).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from registry.db.tables import ApiToken
+from registry.db.blobs import upsert
+from registry.db.tables import ApiToken, EndedSession
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,3 +97,17 @@ async def touch(
         )
         .values(last_used_at=now)
     )
+
+
+async def end_session(
+    conn: AsyncConnection, session_id: str, ends_at: datetime, now: datetime
+) -> None:
+    """Record `session_id` as ended (nothing if it is already), and forget expired ones."""
+    await conn.execute(sa.delete(EndedSession).where(EndedSession.ends_at < now))
+    insert = upsert(conn, EndedSession).values(session_id=session_id, ends_at=ends_at)
+    await conn.execute(insert.on_conflict_do_nothing(index_elements=["session_id"]))
+
+
+async def session_ended(conn: AsyncConnection, session_id: str) -> bool:
+    query = sa.select(EndedSession.session_id).where(EndedSession.session_id == session_id)
+    return (await conn.execute(query)).first() is not None

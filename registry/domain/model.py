@@ -34,13 +34,13 @@ def check_slug(slug: str) -> str:
     1-64 characters, each a Unicode letter or digit (`str.isalnum`) or `-`; lower case; no
     leading or trailing hyphen, no `--`. `café-notes` is a slug. One rule is stricter than
     the validator, which NFKC-normalises a name before it checks it: a slug must already
-    be NFKC-normalised (`cafe\u0301-notes` is refused, naming `café-notes`), because a
+    be NFKC-normalised (`cafe\u0301-notes` is refused; `café-notes` is its form), because a
     slug is an identity (a key in the database, a directory on disk) and two spellings of
     one name must not make two skills. A `SKILL.md` `name` is compared after NFKC.
     """
     normal = unicodedata.normalize("NFKC", slug)
     if normal != slug:
-        raise InvalidName("slug", slug, f"not NFKC-normalised: write it {normal!r}")
+        raise InvalidName("slug", slug, "not NFKC-normalised")
     if not 1 <= len(slug) <= MAX_SLUG_CHARS:
         raise InvalidName("slug", slug, f"1-{MAX_SLUG_CHARS} characters")
     if slug != slug.lower():

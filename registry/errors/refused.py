@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from registry.errors.base import RegistryError, at_path, in_parens
+from registry.errors.base import ATTRIBUTE_ONLY, RegistryError, at_path, in_parens
 
 # ---------------------------------------------------------------- refused input (exit 3)
 
@@ -15,11 +15,16 @@ class RefusedInput(RegistryError, code="refused_input"):
 
 @dataclass(eq=False, repr=False)
 class InvalidName(RefusedInput, code="invalid_name"):
-    """A slug, workspace or agent name breaks the naming rules."""
+    """A slug, workspace or agent name breaks the naming rules.
 
-    template = "invalid {kind} {value!r}: {rule}"
+    The message and the details name the kind and the rule, never the value: a refusal
+    does not echo what it refused (it may be hostile, or a secret typed in the wrong
+    place). `value` stays an attribute, for the code that raised or caught it.
+    """
+
+    template = "invalid {kind}: {rule}"
     kind: str
-    value: str
+    value: str = field(metadata=ATTRIBUTE_ONLY)
     rule: str
 
 

@@ -52,6 +52,7 @@ from registry.http.schemas import (
     Problem,
     UpdateRequest,
 )
+from registry.http.throttle import AuthFailures
 from registry.wire import RecordRequest, TargetRegistration
 
 TITLE: Final = "skill-registry"
@@ -126,9 +127,16 @@ def create_app(
         lifespan=lifespan,
         # Operation ids are the route names, which the role table is keyed by.
         generate_unique_id_function=lambda route: route.name,
+        # Starlette answers a path with its trailing slash toggled by a redirect to an
+        # absolute URL built from the request's `Host` header, which the client chooses:
+        # `Location` never comes from `Host` (docs/http.md), so paths are exact here.
+        redirect_slashes=False,
     )
     app.state.registry = registry
     app.state.metrics = metrics or Metrics()
+    app.state.auth_failures = AuthFailures(
+        limit=registry.settings.auth_failure_limit, window=registry.settings.auth_failure_window
+    )
     problems.install(app)
     for router in (
         operations.router,

@@ -5,6 +5,8 @@ up in `ROLES` by its name (the OpenAPI operation id), so an endpoint cannot be a
 without deciding its role: an unlisted route fails closed (and a test lists them all).
 
 Order of the checks, and why:
+0. an address whose tokens failed too often lately: 429, its token not even looked at
+   (`throttle.py`);
 1. no token, or one that does not authenticate: 401 (`WWW-Authenticate: Bearer`);
 2. a path naming another workspace than the token's: 404 `not_found`, whatever the role
    and whether or not the resource exists, so a token learns nothing about other
@@ -28,6 +30,7 @@ from registry.api.types import TokenInfo
 from registry.domain.access import Role
 from registry.errors import Forbidden, Unauthenticated
 from registry.http.problems import HttpProblem
+from registry.http.throttle import client_address, failures_of, seconds
 
 # Route name (operation id) -> the role it needs; None: no token at all.
 ROLES: Final[dict[str, Role | None]] = {
@@ -169,7 +172,19 @@ async def authenticate(
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise Unauthenticated
     registry = registry_of(request)
-    token = await registry.tokens.authenticate(credentials.credentials)
+    failures, address = failures_of(request), client_address(request)
+    wait = failures.retry_after(address)
+    if wait is not None:
+        raise HttpProblem(
+            "too_many_failures",
+            "too many failed authentications from this address; retry later",
+            headers={"Retry-After": str(seconds(wait))},
+        )
+    try:
+        token = await registry.tokens.authenticate(credentials.credentials)
+    except Unauthenticated:
+        failures.failed(address)
+        raise
     if workspace is not None and workspace != token.workspace:
         raise HttpProblem("not_found", "not found")
     if not token.role.allows(needed):

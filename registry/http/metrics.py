@@ -1,9 +1,11 @@
 """Prometheus metrics of one app, in a collector registry of its own (no global state).
 
 - `skillreg_http_requests_total{method,route,status}` and
-  `skillreg_http_request_duration_seconds{method,route}`: every request, labelled by the
-  route *template* (`/v1/workspaces/{workspace}/skills/{slug}`), never the raw path, so
-  that the number of series stays bounded.
+  `skillreg_http_request_duration_seconds{method,route}`: every request. Every label comes
+  from a fixed set, never from the request as sent, so that no client can add series: the
+  method is one of HTTP's (`METHODS`) or `other` (a method is any token a client invents),
+  the route is the matched route's *template* (`/v1/workspaces/{workspace}/skills/{slug}`)
+  or `unmatched`, never the raw path.
 - `skillreg_write_duration_seconds{operation,outcome}`: the registry call of each write
   endpoint (publish, upload, restore, decide, ...), outcome `ok` or the error code.
 - `skillreg_conflicts_total{code}` (409 and 412) and `skillreg_refusals_total{code}`
@@ -26,6 +28,13 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
+
+# The methods of RFC 9110 (9.3) and PATCH (RFC 5789), as sent: methods are case-sensitive.
+METHODS: Final = frozenset(
+    {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
+)
+OTHER_METHOD: Final = "other"
+UNMATCHED: Final = "unmatched"
 
 _LATENCY_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -131,9 +140,9 @@ class RequestMetrics:
             await self.app(scope, receive, send_observed)
         finally:
             # The router stored the matched route in the scope; unmatched paths share
-            # one label so that scanners cannot create a series per path.
+            # one label, and invented methods another, so that scanners cannot create a
+            # series per path or per method.
             route = scope.get("route")
-            template = getattr(route, "path", None) or "unmatched"
-            self.metrics.observe_request(
-                scope["method"], template, status, time.perf_counter() - started
-            )
+            template = getattr(route, "path", None) or UNMATCHED
+            method = scope["method"] if scope["method"] in METHODS else OTHER_METHOD
+            self.metrics.observe_request(method, template, status, time.perf_counter() - started)

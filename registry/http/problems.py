@@ -66,6 +66,7 @@ HTTP_CODES: Final[dict[str, tuple[int, str]]] = {
     "unsupported_media_type": (415, "the endpoint does not take this Content-Type"),
     "request_invalid": (422, "parameters or JSON body fail the schema; `errors` says where"),
     "precondition_required": (428, "a write needs If-Match (update) or If-None-Match: * (create)"),
+    "too_many_failures": (429, "this address presented wrong tokens too often; see Retry-After"),
     "internal_error": (500, "an unexpected error; the server log has the details"),
 }
 

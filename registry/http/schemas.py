@@ -41,6 +41,8 @@ NAME_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 ClientOrigin = Literal["edit", "save", "learning", "import"]
 
 
+# Every number a client sends is a JSON integer (`strict=True` on each field): pydantic's
+# lax mode would read `true` and `1.0` as the version, size or ordinal 1.
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -50,7 +52,7 @@ class FileEntry(_Model):
 
     path: str = Field(min_length=1, max_length=4096)
     digest: str = Field(pattern=DIGEST_PATTERN, description="lower-case hex BLAKE3 of the bytes")
-    size: int = Field(ge=0, le=MAX_ID)
+    size: int = Field(strict=True, ge=0, le=MAX_ID)
     executable: bool = False
 
     @classmethod
@@ -86,7 +88,7 @@ class FindingApproval(_Model):
     """A content-check finding to approve, as a refused write listed it (never its value)."""
 
     path: str = Field(min_length=1, max_length=4096)
-    ordinal: int = Field(ge=1, le=MAX_VERSION)
+    ordinal: int = Field(strict=True, ge=1, le=MAX_VERSION)
 
 
 class WriteOptions(_Model):
@@ -398,7 +400,9 @@ class InstallRequest(ActorOptions):
     """`POST .../installs`: install a catalog listing into the scope."""
 
     listing: str = Field(pattern=SLUG_PATTERN, max_length=64)
-    version: int | None = Field(default=None, ge=1, le=MAX_VERSION, description="default: newest")
+    version: int | None = Field(
+        default=None, strict=True, ge=1, le=MAX_VERSION, description="default: newest"
+    )
     key: str | None = Field(
         default=None,
         min_length=1,
@@ -411,7 +415,9 @@ class InstallRequest(ActorOptions):
 class UpdateRequest(ActorOptions):
     """`POST .../skills/{slug}/update`: move an installed copy to a listing version."""
 
-    version: int | None = Field(default=None, ge=1, le=MAX_VERSION, description="default: newest")
+    version: int | None = Field(
+        default=None, strict=True, ge=1, le=MAX_VERSION, description="default: newest"
+    )
     policy: Literal["merge", "propose"] | None = Field(
         default=None,
         description="for an edited copy: merge cleanly or propose (default: the service's)",

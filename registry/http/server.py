@@ -15,6 +15,7 @@ import uvicorn
 from registry.api import Registry
 from registry.http import accesslog
 from registry.http.app import create_app
+from registry.http.connections import header_deadline
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -43,7 +44,11 @@ class _Server(uvicorn.Server):
 def server_for(
     reg: Registry, *, jobs: bool, host: str, port: int, log_level: str
 ) -> uvicorn.Server:
-    """The server for `reg`'s HTTP app (and its job worker, with `jobs`), not yet started."""
+    """The server for `reg`'s HTTP app (and its job worker, with `jobs`), not yet started.
+
+    Its connections follow `reg.settings` (docs/http.md, "Connections").
+    """
+    settings = reg.settings
     config = uvicorn.Config(
         create_app(reg, jobs=jobs),
         host=host,
@@ -51,6 +56,16 @@ def server_for(
         log_level=log_level,
         lifespan="on",
         server_header=False,
+        # Always given, so that uvicorn never reads FORWARDED_ALLOW_IPS from the
+        # environment behind the settings' back.
+        proxy_headers=True,
+        forwarded_allow_ips=settings.forwarded_allow_ips,
+        # h11, with a deadline for each request head (connections.py), whatever else is
+        # installed; and the limits uvicorn has options for.
+        http=header_deadline(settings.http_header_timeout),
+        timeout_keep_alive=settings.http_keep_alive_timeout,
+        h11_max_incomplete_event_size=settings.http_max_header_bytes,
+        limit_concurrency=settings.http_limit_concurrency,
     )
     # After the Config, which configures uvicorn's loggers: tokens sent in a query string
     # never reach the access log.

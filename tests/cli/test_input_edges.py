@@ -16,6 +16,7 @@ import pytest
 from click.testing import Result
 
 from tests.support.cli import Invoke, initialised, settings_env
+from tests.support.cli import run as skillreg
 
 SKILL_MD = "---\nname: {name}\ndescription: A test skill.\n---\n# {name}\n"
 
@@ -333,3 +334,19 @@ def test_every_command_that_reads_a_folder_reads_it_within_the_configured_limits
     ):
         result = run(*command, "--json")
         assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+asyncpg://user:hunter2@db.example/registry",
+        "mysql://user:hunter2@db.example/registry",
+        "pg ://user:hunter2@db.example/registry",
+        "://user:hunter2@db.example/registry",
+    ],
+    ids=["another-driver", "another-database", "unparsable", "no-scheme"],
+)
+def test_a_database_url_refused_never_shows_its_password(url):
+    output = skillreg("--database-url", url, "init", code=1)
+    assert "unsupported database URL" in output
+    assert "hunter2" not in output

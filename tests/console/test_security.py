@@ -111,20 +111,34 @@ async def test_a_rotated_key_keeps_sessions_until_it_is_dropped(registry):
         assert (await client.get(overview)).status_code == 303
 
 
+@pytest.mark.both_databases
 async def test_signing_in_draws_a_new_session_and_signing_out_ends_it(site):
+    await publish(site.registry, "hello", {"SKILL.md": skill_md("hello")})
     await site.client.get("/console/signin")
     before = site.client.cookies.get("skillreg_console")
     await site.signin("owner")
     after = site.client.cookies.get("skillreg_console")
     # The signed payload (the session id among it) changed, not only the signing time.
     assert before.split(".")[0] != after.split(".")[0]
-    planted = httpx.Cookies({"skillreg_console": after})
-    await site.post("/console/signout")
-    assert (await site.client.get(f"/console/{WS}/")).status_code == 303
-    # The old cookie itself still verifies (it is signed), so signing out cannot revoke
-    # it server-side; it expires with its session. What signing out guarantees is that
-    # this browser no longer holds it.
-    assert site.client.cookies.get("skillreg_console") != planted.get("skillreg_console")
+    csrf = await site.csrf()
+    assert (await site.post("/console/signout")).status_code == 303
+    assert site.client.cookies.get("skillreg_console") != after
+
+    # The captured cookie still carries a valid signature, but its session has ended on the
+    # server: a replayed page and a replayed form (with that session's CSRF token) are
+    # sent to the sign-in page, and nothing changes.
+    site.client.cookies.set("skillreg_console", after, path="/console")
+    page = await site.client.get(f"/console/{WS}/")
+    assert (page.status_code, page.headers["location"]) == (
+        303,
+        f"/console/signin?next=%2Fconsole%2F{WS}%2F",
+    )
+    site.client.cookies.set("skillreg_console", after, path="/console")
+    form = await site.client.post(
+        skill_path("hello", "control"), data={"csrf": csrf, "action": "stop_using"}
+    )
+    assert (form.status_code, form.headers["location"]) == (303, "/console/signin")
+    assert not (await site.registry.skill_status(Scope(WS), "hello")).use_paused
 
 
 async def test_pages_carry_a_strict_content_security_policy(site):

@@ -20,6 +20,7 @@ from registry.errors import (
     FrontmatterInvalid,
     HeadConflict,
     Inconsistency,
+    InvalidName,
     NotInitialized,
     ProposalStale,
     RegistryError,
@@ -43,8 +44,12 @@ ERRORS = list(dict.fromkeys([RegistryError, *subclasses(RegistryError)]))
 
 # Fields that are attributes but not details: both keep the `StorageUnavailable` fields
 # that code handling any outage reads, and report their own data (or, for
-# NotInitialized, only the outage) as details.
-ATTRIBUTE_ONLY = {WorkspaceBusy: {"what", "detail"}, NotInitialized: {"current", "head"}}
+# NotInitialized, only the outage) as details; a refused name is never echoed.
+ATTRIBUTE_ONLY = {
+    WorkspaceBusy: {"what", "detail"},
+    NotInitialized: {"current", "head"},
+    InvalidName: {"value"},
+}
 # Constructor arguments kept under another name.
 CARRIED_AS = {(ProposalStale, "base"): "expected"}
 # Codes more than one class may share: none.

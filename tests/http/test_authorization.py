@@ -9,6 +9,7 @@ no token, a malformed, unknown, revoked or wrong-secret token: 401.
 from __future__ import annotations
 
 import itertools
+import re
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -20,9 +21,11 @@ from registry.db import pending as db_pending
 from registry.db import skills as db_skills
 from registry.domain.access import Role
 from registry.domain.model import Origin
+from registry.http import throttle
 from registry.http.app import create_app
 from registry.http.auth import CATALOG_PUBLISH, ROLES
 from registry.http.preconditions import entity_tag
+from registry.http.throttle import AuthFailures
 from registry.settings import Settings
 from registry.wire import TargetRegistration
 from tests.corpus.archives import LISTING, good_zip, tar_of
@@ -399,7 +402,10 @@ async def test_only_the_catalog_workspace_publishes_listings_with_its_write_role
     assert wrong == []
 
 
-async def test_no_token_or_a_bad_token_is_401_everywhere(served):
+async def test_no_token_or_a_bad_token_is_401_everywhere(serve):
+    # Hundreds of wrong tokens from one address: past the default hold-off, which its own
+    # test covers.
+    served = await serve(settings=Settings(discovery_root="acme", auth_failure_limit=100_000))
     await _setup(served)
     revoked = await served.registry.tokens.create("acme", "admin", actor="test")
     await served.registry.tokens.revoke(revoked.info.id, actor="test")
@@ -510,3 +516,42 @@ async def test_routes_with_a_json_body_authorize_before_they_parse_it(served):
             if (r.status_code, r.json().get("code")) != (status, code):
                 wrong.append((name, "allowed", body, r.status_code, r.text[:120]))
     assert wrong == []
+
+
+async def test_an_address_that_keeps_sending_wrong_tokens_is_held_off(serve):
+    served = await serve(settings=Settings(auth_failure_limit=3, auth_failure_window=3600))
+    skills = "/v1/workspaces/acme/skills"
+    wrong = {"Authorization": f"Bearer skr_{'0' * 16}_{'x' * 43}"}
+    for _ in range(3):
+        assert (await served.client.get(skills, headers=wrong)).status_code == 401
+    # From now on the token is not even looked at: a right one is held off too, and the
+    # console's sign-in form is no way around it.
+    for headers in (wrong, served.auth("read")):
+        held = await served.client.get(skills, headers=headers)
+        assert (held.status_code, held.json()["code"]) == (429, "too_many_failures")
+        assert 3590 <= int(held.headers["retry-after"]) <= 3600
+    page = await served.client.get("/console/signin")
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+    signin = await served.client.post(
+        "/console/signin", data={"csrf": csrf, "token": served.tokens["read"]}
+    )
+    assert signin.status_code == 429
+    assert "retry-after" in signin.headers
+    # No token is no failure: public endpoints and public indexes still answer.
+    assert (await served.client.get("/healthz")).status_code == 200
+
+
+def test_failures_leave_the_window_and_memory_stays_bounded(monkeypatch):
+    now = [1000.0]
+    failures = AuthFailures(limit=2, window=60, clock=lambda: now[0])
+    failures.failed("192.0.2.1")
+    assert failures.retry_after("192.0.2.1") is None
+    now[0] += 30
+    failures.failed("192.0.2.1")
+    assert failures.retry_after("192.0.2.1") == 30  # until the first failure is 60 s old
+    now[0] += 30
+    assert failures.retry_after("192.0.2.1") is None
+    monkeypatch.setattr(throttle, "MAX_ADDRESSES", 3)
+    for n in range(5):
+        failures.failed(f"198.51.100.{n}")
+    assert list(failures.failures) == ["198.51.100.2", "198.51.100.3", "198.51.100.4"]

@@ -115,7 +115,8 @@ async def test_artifacts_are_immutable_and_answer_conditional_requests(served):
     etag = response.headers["etag"]
     assert etag == f'"{document["skills"][0]["digest"]}"'
     assert response.headers["content-type"] == "application/zip"
-    assert response.headers["cache-control"] == "public, max-age=31536000, immutable"
+    # A day by default: a cache may keep an unpublished artifact that long, no longer.
+    assert response.headers["cache-control"] == "public, max-age=86400, immutable"
     assert response.headers["repr-digest"].startswith("sha-256=:")
     assert (await served.client.get(url, headers={"If-None-Match": etag})).status_code == 304
     head = await served.client.head(url)
@@ -125,6 +126,15 @@ async def test_artifacts_are_immutable_and_answer_conditional_requests(served):
     markdown = await served.client.get(skill_url)
     assert markdown.headers["content-type"] == "text/markdown; charset=utf-8"
     assert markdown.headers["x-content-type-options"] == "nosniff"
+
+
+async def test_how_long_a_cache_keeps_an_artifact_is_a_setting(serve):
+    served = await serve(settings=Settings(discovery_max_age=600))
+    await _setup(served)
+    document = (await served.client.get(INDEX)).json()
+    for entry in document["skills"]:
+        artifact = await served.client.get(urljoin(served.url + INDEX, entry["url"]))
+        assert artifact.headers["cache-control"] == "public, max-age=600, immutable"
 
 
 async def test_any_file_of_a_published_version_by_its_path(served):

@@ -156,3 +156,17 @@ async def test_status_reports_the_job_backlog(served):
     await served.registry.marketplace.run_jobs(drain=True)
     jobs = (await served.client.get("/v1/status", headers=admin)).json()["jobs"]
     assert jobs["backlog"] == 0
+
+
+async def test_metric_labels_come_from_fixed_sets_whatever_the_request(served):
+    # A method is any token a client invents: each one would be a series of its own.
+    for method in ("ZZ000001Q", "ZZ000002Q"):
+        assert (await served.client.request(method, "/healthz")).status_code == 405
+    await served.client.request("ZZ000003Q", "/no/such/path")
+    text = (await served.client.get("/metrics")).text
+    assert "ZZ0" not in text
+    assert (
+        metric(text, "skillreg_http_requests_total", method="other", route="/healthz", status="405")
+        == 2
+    )
+    assert metric(text, "skillreg_http_requests_total", method="other", route="unmatched") == 1

@@ -20,6 +20,7 @@ from registry.http.problems import (
     registry_problem,
     status_for,
 )
+from tests.http.helpers import SKILLS
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "http.md").read_text(encoding="utf-8")
 
@@ -145,3 +146,68 @@ def test_a_jobs_server_side_error_is_shown_without_its_cause():
     conflict = {**record, "code": "ownership_conflict", "message": "skill 'x' is owner-saved"}
     assert public_error(conflict) == conflict
     assert public_error(None) is None
+
+
+@pytest.mark.parametrize(
+    "slug", ["Not_A-Slug", "cafe\u0301-notes", "x--y"], ids=["case", "nfkc", "hyphens"]
+)
+async def test_a_refused_name_is_named_by_its_rule_never_echoed(served, slug):
+    answer = await served.client.get(f"{SKILLS}/{slug}", headers=served.auth("read"))
+    body = answer.json()
+    assert (answer.status_code, body["code"]) == (400, "invalid_name")
+    assert body["detail"].startswith("invalid slug: ")
+    assert body["details"].keys() == {"kind", "rule"}
+    for echoed in ("Not_A", "caf", "x--y"):
+        assert echoed not in answer.text
+
+
+_TARGET = "/v1/workspaces/acme/targets/0b9f7e4c-5a1d-4c2e-9f3a-6d8e1b2c3a4f"
+_NEW_STATE = {"manifest_hash": "0" * 64, "outcome": "applied", "error": None}
+# Every request body field that holds a number, the role it needs and the body around it.
+NUMBER_FIELDS = {
+    "restore": ("POST", f"{SKILLS}/x/restore", "owner", lambda n: {"version": n}),
+    "load": ("POST", f"{SKILLS}/x/loads", "write", lambda n: {"version": n, "conversation": "c"}),
+    "install": (
+        "POST",
+        "/v1/workspaces/acme/installs",
+        "write",
+        lambda n: {"listing": "x", "version": n},
+    ),
+    "update": ("POST", f"{SKILLS}/x/update", "write", lambda n: {"version": n}),
+    "decision": (
+        "POST",
+        "/v1/workspaces/acme/decisions",
+        "owner",
+        lambda n: {"decisions": [{"proposal": n, "decision": "apply"}]},
+    ),
+    "manifest-size": (
+        "PUT",
+        f"{SKILLS}/x",
+        "write",
+        lambda n: {"files": [{"path": "SKILL.md", "digest": "0" * 64, "size": n}]},
+    ),
+    "approval-ordinal": (
+        "PUT",
+        f"{SKILLS}/x",
+        "owner",
+        lambda n: {"files": [], "approve": [{"path": "SKILL.md", "ordinal": n}]},
+    ),
+    "record-version": (
+        "PUT",
+        f"{_TARGET}/skills/x",
+        "read",
+        lambda n: {"expected": None, "record": {**_NEW_STATE, "version": n}, "action": "written"},
+    ),
+}
+
+
+@pytest.mark.parametrize("number", [True, 1.0], ids=["true", "float"])
+@pytest.mark.parametrize("name", NUMBER_FIELDS)
+async def test_a_number_in_a_json_body_is_a_json_integer(served, name, number):
+    method, path, role, body = NUMBER_FIELDS[name]
+    # A restore needs `If-Match`, a publish `If-None-Match`, before its body is read.
+    headers = {"If-None-Match": "*"} if path == f"{SKILLS}/x" else {"If-Match": "*"}
+    answer = await served.client.request(
+        method, path, json=body(number), headers={**headers, **served.auth(role)}
+    )
+    assert (answer.status_code, answer.json()["code"]) == (422, "request_invalid"), answer.text

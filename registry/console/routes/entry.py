@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
@@ -14,9 +16,11 @@ from registry.console.routing import (
     page,
     registry_of,
     see_other,
+    session_of,
     set_session,
 )
 from registry.errors import Unauthenticated
+from registry.http.throttle import client_address, failures_of, seconds
 
 router = APIRouter(prefix="/console", route_class=ConsoleRoute, include_in_schema=False)
 
@@ -28,6 +32,9 @@ def _next_or(target: str, default: str) -> str:
     return default
 
 
+# The entrance, with its slash and without: the app makes no slash redirects of its own
+# (Starlette's would name the request's `Host`; `registry/http/app.py`).
+@router.get("", name="console_home")
 @router.get("/", name="console_home")
 async def home(request: Request) -> Response:
     viewer = request.state.viewer
@@ -45,9 +52,25 @@ async def signin_form(request: Request, next: str = "") -> Response:  # noqa: A0
 async def signin(request: Request) -> Response:
     form = await form_of(request)
     target = field(form, "next")
+    # The API's count of wrong tokens per address (registry/http/throttle.py): the form is
+    # no way around it.
+    failures, address = failures_of(request), client_address(request)
+    wait = failures.retry_after(address)
+    if wait is not None:
+        answer = page(
+            request,
+            "signin.html",
+            status=429,
+            title="Sign in",
+            next=target,
+            error="Too many tokens from this address were not accepted. Try again later.",
+        )
+        answer.headers["Retry-After"] = str(seconds(wait))
+        return answer
     try:
         token = await registry_of(request).tokens.authenticate(field(form, "token").strip())
     except Unauthenticated:
+        failures.failed(address)
         return page(
             request,
             "signin.html",
@@ -64,5 +87,11 @@ async def signin(request: Request) -> Response:
 
 @router.post("/signout", name="console_signout")
 async def signout(request: Request) -> Response:
+    session = session_of(request)
+    if session.signed_in:
+        # Ended on the server, not only in this browser: a copy of the cookie taken before
+        # is refused from now on, by every process sharing the database.
+        ends_at = datetime.fromtimestamp(session.expires, UTC)
+        await registry_of(request).tokens.end_console_session(session.id, ends_at=ends_at)
     set_session(request, console_of(request).sessions.new())
     return see_other(url("signin"))

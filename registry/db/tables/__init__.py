@@ -10,9 +10,9 @@ may see is decided through its versions and manifests, never by digest alone.
 `base` holds the declarative base and portable column types; `core` the skills, versions,
 manifests, blobs and outbox; `history` proposals, approvals and exclusions; `learning`
 suppressions, pending writes, loads and the SKILL.md index; `ops` jobs, GC runs,
-materialisations and tokens; `discovery` what a scope publishes in its Agent Skills
-index; `search` the full-text documents; `trust` signing keys and attestations. Every
-table is importable from `registry.db.tables`.
+materialisations, tokens and ended console sessions; `discovery` what a scope publishes
+in its Agent Skills index; `search` the full-text documents; `trust` signing keys and
+attestations. Every table is importable from `registry.db.tables`.
 """
 
 from registry.db.tables.base import (
@@ -64,6 +64,7 @@ from registry.db.tables.ops import (
     MATERIALIZE_OUTCOMES,
     TOKEN_ROLES,
     ApiToken,
+    EndedSession,
     GcRun,
     Job,
     Materialization,
@@ -100,6 +101,7 @@ __all__ = [
     "DiscoveryArtifact",
     "DiscoveryScope",
     "DiscoverySkill",
+    "EndedSession",
     "Event",
     "GcRun",
     "Job",

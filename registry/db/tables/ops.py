@@ -1,4 +1,4 @@
-"""Operational rows: durable jobs, GC runs, materialisation targets and records, API tokens."""
+"""Operational rows: jobs, GC runs, materialisations, API tokens, ended console sessions."""
 
 from __future__ import annotations
 
@@ -196,3 +196,21 @@ class ApiToken(Base):
         sa.CheckConstraint(in_check("role", TOKEN_ROLES), name="role"),
         sa.CheckConstraint(hex64_check("secret_hash"), name="secret_hash_hex"),
     )
+
+
+class EndedSession(Base):
+    """A console session signed out before its cookie expired (docs/console.md).
+
+    The cookie is signed and names its session id, so a copy taken before *Sign out* would
+    still verify until it expires: signing out records the id here, and every console
+    request of every process sharing the database refuses the ids it finds. `ends_at` is
+    when the cookie expires anyway; after it, the row proves nothing, and the next sign-out
+    deletes it.
+    """
+
+    __tablename__ = "ended_sessions"
+
+    session_id: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    ends_at: Mapped[datetime]
+
+    __table_args__ = (sa.Index("ix_ended_sessions_ends_at", "ends_at"),)

@@ -37,7 +37,7 @@ _DESCRIPTIONS: Final = {
     415: "Unsupported Content-Type",
     422: "Refused input (validation, content check, missing blobs)",
     428: "If-Match (or If-None-Match: *) required",
-    429: "The workspace is busy; retry",
+    429: "The workspace is busy, or this address sent wrong tokens too often; retry",
     503: "Storage unavailable; retry",
 }
 
@@ -50,7 +50,8 @@ def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
             "description": _DESCRIPTIONS[status],
             "content": {PROBLEM_JSON: {"schema": schema}},
         }
-        for status in sorted({401, 503, *statuses})
+        # Every endpoint that takes a token: 401, and 429 once an address failed too often.
+        for status in sorted({401, 429, 503, *statuses})
     }
 
 
@@ -149,15 +150,26 @@ def attachment(filename: str) -> str:
     return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe='')}"
 
 
+def path_for(request: Request, route: str, /, **params: object) -> str:
+    """The path `route` serves at `params`, each percent-encoded (UTF-8).
+
+    A header is Latin-1 on the wire: a Unicode slug written there raw cannot be sent (a
+    500, after a write that already committed) and a Latin-1 one goes out as raw bytes.
+    Encoded, every path that names a slug is ASCII, whatever its letters.
+    """
+    encoded = {k: quote(str(v), safe="") for k, v in params.items()}
+    return str(request.app.url_path_for(route, **encoded))
+
+
 def location(request: Request, route: str, /, **params: object) -> str:
-    """A `Location` for the resource `route` serves at `params`.
+    """A `Location` for the resource `route` serves at `params` (`path_for`).
 
     Absolute under the configured `public_base_url`, else a relative reference (RFC 9110,
     10.2.2): never built from the request's `Host` header, which the client chooses.
     """
-    path = request.app.url_path_for(route, **{k: str(v) for k, v in params.items()})
+    path = path_for(request, route, **params)
     base: str | None = request.app.state.registry.settings.public_base_url
-    return f"{base.rstrip('/')}{path}" if base else str(path)
+    return f"{base.rstrip('/')}{path}" if base else path
 
 
 def refuse_credentials(request: Request, **fields: str | None) -> None:

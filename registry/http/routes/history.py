@@ -122,7 +122,7 @@ async def get_diff(
 class RestoreBody(ActorOptions):
     """`POST .../restore`: the version to make the head again."""
 
-    version: int = Field(ge=1, le=MAX_VERSION)
+    version: int = Field(strict=True, ge=1, le=MAX_VERSION)
     message: str = Field(default="", max_length=10_000, pattern=TEXT_PATTERN)
 
 

@@ -76,7 +76,7 @@ async def list_decisions(
 class DecisionItem(_Model):
     """One decision of a batch."""
 
-    proposal: int = Field(ge=1, le=2**63 - 1)
+    proposal: int = Field(strict=True, ge=1, le=2**63 - 1)
     decision: Literal["apply", "alternative", "keep_current"]
     files: list[FileEntry] | None = Field(
         default=None,
@@ -252,7 +252,7 @@ async def learning_status(
 class LoadBody(_Model):
     """`POST .../skills/{slug}/loads`: the exact version a runtime loaded."""
 
-    version: int = Field(ge=1, le=2**31 - 1)
+    version: int = Field(strict=True, ge=1, le=2**31 - 1)
     conversation: Conversation
 
 

@@ -10,7 +10,6 @@ Either way the package goes through the registry's one write path.
 from __future__ import annotations
 
 from typing import Annotated, Any
-from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -45,6 +44,7 @@ from registry.http.routes.common import (
     location,
     make_scope,
     media_type,
+    path_for,
     precondition_headers,
     problems,
     read_body,
@@ -208,12 +208,11 @@ async def get_archive(
     except AttestationMissing:
         pass  # published before versions were signed: no header names what does not exist
     else:
-        where = request.app.url_path_for(
-            "get_attestation", workspace=workspace, slug=slug, version=str(package.version)
+        where = path_for(
+            request, "get_attestation", workspace=workspace, slug=slug, version=package.version
         )
         headers["Skillreg-Attestation"] = sealed.digest
-        # Percent-encoded: a slug may be any Unicode letters, a header only Latin-1.
-        headers["Link"] = f'<{quote(str(where), safe="/")}>; rel="attestation"'
+        headers["Link"] = f'<{where}>; rel="attestation"'
     chunks = tar_gz(slug, package.files, int(package.created_at.timestamp()))
     return StreamingResponse(chunks, media_type="application/gzip", headers=headers)
 

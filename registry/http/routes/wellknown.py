@@ -7,9 +7,10 @@
 
 `{tag}` names one version of one skill: `<version>.<16 hex>`, the skill's entity tag at
 that version, so a slug deleted and created again never reuses a URL. An artifact URL
-answers the same bytes forever, or 404: artifacts are `immutable`, and carry their digest
-as their entity tag. The index is revalidated (`no-cache`) with its own entity tag, the
-SHA-256 of its bytes, and answers `If-None-Match` with 304.
+answers the same bytes forever, or 404: artifacts are `immutable` for
+`SKILLREG_DISCOVERY_MAX_AGE` (a day by default: what a cache may keep after an unpublish),
+and carry their digest as their entity tag. The index is revalidated (`no-cache`) with its
+own entity tag, the SHA-256 of its bytes, and answers `If-None-Match` with 304.
 
 Entry URLs are relative to the index, so one document serves any host name or proxy
 prefix; the host root's index points into its scope's prefix (`../../discovery/...`).
@@ -39,7 +40,6 @@ from registry.http.schemas import NAME_PATTERN
 
 WELL_KNOWN: Final = "/.well-known/agent-skills"
 PREFIX: Final = "/discovery/{workspace}/{agent}" + WELL_KNOWN
-_YEAR: Final = 365 * 24 * 3600
 
 router = APIRouter(tags=["discovery"])
 
@@ -202,11 +202,14 @@ def _checked(artifact: Artifact, tag: str) -> Artifact:
     return artifact
 
 
-def _artifact_headers(artifact: Artifact, etag: str) -> dict[str, str]:
+def _artifact_headers(request: Request, artifact: Artifact, etag: str) -> dict[str, str]:
+    # `immutable`: the bytes at this URL never change. For `max_age` only, though: a cache
+    # keeps what it holds that long, past an unpublish, so it is a setting, a day by default.
+    max_age = registry_of(request).settings.discovery_max_age
     headers = {
         "ETag": etag,
         "X-Content-Type-Options": "nosniff",
-        **_cache_control(artifact.settings, f"max-age={_YEAR}, immutable"),
+        **_cache_control(artifact.settings, f"max-age={max_age}, immutable"),
     }
     if artifact.sha256 is not None:
         digest = base64.b64encode(bytes.fromhex(artifact.sha256)).decode()
@@ -227,7 +230,7 @@ async def _archive(
     body = request.method == "GET" and "if-none-match" not in request.headers
     artifact = _checked(await registry.discovery.archive(scope, slug, version, data=body), tag)
     etag = f'"sha256:{artifact.digest}"'
-    headers = _artifact_headers(artifact, etag)
+    headers = _artifact_headers(request, artifact, etag)
     headers["Content-Disposition"] = attachment(f"{slug}-{version}.zip")
     if _not_modified(request, etag):
         return Response(status_code=304, headers=headers)
@@ -279,7 +282,7 @@ async def _file(
     body = request.method == "GET"
     artifact = _checked(await registry.discovery.file(scope, slug, version, path, data=body), tag)
     etag = f'"{artifact.digest}"'
-    headers = _artifact_headers(artifact, etag)
+    headers = _artifact_headers(request, artifact, etag)
     if _not_modified(request, etag):
         return Response(status_code=304, headers=headers)
     if request.method == "HEAD":

@@ -6,6 +6,11 @@ transaction under the workspace lock and writes one outbox event (`token_created
 hash). Authenticating is a read by token id and a constant-time comparison of hashes;
 every failure (malformed, unknown, revoked, wrong secret) is the same `Unauthenticated`,
 so a caller learns nothing about which tokens exist.
+
+Console sessions are opened with a token (docs/console.md): `console_session` finds the
+live token of a session that was not signed out, in one read; `end_console_session`
+records a sign-out, so that a copy of the session's cookie is refused by every process
+sharing the database.
 """
 
 from __future__ import annotations
@@ -22,15 +27,22 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from registry.db import skills as db_skills
 from registry.db import tokens as db_tokens
 from registry.domain.access import Role, format_token, parse_role, parse_token, secret_hash
-from registry.domain.arguments import check_text
+from registry.domain.arguments import RULE_RANGE, check_text
 from registry.domain.model import Scope, check_scope_name
-from registry.errors import InvalidName, RegistryError, TokenNotFound, Unauthenticated
+from registry.errors import (
+    ArgumentInvalid,
+    InvalidName,
+    RegistryError,
+    TokenNotFound,
+    Unauthenticated,
+)
 from registry.services.context import Context
 
 # How often `last_used_at` is refreshed: a busy token would otherwise turn every read
 # into a write (and, on SQLite, serialise reads behind the write lock).
 LAST_USED_GRANULARITY: Final = timedelta(minutes=1)
 _MAX_NAME: Final = 200
+_MAX_SESSION_ID: Final = 64  # the column's width
 
 
 @dataclass(frozen=True)
@@ -183,3 +195,39 @@ async def _touch(ctx: Context, token_id: str, now: datetime, stale_before: datet
     # Bookkeeping only: a busy database must not fail the request that uses the token.
     with contextlib.suppress(RegistryError):
         await ctx.write(work)
+
+
+def _check_session_id(session_id: str) -> None:
+    if not 1 <= len(session_id) <= _MAX_SESSION_ID:
+        raise ArgumentInvalid("session_id", RULE_RANGE, f"1-{_MAX_SESSION_ID} characters")
+
+
+async def end_console_session(ctx: Context, session_id: str, *, ends_at: datetime) -> None:
+    """Record a console session as signed out; `ends_at`: when its cookie expires anyway.
+
+    Idempotent. Rows whose cookie has expired go in the same transaction: what they would
+    refuse is refused by the cookie's own signature by then.
+    """
+    _check_session_id(session_id)
+    now = ctx.clock.now()
+
+    async def work(conn: AsyncConnection) -> None:
+        await db_tokens.end_session(conn, session_id, ends_at, now)
+
+    await ctx.write(work)
+
+
+async def console_session(ctx: Context, session_id: str, token_id: str) -> TokenInfo | None:
+    """The live token a console session was opened with, or None.
+
+    None when the token is unknown or revoked, or the session was signed out.
+    """
+    _check_session_id(session_id)
+
+    async def work(conn: AsyncConnection) -> db_tokens.TokenRow | None:
+        if await db_tokens.session_ended(conn, session_id):
+            return None
+        return await db_tokens.get(conn, token_id)
+
+    row = await ctx.read(work)
+    return None if row is None or row.revoked_at is not None else _info(row)
