@@ -9,18 +9,22 @@ from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from sqlalchemy.engine import make_url
 
-from registry.api import Registry
 from registry.cli.exits import OK, UNEXPECTED, exit_code
-from registry.cli.output import Output
 from registry.domain.model import DEFAULT_AGENT, Scope
 from registry.domain.numbers import MAX_ID, MAX_VERSION, decimal
 from registry.errors import InvalidName
-from registry.settings import Settings
+
+if TYPE_CHECKING:
+    from registry.api import Registry
+    from registry.settings import Settings
+
+# The API (SQLAlchemy's engine, every service), the settings (pydantic) and rich are
+# imported where a command first needs them, not when the command line is parsed: the
+# parse, `--help` and `--version` stay cheap (registry/cli/main.py's lazy group).
 
 
 @dataclass
@@ -32,11 +36,15 @@ class CliState:
 
     def open(self, *, initialize: bool = False) -> AbstractAsyncContextManager[Registry]:
         """The registry for a command (the database must be initialised unless asked)."""
+        from registry.api import Registry  # noqa: PLC0415 - see the imports' note
+
         return Registry.open(settings=self.settings, initialize=initialize)
 
 
 def settings_with(database_url: str | None, blob_url: str | None) -> Settings:
     """Settings from the environment, overridden by command-line URLs."""
+    from registry.settings import Settings  # noqa: PLC0415 - see the imports' note
+
     base = Settings()
     overrides = {k: v for k, v in {"database_url": database_url, "blob_url": blob_url}.items() if v}
     return base.model_copy(update=overrides) if overrides else base
@@ -147,6 +155,8 @@ def run_async(body: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., N
 
     @functools.wraps(body)
     def wrapper(*args: Any, as_json: bool = False, **kwargs: Any) -> None:
+        from registry.cli.output import Output  # noqa: PLC0415 - see the imports' note
+
         state = click.get_current_context().find_object(CliState)
         assert state is not None
         out = Output(as_json=as_json)
@@ -208,6 +218,8 @@ def make_scope(workspace: str, agent: str) -> Scope:
 
 def redact(url: str) -> str:
     """A URL with its password hidden, for display."""
+    from sqlalchemy.engine import make_url  # noqa: PLC0415 - see the imports' note
+
     try:
         return make_url(url).render_as_string(hide_password=True)
     except Exception:  # noqa: BLE001 - display only; a non-SQLAlchemy URL is shown as is
