@@ -104,9 +104,7 @@ async def test_a_first_sync_pins_nothing_it_was_not_given(hostile, tmp_path):
     assert _trust(target)["keys"] == {hostile.key.key_id: hostile.key.public_key_hex()}
 
 
-async def test_a_state_signed_by_a_key_the_host_does_not_trust_changes_nothing(
-    hostile, tmp_path
-):
+async def test_a_state_signed_by_a_key_the_host_does_not_trust_changes_nothing(hostile, tmp_path):
     target = tmp_path / "skills"
     await _applied_v1(hostile, target)
     _serve_v2(hostile)
@@ -194,9 +192,7 @@ async def test_an_expired_state_freezes_nothing_and_the_host_says_it_is_stale(
     assert _trust(target)["status"] == "verified"
 
 
-async def test_a_listing_of_one_moment_under_the_signature_of_another_is_refused(
-    hostile, tmp_path
-):
+async def test_a_listing_of_one_moment_under_the_signature_of_another_is_refused(hostile, tmp_path):
     target = tmp_path / "skills"
     await _applied_v1(hostile, target)
     old_signature = hostile.sign()
