@@ -26,7 +26,7 @@ from registry.api.targets import Targets
 from registry.api.tokens import Tokens
 from registry.api.trust import Trust
 from registry.api.uploads import Uploads
-from registry.bootstrap import build_blobstore, build_engine
+from registry.bootstrap import build_blobstore, build_engine, missing_database
 from registry.db.migrate import current_revision, ensure_database, head_revision, upgrade
 from registry.domain.approvals import FindingRef
 from registry.domain.clock import Clock, SystemClock
@@ -142,12 +142,16 @@ class Registry(OwnerControls, Searching):
         """Build a registry from settings (overridden by the URLs given) and close it after.
 
         With `initialize=True` the database is migrated and the blob store created first;
-        otherwise a database that is not at the newest revision raises `NotInitialized`.
+        otherwise a database that is not at the newest revision raises `NotInitialized`,
+        and so does a SQLite file that does not exist, before anything is created.
         """
         base = settings or Settings()
         urls = {"database_url": database_url, "blob_url": blob_url}
         overrides = {k: v for k, v in urls.items() if v is not None}
         effective = base.model_copy(update=overrides) if overrides else base
+        missing = None if initialize else missing_database(effective)
+        if missing is not None:
+            raise NotInitialized(None, head_revision(), missing=str(missing))
         registry = cls(
             build_engine(effective),
             build_blobstore(effective),

@@ -185,10 +185,14 @@ class NotInitialized(StorageUnavailable, code="not_initialized"):
 
     current: str | None = field(metadata=ATTRIBUTE_ONLY)
     head: str = field(metadata=ATTRIBUTE_ONLY)
+    # A SQLite file that does not exist (nothing was created looking for it).
+    missing: str | None = field(default=None, metadata=ATTRIBUTE_ONLY)
     what: str = field(default="database", init=False)
     detail: str = field(default="not initialised", init=False)
 
     def __str__(self) -> str:
+        if self.missing is not None:
+            return f"no database at {self.missing}: run `skillreg init` to create it"
         return (
             f"the database is at revision {self.current or 'none'}, the registry needs "
             f"{self.head}: run `skillreg init`"

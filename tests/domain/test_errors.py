@@ -44,7 +44,7 @@ ERRORS = list(dict.fromkeys([RegistryError, *subclasses(RegistryError)]))
 # Fields that are attributes but not details: both keep the `StorageUnavailable` fields
 # that code handling any outage reads, and report their own data (or, for
 # NotInitialized, only the outage) as details.
-ATTRIBUTE_ONLY = {WorkspaceBusy: {"what", "detail"}, NotInitialized: {"current", "head"}}
+ATTRIBUTE_ONLY = {WorkspaceBusy: {"what", "detail"}, NotInitialized: {"current", "head", "missing"}}
 # Constructor arguments kept under another name.
 CARRIED_AS = {(ProposalStale, "base"): "expected"}
 # Codes more than one class may share: none.

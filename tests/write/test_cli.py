@@ -36,11 +36,24 @@ def test_version_and_help(run):
     assert "publish" in run("--help").output
 
 
-def test_commands_before_init_say_so(tmp_path):
-    env = {"SKILLREG_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'fresh.db'}"}
-    result = CliRunner().invoke(cli, ["list", "acme"], env=env)
+def test_commands_before_init_say_so_and_create_nothing(tmp_path):
+    mistyped = tmp_path / "no" / "such" / "folder" / "fresh.db"
+    for command in (["list", "acme"], ["publish", str(tmp_path), "-w", "acme"]):
+        env = {
+            "SKILLREG_DATABASE_URL": f"sqlite+aiosqlite:///{mistyped}",
+            "SKILLREG_BLOB_URL": (tmp_path / "blobs").as_uri(),
+        }
+        result = CliRunner().invoke(cli, command, env=env)
+        assert result.exit_code == 1
+        assert f"no database at {mistyped}: run `skillreg init`" in result.output
+        assert list(tmp_path.iterdir()) == []
+
+
+def test_a_read_in_an_empty_folder_creates_no_registry(embedded):
+    result = CliRunner().invoke(cli, ["list", "acme"])
     assert result.exit_code == 1
     assert "skillreg init" in result.output
+    assert list(embedded.iterdir()) == []
 
 
 def test_publish_show_get_round_trip_keeps_bytes_and_modes(run, tmp_path):
