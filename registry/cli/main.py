@@ -1,7 +1,8 @@
 """`skillreg`: the command line entry point and its global options.
 
 Exit codes: 0 success, 1 unexpected error, 2 usage, 3 refused input, 4 conflict,
-5 not found (the table is in registry/cli/exits.py). A path a command reads that is
+5 not found, 6 configuration or connection (the table is in registry/cli/exits.py; the
+root help's epilog lists them). A path a command reads that is
 missing or of the wrong kind is a usage error (`common.FOLDER`), and so is a folder it
 writes that is a file or lies under one (`common.OUTPUT_FOLDER`). Under `--json` a usage
 error is printed as the same JSON error body as any other error (`Skillreg`).
@@ -227,7 +228,21 @@ def _asks_for_json(args: list[str]) -> bool:
     return "--json" in options
 
 
-@click.group(cls=Skillreg, context_settings={"help_option_names": ["-h", "--help"]})
+EPILOG = """\b
+Exit codes:
+  0    success
+  1    unexpected error
+  2    usage (a bad option or argument, a missing path)
+  3    refused input (validation, blocked content, capacity, quota)
+  4    conflict (compare-and-swap, exists)
+  5    not found
+  6    configuration or connection (bad URL, database unreachable or not initialised,
+       an address serve cannot listen on)
+  130  interrupted
+"""
+
+
+@click.group(cls=Skillreg, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)
 @click.version_option(__version__, prog_name="skillreg")
 @click.option("--database-url", help="Override SKILLREG_DATABASE_URL.")
 @click.option("--blob-url", help="Override SKILLREG_BLOB_URL.")

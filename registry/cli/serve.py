@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import socket
+
 import click
 
 from registry.cli.common import CliState, DecimalRange, json_option, redact, run_async
+from registry.cli.exits import UNAVAILABLE
 from registry.cli.output import Output
 
 
@@ -38,13 +42,27 @@ async def serve(
     # third of the CLI's start, and only this command needs it.
     from registry.http.server import server_for  # noqa: PLC0415
 
-    async with state.open() as reg:
-        server = server_for(reg, jobs=jobs, host=host, port=port, log_level=log_level)
-        # uvicorn announces the address it bound (the real port, when given 0).
-        out.errors.print(
-            f"serving {redact(state.settings.database_url)} and {state.settings.blob_url}"
+    # Bound before anything starts: an address in use is one line and exit 6, not an
+    # application that logs its start-up and then stops.
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        listener = socket.create_server((host, port), family=family)
+    except OSError as exc:
+        out.error(
+            OSError(
+                f"cannot listen on {host}:{port}: {os.strerror(exc.errno) if exc.errno else exc}"
+            ),
+            UNAVAILABLE,
         )
-        await server.serve()
+        raise click.exceptions.Exit(UNAVAILABLE) from None
+    with listener:
+        async with state.open() as reg:
+            server = server_for(reg, jobs=jobs, host=host, port=port, log_level=log_level)
+            # uvicorn announces the address it bound (the real port, when given 0).
+            out.errors.print(
+                f"serving {redact(state.settings.database_url)} and {state.settings.blob_url}"
+            )
+            await server.serve(sockets=[listener])
     out.emit({"stopped": True, "host": host, "port": port}, lambda c: c.print("stopped"))
 
 

@@ -44,14 +44,14 @@ def test_commands_before_init_say_so_and_create_nothing(tmp_path):
             "SKILLREG_BLOB_URL": (tmp_path / "blobs").as_uri(),
         }
         result = CliRunner().invoke(cli, command, env=env)
-        assert result.exit_code == 1
+        assert result.exit_code == 6
         assert f"no database at {mistyped}: run `skillreg init`" in result.output
         assert list(tmp_path.iterdir()) == []
 
 
 def test_a_read_in_an_empty_folder_creates_no_registry(embedded):
     result = CliRunner().invoke(cli, ["list", "acme"])
-    assert result.exit_code == 1
+    assert result.exit_code == 6
     assert "skillreg init" in result.output
     assert list(embedded.iterdir()) == []
 
