@@ -17,6 +17,7 @@ NOT_FOUND: Final = 5
 # refuses the password or is not initialised; a blob store that fails; an address `serve`
 # cannot listen on. Not 1, which says the registry itself went wrong.
 UNAVAILABLE: Final = 6
+INTERRUPTED: Final = 130  # Ctrl-C before anything was changed (128 + SIGINT)
 
 # Checked in order: the first class the exception is an instance of decides.
 EXIT_CODES: Final[tuple[tuple[type[BaseException], int], ...]] = (

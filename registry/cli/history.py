@@ -21,6 +21,7 @@ from registry.cli.common import (
     CliState,
     DecimalRange,
     agent_option,
+    interrupt_safe_write,
     json_option,
     make_scope,
     parse_ref,
@@ -246,7 +247,7 @@ async def restore(
 ) -> None:
     """Make VERSION of REF (WORKSPACE/SLUG) the head again, as a new version."""
     workspace, slug = parse_skill(ref)
-    async with state.open() as reg:
+    async with state.open() as reg, interrupt_safe_write(f"{workspace}/{slug}"):
         pub = await reg.restore(
             make_scope(workspace, agent),
             slug,

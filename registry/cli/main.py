@@ -11,12 +11,14 @@ error is printed as the same JSON error body as any other error (`Skillreg`).
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from registry import __version__
 from registry.cli.common import CliState, json_option, redact, run_async, settings_with
+from registry.cli.exits import INTERRUPTED
 
 if TYPE_CHECKING:
     from registry.cli.output import Output
@@ -238,7 +240,8 @@ Exit codes:
   5    not found
   6    configuration or connection (bad URL, database unreachable or not initialised,
        an address serve cannot listen on)
-  130  interrupted
+  130  interrupted, nothing changed (Ctrl-C during publish or restore lets
+       the write finish; a second Ctrl-C: outcome unknown, exit 1)
 """
 
 
@@ -255,7 +258,8 @@ def cli(
     debug: bool,  # noqa: FBT001 - a click flag
 ) -> None:
     """skill-registry: transactional storage for agent skill packages."""
-    ctx.obj = CliState(settings_with(database_url, blob_url), debug=debug)
+    console = ctx.obj == CONSOLE
+    ctx.obj = CliState(settings_with(database_url, blob_url), debug=debug, console=console)
 
 
 @cli.command()
@@ -287,6 +291,14 @@ async def init(state: CliState, out: Output) -> None:
     )
 
 
+CONSOLE = "skillreg.console"  # main()'s context object: the process is the console script
+
+
 def main() -> None:
     """Console script entry point."""
-    cli(prog_name="skillreg")
+    try:
+        cli(prog_name="skillreg", obj=CONSOLE)
+    except KeyboardInterrupt:
+        # Interrupted while starting (imports, settings), before any command ran.
+        sys.stderr.write("error: interrupted; nothing was changed\n")
+        sys.exit(INTERRUPTED)

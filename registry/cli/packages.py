@@ -20,6 +20,7 @@ from registry.cli.common import (
     CliState,
     DecimalRange,
     agent_option,
+    interrupt_safe_write,
     json_option,
     make_scope,
     nonblank,
@@ -141,7 +142,7 @@ async def publish(
     approvals = [parse_approval(a) for a in approve]
     name = await asyncio.to_thread(_folder_name, directory) if slug is None else slug
     files = await asyncio.to_thread(read_folder, directory, limits=state.settings.limits())
-    async with state.open() as reg:
+    async with state.open() as reg, interrupt_safe_write(f"{workspace}/{name}"):
         pub = await reg.write_package(
             scope,
             name,
