@@ -29,7 +29,7 @@ from registry.cli.common import (
     run_async,
     version_number,
 )
-from registry.cli.output import Output, human_size
+from registry.cli.output import Output, count, human_size
 from registry.domain.model import Publication
 
 actor_option = click.option("--actor", default="cli", show_default=True, help="Who acts.")
@@ -262,7 +262,7 @@ async def restore(
     else:
         line = (
             f"{slug}: restored version {version} as version {pub.version} "
-            f"({pub.manifest_hash[:12]}; {pub.uploaded} blobs uploaded)"
+            f"({pub.manifest_hash[:12]}; {count(pub.uploaded, 'blob')} uploaded)"
         )
     out.emit({**data, **publication_dict(pub)}, lambda c: c.print(line))
 

@@ -19,6 +19,7 @@ import click
 from registry import __version__
 from registry.cli.common import CliState, json_option, redact, run_async, settings_with
 from registry.cli.exits import INTERRUPTED
+from registry.errors.missing import schema_name
 
 if TYPE_CHECKING:
     from registry.cli.output import Output
@@ -285,7 +286,7 @@ async def init(state: CliState, out: Output) -> None:
         data,
         lambda c: c.print(
             ("created the database; " if created else "")
-            + f"initialised database {data['database_url']} (revision {revision}) "
+            + f"initialised database {data['database_url']} ({schema_name(revision)}) "
             f"and blob store {data['blob_url']}"
         ),
     )

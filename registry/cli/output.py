@@ -99,3 +99,8 @@ def human_size(size: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= _KIB
     return f"{size} B"
+
+
+def count(number: int, noun: str, plural: str = "") -> str:
+    """`1 blob`, `2 blobs`: a number and its noun, in the plural unless it is one."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"

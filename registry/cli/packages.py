@@ -28,7 +28,7 @@ from registry.cli.common import (
     run_async,
     version_number,
 )
-from registry.cli.output import Output, human_size
+from registry.cli.output import Output, count, human_size
 from registry.domain.approvals import FindingRef
 from registry.domain.model import ANY, ExpectedHead, Origin, PackageFile, Publication
 from registry.domain.numbers import MAX_VERSION
@@ -76,7 +76,7 @@ def _publication_line(slug: str, pub: Publication) -> str:
         )
     if pub.unchanged:
         return f"{slug}: unchanged at version {pub.version} ({pub.manifest_hash[:12]})"
-    uploaded = f"{pub.uploaded} blobs, {human_size(pub.uploaded_bytes)} uploaded"
+    uploaded = f"{count(pub.uploaded, 'blob')}, {human_size(pub.uploaded_bytes)} uploaded"
     return f"{slug}: published version {pub.version} ({pub.manifest_hash[:12]}; {uploaded})"
 
 

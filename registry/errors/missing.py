@@ -194,9 +194,16 @@ class NotInitialized(StorageUnavailable, code="not_initialized"):
         if self.missing is not None:
             return f"no database at {self.missing}: run `skillreg init` to create it"
         return (
-            f"the database is at revision {self.current or 'none'}, the registry needs "
-            f"{self.head}: run `skillreg init`"
+            f"the database has {schema_name(self.current)}, the registry needs "
+            f"{schema_name(self.head)}: run `skillreg init`"
         )
+
+
+def schema_name(revision: str | None) -> str:
+    """A migration revision as a person reads it: `0010` is schema version 10."""
+    if revision is None:
+        return "no schema"
+    return f"schema version {int(revision)}" if revision.isdigit() else f"schema {revision}"
 
 
 class Inconsistency(RegistryError, code="integrity_error"):

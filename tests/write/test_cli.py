@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -137,3 +138,18 @@ def test_demo_publishes_the_examples_and_is_idempotent(run):
     assert all(p["unchanged"] for p in second["published"].values())
     listing = json.loads(run("list", "demo", "--json").output)
     assert [s["slug"] for s in listing["items"]] == ["csv-cleaner", "pdf-report", "release-notes"]
+
+
+def test_messages_speak_to_a_person_not_to_the_code(embedded):
+    initialised = " ".join(CliRunner().invoke(cli, ["init"]).output.split())
+    assert "(schema version " in initialised
+    assert "revision" not in initialised
+    skill = embedded / "one-file"
+    skill.mkdir()
+    (skill / "SKILL.md").write_text("---\nname: one-file\ndescription: One file.\n---\n\nHi.\n")
+    published = CliRunner().invoke(cli, ["publish", str(skill), "-w", "acme"])
+    assert "1 blob, " in " ".join(published.output.split()), published.output
+    shutil.rmtree(embedded / ".skillreg" / "blobs")
+    (skill / "SKILL.md").write_text("---\nname: one-file\ndescription: One file.\n---\n\nBye.\n")
+    published = CliRunner().invoke(cli, ["publish", str(skill), "-w", "acme"])
+    assert "(`skillreg init` does)" in " ".join(published.output.split()), published.output
