@@ -58,10 +58,15 @@ async def serve(
     with listener:
         async with state.open() as reg:
             server = server_for(reg, jobs=jobs, host=host, port=port, log_level=log_level)
-            # uvicorn announces the address it bound (the real port, when given 0).
             out.errors.print(
                 f"serving {redact(state.settings.database_url)} and {state.settings.blob_url}"
             )
+            # uvicorn announces no address for a socket it is given: this line does (the
+            # real port, when given 0). Connections made before the application has started
+            # wait in the socket's backlog.
+            bound = listener.getsockname()[1]
+            shown = f"[{host}]" if family == socket.AF_INET6 else host
+            out.errors.print(f"running on http://{shown}:{bound} (Ctrl-C to stop)")
             await server.serve(sockets=[listener])
     out.emit({"stopped": True, "host": host, "port": port}, lambda c: c.print("stopped"))
 
