@@ -112,14 +112,25 @@ def test_publish_ignores_git_and_skillregignore(run, tmp_path):
     (skill / "build" / "out.bin").write_bytes(b"\x00" * 10)
     (skill / "notes.tmp").write_text("scratch")
     (skill / ".skillregignore").write_text("# local junk\nbuild/\n*.tmp\n")
+    # What machines and editors leave behind is skipped with no .skillregignore line.
+    (skill / "scripts" / "__pycache__").mkdir(parents=True)
+    (skill / "scripts" / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"\x00")
+    for junk in (".DS_Store", "Thumbs.db", "old.pyc", ".SKILL.md.swp", "SKILL.md~"):
+        (skill / junk).write_bytes(b"junk")
     body = json.loads(run("publish", str(skill), "-w", "acme", "--json").output)
     shown = json.loads(run("show", "acme/release-notes", "--json").output)
     paths = {f["path"] for f in shown["files"]}
     assert body["version"] == 1
-    assert ".git/HEAD" not in paths
-    assert "build/out.bin" not in paths
-    assert "notes.tmp" not in paths
     assert ".skillregignore" in paths
+    skipped = {".git/", "build/", "notes.tmp", "scripts/__pycache__/", ".DS_Store"}
+    skipped |= {"Thumbs.db", "old.pyc", ".SKILL.md.swp", "SKILL.md~"}
+    assert set(body["skipped"]) == skipped
+    assert not paths & {p.rstrip("/") for p in skipped}
+    assert not {p for p in paths if p.startswith((".git/", "build/", "scripts/__pycache__/"))}
+    (skill / "notes.tmp").write_text("changed")
+    printed = run("publish", str(skill), "-w", "acme").output
+    assert "skipped (ignored): " in printed
+    assert "scripts/__pycache__/" in printed
 
 
 def test_publish_refuses_a_symlink_in_the_folder(run, tmp_path):
