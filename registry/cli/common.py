@@ -75,6 +75,8 @@ async def interrupt_safe_write(ref: str) -> AsyncIterator[None]:
             sys.stderr.flush()
         else:
             task.cancel()
+            sys.stderr.write("interrupted again: no longer waiting for the write\n")
+            sys.stderr.flush()
 
     loop.add_signal_handler(signal.SIGINT, on_interrupt)
     try:
