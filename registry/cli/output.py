@@ -13,6 +13,8 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
 from registry.errors import ContentBlocked, RegistryError
 
@@ -41,7 +43,7 @@ class Output:
 
     def __init__(self, *, as_json: bool) -> None:
         self.as_json = as_json
-        self.console = Console(highlight=False)
+        self.console = PipeConsole(highlight=False)
         self.errors = Console(stderr=True, highlight=False)
 
     def emit(self, data: Any, human: Callable[[Console], None]) -> None:
@@ -72,6 +74,37 @@ class Output:
                     f"(line {f['line']}, {f['pattern_class']})",
                     soft_wrap=True,
                 )
+
+
+class PipeConsole(Console):
+    r"""A console that, into a pipe or a file, prints tables as TSV and never wraps lines.
+
+    On a terminal a table fits the window, and rich wraps or cuts a value (`…`) to make it
+    fit. Into a pipe nothing is cut: each table row is one line of tab-separated values (no
+    header; a tab, a newline or a backslash in a value written `\t`, `\n`, `\\`), and
+    other lines are not wrapped. `--json` is unaffected.
+    """
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        if self.is_terminal:
+            super().print(*objects, **kwargs)
+            return
+        unwrapped = {**kwargs, "soft_wrap": True}
+        if not any(isinstance(item, Table) for item in objects):
+            super().print(*objects, **unwrapped)
+            return
+        for item in objects:
+            if isinstance(item, Table):
+                for row in zip(*(column.cells for column in item.columns), strict=True):
+                    self.file.write("\t".join(_tsv(cell) for cell in row) + "\n")
+            else:
+                super().print(item, **unwrapped)
+
+
+def _tsv(cell: Any) -> str:
+    """A table cell as one TSV field: its plain text, tabs and newlines escaped."""
+    text = cell.plain if isinstance(cell, Text) else Text.from_markup(str(cell)).plain
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
 
 
 def _usage_error(exc: click.UsageError) -> dict[str, Any]:

@@ -164,3 +164,16 @@ def test_messages_speak_to_a_person_not_to_the_code(embedded):
     (skill / "SKILL.md").write_text("---\nname: one-file\ndescription: One file.\n---\n\nBye.\n")
     published = CliRunner().invoke(cli, ["publish", str(skill), "-w", "acme"])
     assert "(`skillreg init` does)" in " ".join(published.output.split()), published.output
+
+
+def test_into_a_pipe_tables_are_tsv_and_nothing_is_cut(run, tmp_path):
+    slug = "a-skill-whose-name-is-long-enough-that-a-table-would-cut-it"
+    skill = _copy_example("release-notes", tmp_path / slug)
+    text = (skill / "SKILL.md").read_text().replace("name: release-notes", f"name: {slug}")
+    (skill / "SKILL.md").write_text(text)
+    assert run("publish", str(skill), "-w", "acme").exit_code == 0
+    listed = run("list", "acme").output  # click's runner is not a terminal
+    assert listed.splitlines()[0].split("\t")[:2] == [slug, "1"]
+    checked = run("fsck").output
+    assert checked.splitlines()[0].startswith("fsck: 1 skill, 1 version, 1 manifest, ")
+    assert checked.splitlines()[0].endswith(")")  # one line, not wrapped at 80 columns
