@@ -6,6 +6,7 @@ import asyncio
 import functools
 import signal
 import sys
+import threading
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -60,6 +61,9 @@ async def interrupt_safe_write(ref: str) -> AsyncIterator[None]:
     outcome is unknown and how to look (`skillreg history REF`). Once the write has ended,
     an interrupt is ignored: what is left only prints the outcome.
     """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach the main thread only: a command run from another has none
+        return
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     assert task is not None
@@ -229,7 +233,7 @@ def run_async(body: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., N
             out.error(exc, code)
             sys.exit(code)
         finally:
-            if not state.console:
+            if not state.console and threading.current_thread() is threading.main_thread():
                 signal.signal(signal.SIGINT, previous)
         sys.exit(OK)
 

@@ -180,7 +180,7 @@ def test_the_special_cases_keep_their_shapes():
 
     stale_schema = NotInitialized(None, "abc")
     assert (stale_schema.what, stale_schema.detail) == ("database", "not initialised")
-    assert str(stale_schema).startswith("the database is at revision none, ")
+    assert str(stale_schema).startswith("the database has no schema, ")
 
     assert Unauthenticated().args == ("a valid access token is required",)
     with pytest.raises(TypeError):
