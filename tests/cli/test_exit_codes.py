@@ -1,32 +1,23 @@
 """Exit 6: the registry's configuration or its connections, not the registry itself (1).
 
-A database URL no supported driver reads, a database that does not answer, and an
-address `serve` cannot listen on each end in one line with exit 6 (a missing database:
-tests/write/test_cli.py).
+A database URL no supported driver reads and an address `serve` cannot listen on each end
+in one line with exit 6 (a missing database: tests/write/test_cli.py; an unreachable one:
+tests/write/test_edges.py; an unreachable blob store: tests/write/test_edges_s3.py).
 """
 
 from __future__ import annotations
 
 import socket
 
-import pytest
 from click.testing import CliRunner
 
 from registry.cli.main import cli
 
 
-@pytest.mark.parametrize(
-    ("url", "said"),
-    [
-        ("foo://x", "unsupported database URL 'foo://x'"),
-        ("postgresql+psycopg://u:secret@127.0.0.1:1/db", "Connection refused"),
-    ],
-)
-def test_a_database_that_cannot_be_used_exits_6(embedded, url, said):
-    result = CliRunner().invoke(cli, ["--database-url", url, "list", "acme"])
+def test_a_database_url_no_driver_reads_exits_6(embedded):
+    result = CliRunner().invoke(cli, ["--database-url", "foo://x", "list", "acme"])
     assert result.exit_code == 6, result.output
-    assert said in result.output
-    assert "secret" not in result.output
+    assert "unsupported database URL 'foo://x'" in result.output
     assert len(result.output.strip().splitlines()) == 1
 
 
