@@ -37,6 +37,7 @@ from bench import (  # noqa: F401
     reconcile,
     scale,
     search,
+    startup,
     trust,
     write,
 )
@@ -59,6 +60,7 @@ ORDER = (
     "search",
     "profile",
     "cost",
+    "startup",
 )
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "bench" / "results" / "latest.json"

@@ -423,7 +423,9 @@ class LocalBlobStore:
         self._require_root()
         for directory in (self._root, self._tmp):
             if not directory.is_dir():
-                raise BlobStoreUnavailable(f"{directory} is missing; run ensure()")
+                raise BlobStoreUnavailable(
+                    f"{directory} is missing; create it with ensure() (`skillreg init` does)"
+                )
             if not os.access(directory, os.W_OK | os.X_OK):
                 raise BlobStoreUnavailable(f"{directory} is not writable")
 
@@ -458,7 +460,9 @@ class LocalBlobStore:
 
     def _require_root(self) -> None:
         if not self._root.is_dir():
-            raise BlobStoreUnavailable(f"{self._root} does not exist; run ensure() first")
+            raise BlobStoreUnavailable(
+                f"{self._root} does not exist; create it with ensure() (`skillreg init` does)"
+            )
 
     @contextmanager
     def _translate_os_errors(self, operation: str, subject: str) -> Iterator[None]:

@@ -390,7 +390,7 @@ class S3BlobStore:
         except _MissingError:
             raise BlobStoreUnavailable(
                 f"bucket {self._bucket!r} does not exist at {self._endpoint_description()}; "
-                "run ensure() first"
+                "create it with ensure() (`skillreg init` does)"
             ) from None
 
     async def close(self) -> None:

@@ -15,6 +15,17 @@ from registry.db.engine import create_engine, parse_database_url, sqlite_path
 from registry.settings import Settings
 
 
+def missing_database(settings: Settings) -> Path | None:
+    """The SQLite file `settings.database_url` names, if it does not exist; else None.
+
+    Opening a missing SQLite file creates it (and `build_engine` creates its folder): a
+    registry opened to use an existing database checks first, so that a read, or a
+    mistyped path, creates nothing.
+    """
+    path = sqlite_path(parse_database_url(settings.database_url))
+    return path if path is not None and not path.exists() else None
+
+
 def build_engine(settings: Settings) -> AsyncEngine:
     """The database engine for `settings.database_url`, with timeouts applied."""
     url = parse_database_url(settings.database_url)

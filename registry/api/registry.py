@@ -27,13 +27,14 @@ from registry.api.targets import Targets
 from registry.api.tokens import Tokens
 from registry.api.trust import Trust
 from registry.api.uploads import Uploads
-from registry.bootstrap import build_blobstore, build_engine
+from registry.bootstrap import build_blobstore, build_engine, missing_database
+from registry.db.engine import UnsupportedDatabaseURL, parse_database_url
 from registry.db.migrate import current_revision, ensure_database, head_revision, upgrade
 from registry.domain.approvals import FindingRef
 from registry.domain.clock import Clock, SystemClock
 from registry.domain.model import ExpectedHead, FileInput, Origin, PackageFile, Publication, Scope
 from registry.domain.scanner import DefaultScanner, Scanner
-from registry.errors import NotInitialized, StateConflict
+from registry.errors import NotInitialized, StateConflict, StorageUnavailable
 from registry.failpoints import NO_FAILPOINTS, Failpoints
 from registry.services import read
 from registry.services.context import Context
@@ -144,12 +145,17 @@ class Registry(OwnerControls, Searching):
         """Build a registry from settings (overridden by the URLs given) and close it after.
 
         With `initialize=True` the database is migrated and the blob store created first;
-        otherwise a database that is not at the newest revision raises `NotInitialized`.
+        otherwise a database that is not at the newest revision raises `NotInitialized`,
+        and so does a SQLite file that does not exist, before anything is created.
         """
         base = settings or Settings()
         urls = {"database_url": database_url, "blob_url": blob_url}
         overrides = {k: v for k, v in urls.items() if v is not None}
         effective = base.model_copy(update=overrides) if overrides else base
+        _check_database_url(effective.database_url)
+        missing = None if initialize else missing_database(effective)
+        if missing is not None:
+            raise NotInitialized(None, head_revision(), missing=str(missing))
         registry = cls(
             build_engine(effective),
             build_blobstore(effective),
@@ -191,6 +197,7 @@ class Registry(OwnerControls, Searching):
 
         Only if the role may create databases; SQLite files are made when first opened.
         """
+        _check_database_url(database_url)
         return await ensure_database(database_url)
 
     async def revision(self) -> str | None:
@@ -536,3 +543,15 @@ class Registry(OwnerControls, Searching):
     async def status(self, workspace: str | None = None, agent: str | None = None) -> Status:
         """Targets and pending materialisations, of one workspace (and agent) or of all."""
         return await status.status(self.ctx, workspace, agent)
+
+
+def _check_database_url(url: str) -> None:
+    """Refuse a URL no supported database answers, as the database being unavailable.
+
+    A mistyped URL and an unreachable server are the same problem to whoever runs the
+    registry (its configuration): one error class, one exit code, one HTTP status.
+    """
+    try:
+        parse_database_url(url)
+    except UnsupportedDatabaseURL as exc:
+        raise StorageUnavailable("database", str(exc)) from None

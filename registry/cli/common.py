@@ -4,23 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import signal
 import sys
-from collections.abc import Callable, Coroutine
-from contextlib import AbstractAsyncContextManager
+import threading
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from sqlalchemy.engine import make_url
 
-from registry.api import Registry
-from registry.cli.exits import OK, UNEXPECTED, exit_code
-from registry.cli.output import Output
+from registry.cli.exits import INTERRUPTED, OK, UNEXPECTED, exit_code
 from registry.domain.model import DEFAULT_AGENT, Scope
 from registry.domain.numbers import MAX_ID, MAX_VERSION, decimal
 from registry.errors import InvalidName
-from registry.settings import Settings
+
+if TYPE_CHECKING:
+    from registry.api import Registry
+    from registry.settings import Settings
+
+# The API (SQLAlchemy's engine, every service), the settings (pydantic) and rich are
+# imported where a command first needs them, not when the command line is parsed: the
+# parse, `--help` and `--version` stay cheap (registry/cli/main.py's lazy group).
 
 
 @dataclass
@@ -29,14 +35,73 @@ class CliState:
 
     settings: Settings
     debug: bool = False
+    # Run as the console script (`main()`): the process ends with the command, so an
+    # interrupt after a write ended stays ignored; an in-process caller gets its handler back.
+    console: bool = False
 
     def open(self, *, initialize: bool = False) -> AbstractAsyncContextManager[Registry]:
         """The registry for a command (the database must be initialised unless asked)."""
+        from registry.api import Registry  # noqa: PLC0415 - see the imports' note
+
         return Registry.open(settings=self.settings, initialize=initialize)
+
+
+class OutcomeUnknown(Exception):
+    """A write stopped by a second Ctrl-C before it could tell whether it committed."""
+
+
+@asynccontextmanager
+async def interrupt_safe_write(ref: str) -> AsyncIterator[None]:
+    """Run a write so that Ctrl-C never misreports it.
+
+    Cancelled at an arbitrary await, a write may have committed with nobody told, and the
+    command would exit 130 ("nothing happened") for a change that happened. So the first
+    Ctrl-C lets the write finish (its deadlines bound it: lock wait, uploads) and the
+    command reports its real outcome; a second one stops waiting, and the command says the
+    outcome is unknown and how to look (`skillreg history REF`). Once the write has ended,
+    an interrupt is ignored: what is left only prints the outcome.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach the main thread only: a command run from another has none
+        return
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    interrupts = 0
+
+    def on_interrupt() -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts == 1:
+            sys.stderr.write(
+                "interrupted: finishing the write in progress; Ctrl-C again to stop waiting\n"
+            )
+            sys.stderr.flush()
+        else:
+            task.cancel()
+            sys.stderr.write("interrupted again: no longer waiting for the write\n")
+            sys.stderr.flush()
+
+    loop.add_signal_handler(signal.SIGINT, on_interrupt)
+    try:
+        yield
+    except asyncio.CancelledError:
+        if interrupts < 2:  # noqa: PLR2004 - the second Ctrl-C
+            raise
+        task.uncancel()
+        msg = (
+            f"interrupted: the outcome of the write is unknown; check with `skillreg history {ref}`"
+        )
+        raise OutcomeUnknown(msg) from None
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def settings_with(database_url: str | None, blob_url: str | None) -> Settings:
     """Settings from the environment, overridden by command-line URLs."""
+    from registry.settings import Settings  # noqa: PLC0415 - see the imports' note
+
     base = Settings()
     overrides = {k: v for k, v in {"database_url": database_url, "blob_url": blob_url}.items() if v}
     return base.model_copy(update=overrides) if overrides else base
@@ -147,22 +212,29 @@ def run_async(body: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., N
 
     @functools.wraps(body)
     def wrapper(*args: Any, as_json: bool = False, **kwargs: Any) -> None:
+        from registry.cli.output import Output  # noqa: PLC0415 - see the imports' note
+
         state = click.get_current_context().find_object(CliState)
         assert state is not None
         out = Output(as_json=as_json)
+        previous = signal.getsignal(signal.SIGINT)
         try:
             asyncio.run(body(state, out, *args, **kwargs))
         except (click.exceptions.Exit, click.ClickException):
             raise
         except KeyboardInterrupt:
-            out.error(KeyboardInterrupt("interrupted"), 130)
-            sys.exit(130)
+            # Before any write began, or in a command that only reads: nothing changed.
+            out.error(KeyboardInterrupt("interrupted; nothing was changed"), INTERRUPTED)
+            sys.exit(INTERRUPTED)
         except Exception as exc:
             code = exit_code(exc)
             if state.debug and code == UNEXPECTED:
                 raise
             out.error(exc, code)
             sys.exit(code)
+        finally:
+            if not state.console and threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGINT, previous)
         sys.exit(OK)
 
     return wrapper
@@ -208,6 +280,8 @@ def make_scope(workspace: str, agent: str) -> Scope:
 
 def redact(url: str) -> str:
     """A URL with its password hidden, for display."""
+    from sqlalchemy.engine import make_url  # noqa: PLC0415 - see the imports' note
+
     try:
         return make_url(url).render_as_string(hide_password=True)
     except Exception:  # noqa: BLE001 - display only; a non-SQLAlchemy URL is shown as is

@@ -5,11 +5,14 @@ state, pause, resume, stop-using, resume-use, auto-improve, delete, exclude-sour
 
 from __future__ import annotations
 
+import sys
+
 import click
 from rich.console import Console
 
 from registry.api.types import ExclusionReport, SkillStatus
 from registry.cli.common import (
+    VERSION,
     CliState,
     agent_option,
     json_option,
@@ -118,9 +121,50 @@ resume = _simple("resume", "Resume learning of REF (WORKSPACE/SLUG).", "resume_l
 resume_use = _simple(
     "resume-use", "Resume use of REF (refused while its head is blocked).", "resume_use"
 )
-delete = _simple(
-    "delete", "Delete REF: its versions are kept (archived) and the slug is free.", "delete"
+
+
+@click.command()
+@click.argument("ref")
+@click.option(
+    "--expect-head",
+    "expect",
+    type=VERSION,
+    help="Delete only if the head is still this version (else exit 4, nothing changed).",
 )
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (scripts).")
+@agent_option
+@actor_option
+@json_option
+@run_async
+async def delete(
+    state: CliState,
+    out: Output,
+    *,
+    ref: str,
+    expect: int | None,
+    yes: bool,
+    agent: str,
+    actor: str,
+) -> None:
+    """Delete REF: its versions are kept (archived) and the slug is free.
+
+    Asks for confirmation on a terminal; --yes skips the question, and without a
+    terminal (a script, a pipe) --yes is required.
+    """
+    workspace, slug = parse_skill(ref)
+    if not yes:
+        if not sys.stdin.isatty():
+            msg = "stdin is not a terminal, so nothing can confirm the delete: pass --yes"
+            raise click.UsageError(msg)
+        question = f"Delete {ref}" + (f" (head version {expect})" if expect else "") + "?"
+        if not click.confirm(question, default=False, err=True):
+            out.emit({"deleted": False}, lambda c: c.print("not deleted"))
+            return
+    async with state.open() as reg:
+        result: SkillStatus = await reg.delete(
+            make_scope(workspace, agent), slug, actor=actor, expected_head=expect
+        )
+    out.emit(result, lambda c: render_status(result, c))
 
 
 @click.command(name="auto-improve")

@@ -11,7 +11,7 @@ from rich.console import Console
 from registry.api.types import FsckReport, GcFigures, GcReport
 from registry.cli.common import CliState, json_option, run_async
 from registry.cli.exits import exit_code
-from registry.cli.output import Output, human_size, to_jsonable
+from registry.cli.output import Output, count, human_size, to_jsonable
 from registry.errors import Inconsistency
 
 _UNITS: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
@@ -80,7 +80,8 @@ def _render_report(console: Console, report: GcReport) -> None:
         else ""
     )
     console.print(
-        f"{head}: {verb} {report.blobs_reclaimed} blobs ({human_size(report.bytes_reclaimed)})"
+        f"{head}: {verb} {count(report.blobs_reclaimed, 'blob')} "
+        f"({human_size(report.bytes_reclaimed)})"
         f"{untracked}; grace {report.grace_seconds:g}s"
     )
     claims = "would delete" if report.dry_run else "deleted"
@@ -124,10 +125,10 @@ def render_figures(console: Console, f: GcFigures) -> None:
     last = f.last_gc
     console.print(
         f"last GC           {last.finished_at:%Y-%m-%d %H:%M:%S}Z, reclaimed "
-        f"{last.blobs_reclaimed} blobs ({human_size(last.bytes_reclaimed)})"
+        f"{count(last.blobs_reclaimed, 'blob')} ({human_size(last.bytes_reclaimed)})"
     )
     console.print(
-        f"all GC runs       {f.gc_runs}, reclaimed {f.blobs_reclaimed_total} blobs "
+        f"all GC runs       {f.gc_runs}, reclaimed {count(f.blobs_reclaimed_total, 'blob')} "
         f"({human_size(f.bytes_reclaimed_total)})"
     )
 
@@ -157,10 +158,12 @@ async def fsck(state: CliState, out: Output, *, verify_content: bool, limit: int
 def _render_fsck(console: Console, report: FsckReport) -> None:
     how = "contents verified" if report.verify_content else "existence and size"
     console.print(
-        f"fsck: {report.skills_checked} skills, {report.versions_checked} versions, "
-        f"{report.manifests_checked} manifests, {report.blobs_checked} referenced blobs "
-        f"({human_size(report.bytes_checked)}, {how}); store holds {report.store_objects} "
-        f"objects ({human_size(report.store_bytes)})"
+        f"fsck: {count(report.skills_checked, 'skill')}, "
+        f"{count(report.versions_checked, 'version')}, "
+        f"{count(report.manifests_checked, 'manifest')}, "
+        f"{count(report.blobs_checked, 'referenced blob')} "
+        f"({human_size(report.bytes_checked)}, {how}); store holds "
+        f"{count(report.store_objects, 'object')} ({human_size(report.store_bytes)})"
     )
     console.print(f"orphans: {report.orphan_count} ({human_size(report.orphan_bytes)})")
     for orphan in report.orphans:

@@ -20,6 +20,7 @@ from registry.cli.common import (
     CliState,
     DecimalRange,
     agent_option,
+    interrupt_safe_write,
     json_option,
     make_scope,
     parse_ref,
@@ -27,7 +28,7 @@ from registry.cli.common import (
     run_async,
     version_number,
 )
-from registry.cli.output import Output, human_size, shown
+from registry.cli.output import Output, count, human_size, shown
 from registry.domain.model import Publication
 
 actor_option = click.option("--actor", default="cli", show_default=True, help="Who acts.")
@@ -245,7 +246,7 @@ async def restore(
 ) -> None:
     """Make VERSION of REF (WORKSPACE/SLUG) the head again, as a new version."""
     workspace, slug = parse_skill(ref)
-    async with state.open() as reg:
+    async with state.open() as reg, interrupt_safe_write(f"{workspace}/{slug}"):
         pub = await reg.restore(
             make_scope(workspace, agent),
             slug,
@@ -260,7 +261,7 @@ async def restore(
     else:
         line = (
             f"{slug}: restored version {version} as version {pub.version} "
-            f"({pub.manifest_hash[:12]}; {pub.uploaded} blobs uploaded)"
+            f"({pub.manifest_hash[:12]}; {count(pub.uploaded, 'blob')} uploaded)"
         )
     out.emit({**data, **publication_dict(pub)}, lambda c: c.print(line))
 

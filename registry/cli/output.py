@@ -14,6 +14,8 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
 
 from registry.domain.display import visible
 from registry.errors import ContentBlocked, RegistryError
@@ -58,7 +60,7 @@ class Output:
 
     def __init__(self, *, as_json: bool) -> None:
         self.as_json = as_json
-        self.console = Console(highlight=False)
+        self.console = PipeConsole(highlight=False)
         self.errors = Console(stderr=True, highlight=False)
 
     def emit(self, data: Any, human: Callable[[Console], None]) -> None:
@@ -91,6 +93,37 @@ class Output:
                 )
 
 
+class PipeConsole(Console):
+    r"""A console that, into a pipe or a file, prints tables as TSV and never wraps lines.
+
+    On a terminal a table fits the window, and rich wraps or cuts a value (`…`) to make it
+    fit. Into a pipe nothing is cut: each table row is one line of tab-separated values (no
+    header; a tab, a newline or a backslash in a value written `\t`, `\n`, `\\`), and
+    other lines are not wrapped. `--json` is unaffected.
+    """
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        if self.is_terminal:
+            super().print(*objects, **kwargs)
+            return
+        unwrapped = {**kwargs, "soft_wrap": True}
+        if not any(isinstance(item, Table) for item in objects):
+            super().print(*objects, **unwrapped)
+            return
+        for item in objects:
+            if isinstance(item, Table):
+                for row in zip(*(column.cells for column in item.columns), strict=True):
+                    self.file.write("\t".join(_tsv(cell) for cell in row) + "\n")
+            else:
+                super().print(item, **unwrapped)
+
+
+def _tsv(cell: Any) -> str:
+    """A table cell as one TSV field: its plain text, tabs and newlines escaped."""
+    text = cell.plain if isinstance(cell, Text) else Text.from_markup(str(cell)).plain
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
+
+
 def _usage_error(exc: click.UsageError) -> dict[str, Any]:
     """The body of a usage error (exit 2), found by click or raised as click's."""
     body: dict[str, Any] = {
@@ -112,3 +145,8 @@ def human_size(size: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= _KIB
     return f"{size} B"
+
+
+def count(number: int, noun: str, plural: str = "") -> str:
+    """`1 blob`, `2 blobs`: a number and its noun, in the plural unless it is one."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"

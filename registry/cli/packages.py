@@ -20,6 +20,7 @@ from registry.cli.common import (
     CliState,
     DecimalRange,
     agent_option,
+    interrupt_safe_write,
     json_option,
     make_scope,
     nonblank,
@@ -27,7 +28,7 @@ from registry.cli.common import (
     run_async,
     version_number,
 )
-from registry.cli.output import Output, human_size, shown
+from registry.cli.output import Output, count, human_size, shown
 from registry.domain.approvals import FindingRef
 from registry.domain.model import ANY, ExpectedHead, Origin, PackageFile, Publication
 from registry.domain.numbers import MAX_VERSION
@@ -75,7 +76,7 @@ def _publication_line(slug: str, pub: Publication) -> str:
         )
     if pub.unchanged:
         return f"{slug}: unchanged at version {pub.version} ({pub.manifest_hash[:12]})"
-    uploaded = f"{pub.uploaded} blobs, {human_size(pub.uploaded_bytes)} uploaded"
+    uploaded = f"{count(pub.uploaded, 'blob')}, {human_size(pub.uploaded_bytes)} uploaded"
     return f"{slug}: published version {pub.version} ({pub.manifest_hash[:12]}; {uploaded})"
 
 
@@ -132,16 +133,22 @@ async def publish(
 ) -> None:
     """Publish the skill folder DIRECTORY as one atomic new version.
 
-    A person's write (origin edit, import) turns the skill's automatic improvements off
-    unless --keep-auto-improve. A write refused for its content lists its findings;
-    publish again with --approve PATH:ORDINAL for each one the owner accepts.
+    Skipped, and listed: .git/, .DS_Store, Thumbs.db, __pycache__/, *.pyc, *.swp, *~ and
+    the patterns of a .skillregignore file in DIRECTORY (gitignore-like: name, *.tmp,
+    dir/, /rooted, ** segments). A person's write (origin edit, import) turns the skill's
+    automatic improvements off unless --keep-auto-improve. A write refused for its
+    content lists its findings; publish again with --approve PATH:ORDINAL for each one the
+    owner accepts.
     """
     scope = make_scope(workspace, agent)
     expected = parse_expect(expect)
     approvals = [parse_approval(a) for a in approve]
     name = await asyncio.to_thread(_folder_name, directory) if slug is None else slug
-    files = await asyncio.to_thread(read_folder, directory, limits=state.settings.limits())
-    async with state.open() as reg:
+    skipped: list[str] = []
+    files = await asyncio.to_thread(
+        read_folder, directory, limits=state.settings.limits(), skipped=skipped
+    )
+    async with state.open() as reg, interrupt_safe_write(f"{workspace}/{name}"):
         pub = await reg.write_package(
             scope,
             name,
@@ -155,9 +162,15 @@ async def publish(
             keep_auto_improve=keep_auto_improve,
         )
     out.emit(
-        {"slug": name, "workspace": workspace, "agent": agent, **_pub(pub)},
-        lambda c: c.print(_publication_line(name, pub)),
+        {"slug": name, "workspace": workspace, "agent": agent, **_pub(pub), "skipped": skipped},
+        lambda c: _print_publication(c, name, pub, skipped),
     )
+
+
+def _print_publication(console: Console, slug: str, pub: Publication, skipped: list[str]) -> None:
+    console.print(_publication_line(slug, pub))
+    if skipped:
+        console.print(f"skipped (ignored): {', '.join(skipped)}", soft_wrap=True, markup=False)
 
 
 def _pub(pub: Publication) -> dict[str, Any]:

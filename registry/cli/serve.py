@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
+import socket
 from dataclasses import replace
 
 import click
 
 from registry.cli.common import CliState, DecimalRange, json_option, redact, run_async
+from registry.cli.exits import UNAVAILABLE
 from registry.cli.output import Output
 from registry.settings import trusted_proxies
 
@@ -108,13 +111,32 @@ async def serve(
     }
     given = {name: value for name, value in overrides.items() if value is not None}
     state = replace(state, settings=state.settings.model_copy(update=given))
-    async with state.open() as reg:
-        server = server_for(reg, jobs=jobs, host=host, port=port, log_level=log_level)
-        # uvicorn announces the address it bound (the real port, when given 0).
-        out.errors.print(
-            f"serving {redact(state.settings.database_url)} and {state.settings.blob_url}"
+    # Bound before anything starts: an address in use is one line and exit 6, not an
+    # application that logs its start-up and then stops.
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        listener = socket.create_server((host, port), family=family)
+    except OSError as exc:
+        out.error(
+            OSError(
+                f"cannot listen on {host}:{port}: {os.strerror(exc.errno) if exc.errno else exc}"
+            ),
+            UNAVAILABLE,
         )
-        await server.serve()
+        raise click.exceptions.Exit(UNAVAILABLE) from None
+    with listener:
+        async with state.open() as reg:
+            server = server_for(reg, jobs=jobs, host=host, port=port, log_level=log_level)
+            out.errors.print(
+                f"serving {redact(state.settings.database_url)} and {state.settings.blob_url}"
+            )
+            # uvicorn announces no address for a socket it is given: this line does (the
+            # real port, when given 0). Connections made before the application has started
+            # wait in the socket's backlog.
+            bound = listener.getsockname()[1]
+            shown = f"[{host}]" if family == socket.AF_INET6 else host
+            out.errors.print(f"running on http://{shown}:{bound} (Ctrl-C to stop)")
+            await server.serve(sockets=[listener])
     out.emit({"stopped": True, "host": host, "port": port}, lambda c: c.print("stopped"))
 
 

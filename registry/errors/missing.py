@@ -185,14 +185,25 @@ class NotInitialized(StorageUnavailable, code="not_initialized"):
 
     current: str | None = field(metadata=ATTRIBUTE_ONLY)
     head: str = field(metadata=ATTRIBUTE_ONLY)
+    # A SQLite file that does not exist (nothing was created looking for it).
+    missing: str | None = field(default=None, metadata=ATTRIBUTE_ONLY)
     what: str = field(default="database", init=False)
     detail: str = field(default="not initialised", init=False)
 
     def __str__(self) -> str:
+        if self.missing is not None:
+            return f"no database at {self.missing}: run `skillreg init` to create it"
         return (
-            f"the database is at revision {self.current or 'none'}, the registry needs "
-            f"{self.head}: run `skillreg init`"
+            f"the database has {schema_name(self.current)}, the registry needs "
+            f"{schema_name(self.head)}: run `skillreg init`"
         )
+
+
+def schema_name(revision: str | None) -> str:
+    """A migration revision as a person reads it: `0010` is schema version 10."""
+    if revision is None:
+        return "no schema"
+    return f"schema version {int(revision)}" if revision.isdigit() else f"schema {revision}"
 
 
 class Inconsistency(RegistryError, code="integrity_error"):

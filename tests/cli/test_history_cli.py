@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import pty
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from registry.cli.packages import example_root
 from tests.support.cli import database_options, run, run_json, tree
+
+SKILLREG = str(Path(sys.executable).with_name("skillreg"))
 
 
 def test_publish_three_versions_then_history_diff_restore_and_get_byte_for_byte(embedded):
@@ -86,8 +93,38 @@ def test_controls_proposals_and_exclusion_through_the_cli(database_url, tmp_path
     missing = run_json(*base, "show", "acme/csv-cleaner@2", code=5)
     assert missing["error"] == "version_unavailable"
 
-    run_json(*base, "delete", "acme/csv-cleaner")
+    run_json(*base, "delete", "acme/csv-cleaner", "--yes")
     assert run_json(*base, "history", "acme/csv-cleaner", code=5)["error"] == "skill_not_found"
     archived = run_json(*base, "history", "acme/csv-cleaner", "--archived")
     assert all(v["archived"] for v in archived["items"])
     assert run_json(*base, "restore", "other/csv-cleaner", 1, "--expect-head", 1, code=5)
+
+
+def test_delete_asks_on_a_terminal_refuses_without_one_and_compares_the_head(embedded):
+    run("init")
+    run("demo", "-w", "acme")
+    # Without a terminal and without --yes nothing can confirm: refused, nothing changed.
+    refused = run("delete", "acme/csv-cleaner", code=2)
+    assert "pass --yes" in refused
+    assert run_json("delete", "acme/csv-cleaner", "--expect-head", 7, "--yes", code=4)
+    # On a terminal (a pseudo-terminal here) it asks; "n" keeps the skill, "y" deletes it.
+    for answer, kept in (("n", True), ("y", False)):
+        leader, follower = pty.openpty()
+        process = subprocess.Popen(
+            [SKILLREG, "delete", "acme/csv-cleaner", "--expect-head", "1"],
+            stdin=follower,
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            cwd=embedded,
+        )
+        os.close(follower)
+        asked = b""
+        while b"Delete acme/csv-cleaner (head version 1)?" not in asked:
+            asked += os.read(leader, 1024)
+        os.write(leader, f"{answer}\n".encode())
+        out, _ = process.communicate(timeout=120)
+        os.close(leader)
+        assert process.returncode == 0
+        assert ("not deleted" in out.decode()) is kept
+        history = run_json("history", "acme/csv-cleaner", code=0 if kept else 5)
+        assert ("items" in history) is kept

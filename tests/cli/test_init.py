@@ -50,7 +50,7 @@ def test_init_names_the_createdb_command_when_the_role_may_not(pg_server, tmp_pa
     assert made.returncode == 0, made.stderr
     try:
         url = f"postgresql+psycopg://{role}:secret@{pg_server.host}:{pg_server.port}/{name}"
-        out = run("--database-url", url, "--blob-url", (tmp_path / "b").as_uri(), "init", code=1)
+        out = run("--database-url", url, "--blob-url", (tmp_path / "b").as_uri(), "init", code=6)
         assert len(out.strip().splitlines()) == 1, out
         assert f'database "{name}" does not exist and role "{role}" may not create' in out
         server = f"-h {pg_server.host} -p {pg_server.port}"

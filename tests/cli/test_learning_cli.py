@@ -93,7 +93,7 @@ def test_restore_and_delete_suppress_and_decisions_are_taken_in_a_batch(base, tm
     ]
     lifted = run_json(*base, "suppressions", "lift", "acme", suppressed["id"])
     assert lifted["status"] == "lifted"
-    run_json(*base, "delete", ref)
+    run_json(*base, "delete", ref, "--yes")
     deleted = run_json(*base, "suppressions", "list", "acme")["items"]
     assert [s["cause"] for s in deleted] == ["delete"]
     back = run_json(*base, "publish", folder(tmp_path / "a", SLUG, v1), "-w", "acme", *LEARN)
@@ -134,7 +134,7 @@ def test_pending_writes_wait_for_room_and_the_owner_drops_one(database_url, tmp_
     assert "waiting" in sk("pending", "list", "acme")
     sk("pending", "drop", "acme", second["pending"], "--json")
     sk("pending", "drop", "acme", second["pending"], "--json", code=4)
-    sk("delete", "acme/kept", "--json")
+    sk("delete", "acme/kept", "--yes", "--json")
     assert sk("show", "acme/first", "--json")["version"] == 1
     closed = sk("pending", "list", "acme", "--all", "--json")["items"]
     assert [(w["slug"], w["status"]) for w in closed] == [

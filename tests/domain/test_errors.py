@@ -47,7 +47,7 @@ ERRORS = list(dict.fromkeys([RegistryError, *subclasses(RegistryError)]))
 # NotInitialized, only the outage) as details; a refused name is never echoed.
 ATTRIBUTE_ONLY = {
     WorkspaceBusy: {"what", "detail"},
-    NotInitialized: {"current", "head"},
+    NotInitialized: {"current", "head", "missing"},
     InvalidName: {"value"},
 }
 # Constructor arguments kept under another name.
@@ -185,7 +185,7 @@ def test_the_special_cases_keep_their_shapes():
 
     stale_schema = NotInitialized(None, "abc")
     assert (stale_schema.what, stale_schema.detail) == ("database", "not initialised")
-    assert str(stale_schema).startswith("the database is at revision none, ")
+    assert str(stale_schema).startswith("the database has no schema, ")
 
     assert Unauthenticated().args == ("a valid access token is required",)
     with pytest.raises(TypeError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -36,11 +37,24 @@ def test_version_and_help(run):
     assert "publish" in run("--help").output
 
 
-def test_commands_before_init_say_so(tmp_path):
-    env = {"SKILLREG_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'fresh.db'}"}
-    result = CliRunner().invoke(cli, ["list", "acme"], env=env)
-    assert result.exit_code == 1
+def test_commands_before_init_say_so_and_create_nothing(tmp_path):
+    mistyped = tmp_path / "no" / "such" / "folder" / "fresh.db"
+    for command in (["list", "acme"], ["publish", str(tmp_path), "-w", "acme"]):
+        env = {
+            "SKILLREG_DATABASE_URL": f"sqlite+aiosqlite:///{mistyped}",
+            "SKILLREG_BLOB_URL": (tmp_path / "blobs").as_uri(),
+        }
+        result = CliRunner().invoke(cli, command, env=env)
+        assert result.exit_code == 6
+        assert f"no database at {mistyped}: run `skillreg init`" in result.output
+        assert list(tmp_path.iterdir()) == []
+
+
+def test_a_read_in_an_empty_folder_creates_no_registry(embedded):
+    result = CliRunner().invoke(cli, ["list", "acme"])
+    assert result.exit_code == 6
     assert "skillreg init" in result.output
+    assert list(embedded.iterdir()) == []
 
 
 def test_publish_show_get_round_trip_keeps_bytes_and_modes(run, tmp_path):
@@ -98,14 +112,25 @@ def test_publish_ignores_git_and_skillregignore(run, tmp_path):
     (skill / "build" / "out.bin").write_bytes(b"\x00" * 10)
     (skill / "notes.tmp").write_text("scratch")
     (skill / ".skillregignore").write_text("# local junk\nbuild/\n*.tmp\n")
+    # What machines and editors leave behind is skipped with no .skillregignore line.
+    (skill / "scripts" / "__pycache__").mkdir(parents=True)
+    (skill / "scripts" / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"\x00")
+    for junk in (".DS_Store", "Thumbs.db", "old.pyc", ".SKILL.md.swp", "SKILL.md~"):
+        (skill / junk).write_bytes(b"junk")
     body = json.loads(run("publish", str(skill), "-w", "acme", "--json").output)
     shown = json.loads(run("show", "acme/release-notes", "--json").output)
     paths = {f["path"] for f in shown["files"]}
     assert body["version"] == 1
-    assert ".git/HEAD" not in paths
-    assert "build/out.bin" not in paths
-    assert "notes.tmp" not in paths
     assert ".skillregignore" in paths
+    skipped = {".git/", "build/", "notes.tmp", "scripts/__pycache__/", ".DS_Store"}
+    skipped |= {"Thumbs.db", "old.pyc", ".SKILL.md.swp", "SKILL.md~"}
+    assert set(body["skipped"]) == skipped
+    assert not paths & {p.rstrip("/") for p in skipped}
+    assert not {p for p in paths if p.startswith((".git/", "build/", "scripts/__pycache__/"))}
+    (skill / "notes.tmp").write_text("changed")
+    printed = run("publish", str(skill), "-w", "acme").output
+    assert "skipped (ignored): " in printed
+    assert "scripts/__pycache__/" in printed
 
 
 def test_publish_refuses_a_symlink_in_the_folder(run, tmp_path):
@@ -124,3 +149,31 @@ def test_demo_publishes_the_examples_and_is_idempotent(run):
     assert all(p["unchanged"] for p in second["published"].values())
     listing = json.loads(run("list", "demo", "--json").output)
     assert [s["slug"] for s in listing["items"]] == ["csv-cleaner", "pdf-report", "release-notes"]
+
+
+def test_messages_speak_to_a_person_not_to_the_code(embedded):
+    initialised = " ".join(CliRunner().invoke(cli, ["init"]).output.split())
+    assert "(schema version " in initialised
+    assert "revision" not in initialised
+    skill = embedded / "one-file"
+    skill.mkdir()
+    (skill / "SKILL.md").write_text("---\nname: one-file\ndescription: One file.\n---\n\nHi.\n")
+    published = CliRunner().invoke(cli, ["publish", str(skill), "-w", "acme"])
+    assert "1 blob, " in " ".join(published.output.split()), published.output
+    shutil.rmtree(embedded / ".skillreg" / "blobs")
+    (skill / "SKILL.md").write_text("---\nname: one-file\ndescription: One file.\n---\n\nBye.\n")
+    published = CliRunner().invoke(cli, ["publish", str(skill), "-w", "acme"])
+    assert "(`skillreg init` does)" in " ".join(published.output.split()), published.output
+
+
+def test_into_a_pipe_tables_are_tsv_and_nothing_is_cut(run, tmp_path):
+    slug = "a-skill-whose-name-is-long-enough-that-a-table-would-cut-it"
+    skill = _copy_example("release-notes", tmp_path / slug)
+    text = (skill / "SKILL.md").read_text().replace("name: release-notes", f"name: {slug}")
+    (skill / "SKILL.md").write_text(text)
+    assert run("publish", str(skill), "-w", "acme").exit_code == 0
+    listed = run("list", "acme").output  # click's runner is not a terminal
+    assert listed.splitlines()[0].split("\t")[:2] == [slug, "1"]
+    checked = run("fsck").output
+    assert checked.splitlines()[0].startswith("fsck: 1 skill, 1 version, 1 manifest, ")
+    assert checked.splitlines()[0].endswith(")")  # one line, not wrapped at 80 columns

@@ -1,6 +1,7 @@
 """Reading a skill folder into a package, and writing a package out to a folder.
 
-Reading keeps executable bits, skips `.git/` and the patterns of a `.skillregignore` file
+Reading keeps executable bits, skips `ALWAYS_IGNORED` (`.git/`, OS, Python and editor
+leftovers) and the patterns of a `.skillregignore` file
 (gitignore-like: `name`, `*.tmp`, `dir/`, `/rooted`, `**` segments) and refuses symlinks
 and special files instead of following them: a package is regular files only. The ignore
 rules are applied first, so an ignored link is skipped like any ignored entry.
@@ -43,7 +44,18 @@ from registry.errors import LimitExceeded, PathRejected
 from registry.services.fsops import create_file
 
 IGNORE_FILE = ".skillregignore"
-ALWAYS_IGNORED = (".git/",)
+# Skipped in every folder, before a `.skillregignore`'s patterns: what version control,
+# operating systems, Python and editors leave beside the files a person wrote. Publishing
+# them would make a package differ by machine (and `*~`, `*.swp` can hold unsaved drafts).
+ALWAYS_IGNORED = (
+    ".git/",
+    ".DS_Store",
+    "Thumbs.db",
+    "__pycache__/",
+    "*.pyc",
+    "*.swp",
+    "*~",
+)
 # A folder with far more entries than any package may hold is refused while walking,
 # before its files are read.
 _WALK_ENTRY_LIMIT = 10_000
@@ -94,12 +106,16 @@ def _match_path(pattern: str, rel: str) -> bool:
     return fnmatchcase(rel, pattern)
 
 
-def read_folder(root: Path | str, *, limits: Limits | None = None) -> dict[str, PackageFile]:
+def read_folder(
+    root: Path | str, *, limits: Limits | None = None, skipped: list[str] | None = None
+) -> dict[str, PackageFile]:
     """Read a skill folder into `{relative posix path: PackageFile}`.
 
     `limits` (the documented defaults if None) bounds the walk: the number of files, the
     bytes of each and of all, and the depth of folders; pass the configured ones
     (`Settings.limits()`). `root` itself may be a link to a folder; nothing inside it may be.
+    `skipped`, if given, receives each ignored entry's path (a folder's with a final `/`,
+    its contents unread), in the order of the walk.
     """
     root = Path(root)
     limits = limits or Limits()
@@ -112,7 +128,7 @@ def read_folder(root: Path | str, *, limits: Limits | None = None) -> dict[str, 
     except OSError as exc:
         raise PathRejected(str(root), RULE_UNREADABLE, _reason(exc)) from None
     try:
-        return _Walk(limits).read(root_fd)
+        return _Walk(limits, skipped=skipped if skipped is not None else []).read(root_fd)
     finally:
         os.close(root_fd)
 
@@ -129,6 +145,7 @@ class _Folder:
 @dataclass
 class _Walk:
     limits: Limits
+    skipped: list[str] = field(default_factory=list)
     files: dict[str, PackageFile] = field(default_factory=dict)
     seen: int = 0
     total: int = 0
@@ -153,6 +170,7 @@ class _Walk:
                 else:
                     is_dir = kind == stat.S_IFDIR
                 if rules.ignored(rel, is_dir=is_dir):
+                    self.skipped.append(f"{rel}/" if is_dir else rel)
                     continue
                 if kind == stat.S_IFLNK:
                     raise PathRejected(rel, RULE_SYMLINK, "symbolic links are not packaged")

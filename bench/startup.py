@@ -1,0 +1,71 @@
+"""What starting `skillreg` costs: CPU time of `--help`, `--version` and `list`.
+
+Each command runs in a fresh interpreter (a subprocess), the way a person or a script runs
+it; its CPU time (user + system) is read from `resource.getrusage(RUSAGE_CHILDREN)` around
+the run. The reference is `python -c pass` in the same loop, so the figure that carries is
+the ratio; the absolute times are printed too, since the goals are stated in seconds
+(`--help` at most 0.15 s, `list` on a small registry at most 0.35 s).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.harness import Result, Run, compare, scenario
+
+PYTHON = sys.executable
+SKILLREG = str(Path(sys.executable).with_name("skillreg"))
+
+
+def _cpu_of(argv: list[str], env: dict[str, str]) -> float:
+    """The CPU seconds (user + system) one run of `argv` took."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+@scenario("startup", "Start-up: CPU time of --help, --version and list, per run")
+async def startup(run: Run) -> Result:
+    return await asyncio.to_thread(_measure, run)
+
+
+def _measure(run: Run) -> Result:
+    home = run.scratch / "startup"
+    home.mkdir(parents=True, exist_ok=True)
+    env = {
+        **os.environ,
+        "SKILLREG_DATABASE_URL": f"sqlite+aiosqlite:///{home / 'registry.db'}",
+        "SKILLREG_BLOB_URL": (home / "blobs").as_uri(),
+    }
+    subprocess.run([SKILLREG, "init"], env=env, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(  # the bundled examples: a small registry to list
+        [SKILLREG, "demo", "--workspace", "demo"], env=env, check=True, stdout=subprocess.DEVNULL
+    )
+    commands = {
+        "--help": [SKILLREG, "--help"],
+        "--version": [SKILLREG, "--version"],
+        "list": [SKILLREG, "list", "demo"],
+    }
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    baseline: list[float] = []
+    for _ in range(run.reps(10, quick=2)):
+        baseline.append(_cpu_of([PYTHON, "-c", "pass"], env))
+        for name, argv in commands.items():
+            samples[name].append(_cpu_of(argv, env))
+    comparisons = [
+        compare({"command": f"skillreg {name}"}, samples[name], {"python -c pass": baseline})
+        for name in commands
+    ]
+    for figure in comparisons:
+        print(  # the figures, as the run goes
+            f"  {figure['case']['command']:<18} {figure['subject']['median']:.3f} s CPU "
+            f"({figure['ratios']['python -c pass']:.1f}x python -c pass, "
+            f"{figure['references']['python -c pass']['median']:.3f} s)"
+        )
+    return {"comparisons": comparisons}

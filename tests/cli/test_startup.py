@@ -1,0 +1,39 @@
+"""Starting `skillreg` imports only what the command needs (registry/cli/main.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from registry.cli.main import LAZY_COMMANDS, load_command
+
+# Run in a fresh interpreter: the test session has imported everything already.
+PROBE = """
+import sys
+from registry.cli.main import cli
+try:
+    cli([{args}], prog_name="skillreg")
+except SystemExit:
+    pass
+heavy = [m for m in ("sqlalchemy", "sqlalchemy.ext.asyncio", "registry.api", "pydantic",
+                     "rich", "registry.cli.packages", "registry.settings") if m in sys.modules]
+print("heavy:", heavy, file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("args", ["'--help'", "'--version'"])
+def test_help_and_version_import_neither_the_api_nor_the_database(args: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE.format(args=args)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stderr.strip().splitlines()[-1] == "heavy: []"
+
+
+def test_the_root_help_lines_are_the_commands_own() -> None:
+    for name, (_module, line) in LAZY_COMMANDS.items():
+        assert load_command(name).get_short_help_str(limit=1000) == line, name
