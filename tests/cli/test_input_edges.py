@@ -347,6 +347,6 @@ def test_every_command_that_reads_a_folder_reads_it_within_the_configured_limits
     ids=["another-driver", "another-database", "unparsable", "no-scheme"],
 )
 def test_a_database_url_refused_never_shows_its_password(url):
-    output = skillreg("--database-url", url, "init", code=1)
+    output = skillreg("--database-url", url, "init", code=6)  # a configuration problem
     assert "unsupported database URL" in output
     assert "hunter2" not in output
