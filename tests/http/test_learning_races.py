@@ -63,6 +63,8 @@ async def _owner_by_cli(_registry, action, ctx):
         args = ["publish", folder, "-w", ACME.workspace, "--expect-head", 2]
     elif action == "restore":
         args = ["restore", ref, 1, "--expect-head", 2]
+    elif action == "delete":
+        args = ["delete", ref, "--yes"]
     else:
         args = [action, ref]
     await asyncio.to_thread(run_json, *base, *args)

@@ -163,7 +163,7 @@ def test_the_installed_wheel_runs_from_an_empty_folder(prefix, tmp_path):
     engine = "from registry.domain import literals; print(literals.ENGINE)"
     assert sh("python", "-c", engine).strip() == "re2"
 
-    assert "revision" in sh("skillreg", "init")
+    assert "schema version" in sh("skillreg", "init")
     demo = json.loads(sh("skillreg", "demo", "--json"))["published"]
     # The installed examples are the source tree's, byte for byte and mode for mode (an
     # install adds __pycache__ folders to them, which the demo leaves out).
