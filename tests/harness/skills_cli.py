@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -34,37 +35,42 @@ def _entry(home: Path) -> Path:
 
 def ensure_skills_cli() -> Path:
     """The path of the client's `cli.mjs` (run it with `node`), installed if needed."""
-    if _entry(HOME).is_file():
-        return _entry(HOME)
-    npm, node = shutil.which("npm"), shutil.which("node")
-    if npm is None or node is None:
+    if shutil.which("node") is None:
         raise ToolUnavailable(INSTRUCTION)
-    staging = HOME.with_name(f"{HOME.name}.{uuid.uuid4().hex[:8]}")
+    npm_install(HOME, [f"skills@{VERSION}"], lambda home: _entry(home).is_file(), INSTRUCTION)
+    return _entry(HOME)
+
+
+def npm_install(
+    home: Path, packages: list[str], installed: Callable[[Path], bool], instruction: str
+) -> None:
+    """Install `packages` with npm into `home` unless `installed(home)` already holds.
+
+    Into a temporary folder renamed into place: an interrupted or concurrent install never
+    leaves a half-installed client, and a concurrent one that won the race is kept.
+    """
+    if installed(home):
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        raise ToolUnavailable(instruction)
+    staging = home.with_name(f"{home.name}.{uuid.uuid4().hex[:8]}")
     staging.mkdir(parents=True)
     try:
         done = subprocess.run(
-            [
-                npm,
-                "install",
-                "--no-audit",
-                "--no-fund",
-                "--prefix",
-                str(staging),
-                f"skills@{VERSION}",
-            ],
+            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(staging), *packages],
             capture_output=True,
             text=True,
             timeout=600,
             check=False,
             env={**os.environ, "DISABLE_TELEMETRY": "1"},
         )
-        if done.returncode != 0 or not _entry(staging).is_file():
-            raise ToolUnavailable(f"{INSTRUCTION} (npm said: {done.stderr.strip()[-300:]})")
+        if done.returncode != 0 or not installed(staging):
+            raise ToolUnavailable(f"{instruction} (npm said: {done.stderr.strip()[-300:]})")
         try:
-            staging.rename(HOME)
+            staging.rename(home)
         except OSError:
-            if not _entry(HOME).is_file():  # not a concurrent install that won the race
+            if not installed(home):  # not a concurrent install that won the race
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return _entry(HOME)

@@ -21,7 +21,8 @@ import pytest
 
 from registry.domain.model import PackageFile, Scope
 from registry.settings import Settings
-from tests.harness.clawhub_cli import ClawhubCli, ToolUnavailable, ensure_clawhub_cli
+from tests.harness.clawhub_cli import ClawhubCli, ensure_clawhub_cli
+from tests.harness.skills_cli import ToolUnavailable
 
 pytestmark = pytest.mark.slow
 
