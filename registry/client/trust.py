@@ -373,14 +373,14 @@ class HostTrust:
         pins = self.pinned
         if pins is None or pins.since is None:
             return None
-        seq = None if pins.last is None else pins.last.seq
-        if self._said() == pins.reported:
+        said = self._said()
+        if said == pins.reported:
             return None
         return TrustReport(
             state=pins.status,  # type: ignore[arg-type]  # one of TRUST_STATES, set above
             since=pins.since,
             detail=None if pins.detail is None else visible(pins.detail, 500),
-            seq=seq,
+            seq=said[1],
         )
 
     def told(self) -> None:
