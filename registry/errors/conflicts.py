@@ -87,7 +87,7 @@ class ArchivedSkillAmbiguous(Conflict, code="archived_skill_ambiguous"):
     candidates: list[dict[str, object]]
 
     def __str__(self) -> str:
-        named = ", ".join(f"{self.slug}~{c['skill_id']}" for c in self.candidates)
+        named = ", ".join(f"{self.slug}~{c.get('skill_id')}" for c in self.candidates)
         return (
             f"{len(self.candidates)} deleted skills had the slug {self.slug!r}: "
             f"name one by its id ({named})"
