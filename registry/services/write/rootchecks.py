@@ -6,6 +6,12 @@ nothing (docs/write-path.md). Each rule is written once: the compare-and-swap is
 `registry/db/heads.py`'s (`compare` here, `swap` when the head moves), capacity is
 `check_capacity`, the quota `check_quota`; the figures they compare come from the usage
 counters (`registry/db/skills.py`), read with the write context under the lock.
+
+A write that brings a deleted skill back (`WriteRequest.revives`, docs/history.md "Deleted
+skills") has its own root check: the slug must have no live skill (`SlugTaken`), and under
+the lock `reopen` puts the deleted skill where the live one would be, so the
+compare-and-swap, capacity (a slot of its budget again) and quota (its whole package)
+follow the same rules.
 """
 
 from __future__ import annotations
