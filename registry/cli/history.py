@@ -115,7 +115,7 @@ async def history(
     before: str | None,
     archived: bool,
 ) -> None:
-    """List the versions of REF (WORKSPACE/SLUG[~ID]), newest first.
+    """List the versions of REF (WORKSPACE/SLUG), newest first.
 
     WORKSPACE/SLUG~ID lists only the versions of that skill (a deleted one, by its id).
     """
@@ -233,7 +233,7 @@ async def diff(
     full: bool,
     archived: bool,
 ) -> None:
-    """Compare versions A and B of REF (WORKSPACE/SLUG[~ID]); a proposal is written pN.
+    """Compare versions A and B of REF (WORKSPACE/SLUG); a proposal is written pN.
 
     With SLUG~ID (or --archived) the numbers are the deleted skill's versions; a side
     written ~ID@N is version N of deleted skill ID, so `diff W/SLUG ~7@2 5` compares it
@@ -289,7 +289,7 @@ async def restore(
     message: str,
     archived: bool,
 ) -> None:
-    """Make VERSION of REF (WORKSPACE/SLUG[~ID]) the head again, as a new version.
+    """Make VERSION of REF (WORKSPACE/SLUG) the head again, as a new version.
 
     SLUG~ID (or --archived) brings a deleted skill back: the same skill, live again, its
     history continued; refused (exit 4) if another live skill has the slug now.

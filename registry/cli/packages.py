@@ -246,9 +246,9 @@ def _render_info(info: PackageInfo, console: Console) -> None:
 @json_option
 @run_async
 async def show(state: CliState, out: Output, *, ref: str, agent: str, archived: bool) -> None:
-    """Show REF (WORKSPACE/SLUG[~ID][@VERSION]): its version, manifest and files.
+    """Show REF (WORKSPACE/SLUG[@VERSION]): its version, manifest and files.
 
-    SLUG~ID@N (or SLUG@N --archived) is version N of a deleted skill.
+    SLUG~ID@N (or SLUG@N --archived) is version N of the deleted skill ID.
     """
     workspace, slug, skill_id, number = parse_skill_ref(ref)
     version = pinned(ref, skill_id, number, archived=archived)
@@ -267,9 +267,9 @@ async def show(state: CliState, out: Output, *, ref: str, agent: str, archived: 
 async def get(
     state: CliState, out: Output, *, ref: str, target: Path, agent: str, archived: bool
 ) -> None:
-    """Write the package REF (WORKSPACE/SLUG[~ID][@VERSION]) into an empty folder.
+    """Write the package REF (WORKSPACE/SLUG[@VERSION]) into an empty folder.
 
-    SLUG~ID@N (or SLUG@N --archived) is version N of a deleted skill.
+    SLUG~ID@N (or SLUG@N --archived) is version N of the deleted skill ID.
     """
     workspace, slug, skill_id, number = parse_skill_ref(ref)
     version = pinned(ref, skill_id, number, archived=archived)
