@@ -31,6 +31,8 @@ async def deleted_skill(registry, *tags):
 
 async def test_a_restore_brings_the_deleted_skill_back_and_continues_its_history(registry):
     files, skill_id = await deleted_skill(registry, "a", "b")
+    with pytest.raises(HeadConflict):  # the compare-and-swap is on the deleted skill's head
+        await registry.restore(ACME, SLUG, ArchivedVersion(1, skill_id), expected_head=1, actor="o")
     pub = await registry.restore(
         ACME, SLUG, ArchivedVersion(1, skill_id), expected_head=2, actor="owner"
     )
