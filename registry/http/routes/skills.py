@@ -175,7 +175,7 @@ async def head_skill(
     name="get_version",
     summary="A pinned version: manifest and metadata",
     response_model=SkillVersion,
-    responses={304: {"description": "If-None-Match matched"}, **problems(400, 403, 404)},
+    responses={304: {"description": "If-None-Match matched"}, **problems(400, 403, 404, 409, 422)},
 )
 async def get_version(
     request: Request,
@@ -206,7 +206,7 @@ async def get_version(
     response_class=StreamingResponse,
     responses={
         200: {"content": {"application/gzip": {"schema": {"type": "string", "format": "binary"}}}},
-        **problems(400, 403, 404),
+        **problems(400, 403, 404, 409, 422),
     },
 )
 async def get_archive(
