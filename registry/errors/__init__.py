@@ -26,6 +26,7 @@ import them from `registry.errors`.
 
 from registry.errors.base import ATTRIBUTE_ONLY, RegistryError, all_errors, by_code
 from registry.errors.conflicts import (
+    ArchivedSkillAmbiguous,
     Conflict,
     DraftKept,
     EntryInTheWay,
@@ -38,6 +39,7 @@ from registry.errors.conflicts import (
     ProposalStale,
     SkillExists,
     SlugLookAlike,
+    SlugTaken,
     StateConflict,
     TargetBusy,
     TargetMismatch,
@@ -45,6 +47,7 @@ from registry.errors.conflicts import (
 )
 from registry.errors.missing import (
     AccessDenied,
+    ArchivedSkillNotFound,
     AttestationMissing,
     BlobUnknown,
     Forbidden,
@@ -95,6 +98,8 @@ __all__ = [
     "ATTRIBUTE_ONLY",
     "AccessDenied",
     "ArchiveRejected",
+    "ArchivedSkillAmbiguous",
+    "ArchivedSkillNotFound",
     "ArgumentInvalid",
     "AttestationInvalid",
     "AttestationMissing",
@@ -138,6 +143,7 @@ __all__ = [
     "SkillExists",
     "SkillNotFound",
     "SlugLookAlike",
+    "SlugTaken",
     "SourceExcluded",
     "StateConflict",
     "StorageUnavailable",

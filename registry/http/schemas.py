@@ -150,6 +150,8 @@ class SkillVersion(_Model):
     total_size: int
     triggers: list[str] = Field(description="discovery triggers (`metadata.triggers`)")
     files: list[FileEntry]
+    skill_id: int = Field(description="the skill's id (a deleted skill's versions are named by it)")
+    archived: bool = Field(description="a version of a deleted skill; `head` is its last version")
 
     @classmethod
     def of(cls, info: PackageInfo, etag: str) -> SkillVersion:
@@ -169,6 +171,8 @@ class SkillVersion(_Model):
             total_size=info.manifest.total_size,
             triggers=list(info.triggers),
             files=FileEntry.list_of(info.manifest),
+            skill_id=info.skill_id,
+            archived=info.archived,
         )
 
 
