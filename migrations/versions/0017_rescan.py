@@ -28,19 +28,24 @@ def upgrade() -> None:
     op.create_table(
         "package_checks",
         sa.Column("workspace", sa.String(length=128), nullable=False),
+        sa.Column("manifest_hash", sa.String(length=64), nullable=False),
         sa.Column("package_digest", sa.String(length=64), nullable=False),
         sa.Column("ruleset", sa.String(length=64), nullable=False),
         sa.Column("findings", sa.Integer(), nullable=False),
-        sa.Column("blocking", sa.Integer(), nullable=False),
+        sa.Column("blocked_heads", sa.Integer(), nullable=False),
         sa.Column("checked_at", sa.DateTime(timezone=True), nullable=False),
+        sa.CheckConstraint(
+            "length(manifest_hash) = 64 AND replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(manifest_hash, '0', ''), '1', ''), '2', ''), '3', ''), '4', ''), '5', ''), '6', ''), '7', ''), '8', ''), '9', ''), 'a', ''), 'b', ''), 'c', ''), 'd', ''), 'e', ''), 'f', '') = ''",
+            name=op.f("ck_package_checks_manifest_hash_hex"),
+        ),
         sa.CheckConstraint(
             "length(package_digest) = 64 AND replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(package_digest, '0', ''), '1', ''), '2', ''), '3', ''), '4', ''), '5', ''), '6', ''), '7', ''), '8', ''), '9', ''), 'a', ''), 'b', ''), 'c', ''), 'd', ''), 'e', ''), 'f', '') = ''",
             name=op.f("ck_package_checks_package_digest_hex"),
         ),
         sa.CheckConstraint(
-            "findings >= 0 AND blocking >= 0", name=op.f("ck_package_checks_counts")
+            "findings >= 0 AND blocked_heads >= 0", name=op.f("ck_package_checks_counts")
         ),
-        sa.PrimaryKeyConstraint("workspace", "package_digest", name=op.f("pk_package_checks")),
+        sa.PrimaryKeyConstraint("workspace", "manifest_hash", name=op.f("pk_package_checks")),
     )
     op.create_table(
         "rescan_rulesets",

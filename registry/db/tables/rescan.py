@@ -1,8 +1,10 @@
 """The rescan: which rule set checked each package, and the decisions its findings opened.
 
-`package_checks` records, per workspace and package digest (SHA-256 of the manifest's
-canonical encoding, the name attestations give a package), the content rule set
-(`Scanner.fingerprint`) that last checked it and how many findings it had. A rescan
+`package_checks` records, per workspace and package, the content rule set
+(`Scanner.fingerprint`) that last checked it and how many findings it had. A package is
+keyed by its manifest hash (what versions store) and carries its package digest (SHA-256
+of the same canonical encoding: the name attestations give it); the two name the same
+package. A rescan
 checks the packages whose record names another rule set, or none; a record is written in
 the transaction that applies the check's consequences, so a killed rescan resumes after
 the last package it finished.
@@ -30,20 +32,27 @@ package; `superseded`: the head moved to another package (a restore, a yank, any
 
 
 class PackageCheck(Base):
-    """The rule set that last checked a package of a workspace, and what it found."""
+    """The rule set that last checked a package of a workspace, and what it found.
+
+    `findings`: what the rules found in its files; `blocked_heads`: how many of the
+    workspace's heads holding it those findings blocked (their approvals did not cover
+    them). Findings that blocked nothing are recorded here and stop nothing.
+    """
 
     __tablename__ = "package_checks"
 
     workspace: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
-    package_digest: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    manifest_hash: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    package_digest: Mapped[str] = mapped_column(sa.String(64))
     ruleset: Mapped[str] = mapped_column(sa.String(64))
     findings: Mapped[int] = mapped_column(sa.Integer)
-    blocking: Mapped[int] = mapped_column(sa.Integer)
+    blocked_heads: Mapped[int] = mapped_column(sa.Integer)
     checked_at: Mapped[datetime]
 
     __table_args__ = (
+        sa.CheckConstraint(hex64_check("manifest_hash"), name="manifest_hash_hex"),
         sa.CheckConstraint(hex64_check("package_digest"), name="package_digest_hex"),
-        sa.CheckConstraint("findings >= 0 AND blocking >= 0", name="counts"),
+        sa.CheckConstraint("findings >= 0 AND blocked_heads >= 0", name="counts"),
     )
 
 
