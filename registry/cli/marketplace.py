@@ -441,6 +441,8 @@ async def jobs_run(
             out.console.print(_outcome_line(outcome.job), soft_wrap=True)
 
     async with state.open() as reg:
+        # A worker that starts with other content rules than the last rescan's queues one.
+        await reg.rescan.start_if_rules_changed()
         worker = reg.marketplace.worker(worker_id=worker_id)
         ran = await worker.run(once=once, drain=drain, on_outcome=report)
     out.emit(
@@ -481,6 +483,8 @@ async def jobs_list(
         for job in page.items:
             if job.status == "succeeded":
                 detail = str((job.result or {}).get("outcome", ""))
+            elif job.status == "running" and job.progress:
+                detail = f"{job.progress.get('done')} of {job.progress.get('total')} done"
             else:
                 detail = str((job.last_error or {}).get("message", ""))
             table.add_row(
