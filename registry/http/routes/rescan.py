@@ -1,8 +1,8 @@
 """The rescan when the content rules change, and the owner's content reviews.
 
-- `POST /v1/rescan` (admin): queue a rescan of the token's workspace or, without one in
-  the body, of every workspace; `202` with the job (`Location`: `GET /v1/rescan/{job}`,
-  which shows its `progress`). A workspace other than the token's is `404`, as everywhere.
+- `POST /v1/rescan` (admin, service-wide like `/v1/status`): queue a rescan of every
+  workspace; `202` with the job (`Location`: `GET /v1/rescan/{job}`, which shows its
+  `progress`). A rescan of one workspace is `skillreg rescan -w W`.
 - `GET /v1/workspaces/{workspace}/reviews` (read): the open content reviews.
 - `POST /v1/workspaces/{workspace}/reviews/{review}/approve` (owner): accept a review's
   findings for its package; the use the rescan stopped resumes.
@@ -21,7 +21,6 @@ from registry.api.types import EVERY_WORKSPACE, ApproveResult, ReviewPage, Revie
 from registry.domain.numbers import MAX_ID
 from registry.errors import JobNotFound
 from registry.http.auth import Caller, authorize, registry_of
-from registry.http.problems import HttpProblem
 from registry.http.routes.common import (
     Workspace,
     json_body,
@@ -30,7 +29,7 @@ from registry.http.routes.common import (
     problems,
     refuse_credentials,
 )
-from registry.http.schemas import NAME_PATTERN, ActorOptions, JobBody, JobQueued, _Model
+from registry.http.schemas import ActorOptions, JobBody, JobQueued, _Model
 
 router = APIRouter(tags=["rescan"])
 
@@ -40,9 +39,7 @@ ReviewId = Annotated[int, Path(ge=1, le=MAX_ID, description="the review's id")]
 
 
 class RescanRequest(ActorOptions):
-    """`POST /v1/rescan`: the workspace to rescan (the token's own), or none: every one."""
-
-    workspace: str | None = Field(default=None, pattern=NAME_PATTERN, max_length=128)
+    """`POST /v1/rescan`: who starts it, if not the token itself."""
 
 
 class ReviewApproval(ActorOptions):
@@ -110,7 +107,7 @@ class ReviewApproved(_Model):
 @router.post(
     "/v1/rescan",
     name="start_rescan",
-    summary="Queue a rescan with the current content rules (admin; 202: the job)",
+    summary="Queue a rescan of every workspace with the current content rules (admin)",
     status_code=202,
     response_model=JobQueued,
     responses=problems(400, 403, 404, 422),
@@ -123,12 +120,7 @@ async def start_rescan(request: Request, caller: Authorized) -> Response:
     """
     body = await json_body(request, RescanRequest)
     refuse_credentials(request, actor=body.actor)
-    if body.workspace is not None and body.workspace != caller.token.workspace:
-        # Another workspace is as absent as none (docs/http.md).
-        raise HttpProblem("not_found", "not found")
-    enqueued = await registry_of(request).rescan.start(
-        workspace=body.workspace, actor=body.actor or caller.actor
-    )
+    enqueued = await registry_of(request).rescan.start(actor=body.actor or caller.actor)
     payload = JobQueued(created=enqueued.created, job=JobBody.of(enqueued.job))
     return JSONResponse(
         payload.model_dump(mode="json"),
@@ -146,9 +138,10 @@ async def start_rescan(request: Request, caller: Authorized) -> Response:
 )
 async def get_rescan(request: Request, job: JobId, caller: Authorized) -> JobBody:
     """`progress` counts the packages checked (`done` of `total`) while it runs."""
+    del caller
     row = await registry_of(request).marketplace.job(job)
-    visible = (EVERY_WORKSPACE, caller.token.workspace)
-    if row.kind != "rescan" or row.workspace not in visible:
+    # Only a rescan of every workspace: one workspace's is that workspace's job.
+    if row.kind != "rescan" or row.workspace != EVERY_WORKSPACE:
         raise JobNotFound(job)
     return JobBody.of(row)
 
