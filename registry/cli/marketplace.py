@@ -431,7 +431,8 @@ async def jobs_run(
 ) -> None:
     """Run due jobs: forever (Ctrl-C stops and hands the current job back), or --once/--drain.
 
-    Many workers may run at once on PostgreSQL; on SQLite run one at a time.
+    Many workers may run at once on PostgreSQL; on SQLite run one at a time. A worker
+    that runs forever first queues a rescan if the content rules changed.
     """
     done: list[JobRow] = []
 
@@ -441,8 +442,10 @@ async def jobs_run(
             out.console.print(_outcome_line(outcome.job), soft_wrap=True)
 
     async with state.open() as reg:
-        # A worker that starts with other content rules than the last rescan's queues one.
-        await reg.rescan.start_if_rules_changed()
+        if not (once or drain):
+            # A worker process that starts with other content rules than the last
+            # rescan's queues one (a one-off `--once`/`--drain` run leaves that to it).
+            await reg.rescan.start_if_rules_changed()
         worker = reg.marketplace.worker(worker_id=worker_id)
         ran = await worker.run(once=once, drain=drain, on_outcome=report)
     out.emit(
