@@ -19,7 +19,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.orm import aliased
 
 from registry.db.blobs import upsert
-from registry.db.tables import ContentReview, PackageCheck, RescanRuleset, Skill, Version
+from registry.db.tables import (
+    ContentReview,
+    Manifest,
+    PackageCheck,
+    RescanRuleset,
+    Skill,
+    Version,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +140,16 @@ async def to_check(
             )
         )
     return [Package(*row) for row in await conn.execute(query)]
+
+
+async def manifest_exists(conn: AsyncConnection, package: Package) -> bool:
+    """Whether the package's manifest row is still there (retention deletes unused ones)."""
+    found = await conn.scalar(
+        sa.select(Manifest.id).where(
+            Manifest.workspace == package.workspace, Manifest.id == package.manifest_id
+        )
+    )
+    return found is not None
 
 
 async def record_check(

@@ -189,9 +189,9 @@ async def run_rescan(ctx: Context, job: queue.JobRow) -> dict[str, Any]:
         if not packages:
             break
         for package in packages:
-            await _check(ctx, package, ruleset, tally)
-            done += 1
-            await ctx.hit("rescan.package_checked")
+            if await _check(ctx, package, ruleset, tally):
+                done += 1
+                await ctx.hit("rescan.package_checked")
         after = (packages[-1].workspace, packages[-1].manifest_hash)
         await queue.report_progress(ctx, job, progress())
     if workspace is None:
@@ -202,12 +202,31 @@ async def run_rescan(ctx: Context, job: queue.JobRow) -> dict[str, Any]:
     return {"outcome": "rescanned", "workspace": workspace, **progress()}
 
 
-async def _check(ctx: Context, package: Package, ruleset: str, tally: _Tally) -> None:
+class _Gone(Exception):
+    """The package was pruned (no version uses it any more) while it was being read."""
+
+
+async def _check(ctx: Context, package: Package, ruleset: str, tally: _Tally) -> bool:
+    """Check one package and apply what it finds; False if it is gone meanwhile."""
     workspace = package.workspace
     manifest = await ctx.read(
         lambda conn: db_skills.manifest_entries(conn, workspace, package.manifest_id)
     )
-    findings = await content.package_findings(ctx, manifest, workspace=workspace)
+    if not manifest.entries:
+        return False  # pruned since it was listed: every package has its `SKILL.md`
+
+    async def vanished() -> None:
+        # A blob not found: the head moved and retention and GC took the old package
+        # since it was listed (no longer anything to check), or else it is damage.
+        if not await ctx.read(lambda conn: db_rescan.manifest_exists(conn, package)):
+            raise _Gone
+
+    try:
+        findings = await content.package_findings(
+            ctx, manifest, workspace=workspace, vanished=vanished
+        )
+    except _Gone:
+        return False
     digest = package_digest(manifest)
 
     async def apply(conn: AsyncConnection) -> tuple[int, int, int]:
@@ -239,6 +258,7 @@ async def _check(ctx: Context, package: Package, ruleset: str, tally: _Tally) ->
     tally.blocked += blocked
     tally.opened += opened
     tally.paused += paused
+    return True
 
 
 async def _consequences(
