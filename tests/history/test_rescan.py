@@ -212,3 +212,18 @@ async def test_unchanged_rules_leave_nothing_to_do(make_registry):
     await run_jobs(registry)
     job = await registry.marketplace.job(again.job.id)
     assert (job.result["checked"], job.result["done"], job.result["total"]) == (0, 1, 1)
+
+
+async def test_rules_changed_and_changed_back_are_rescanned_each_time(make_registry):
+    default = await make_registry()
+    await default.write_package(ACME, "good", files("good", "1"), expected_head=None, actor="u")
+    stricter = await make_registry(scanner=StricterScanner())
+    jobs = []
+    for registry in (default, stricter, default):
+        enqueued = await registry.rescan.start_if_rules_changed()
+        assert enqueued is not None, "the rules differ from the last rescan's"
+        await run_jobs(registry)
+        jobs.append(await registry.marketplace.job(enqueued.job.id))
+        assert await registry.rescan.start_if_rules_changed() is None
+    assert len({j.id for j in jobs}) == 3
+    assert [(j.status, j.result["checked"]) for j in jobs] == [("succeeded", 1)] * 3

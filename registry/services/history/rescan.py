@@ -130,7 +130,7 @@ async def start_if_rules_changed(ctx: Context) -> queue.Enqueued | None:
     The rules changed when the newest finished whole-registry rescan ran under another
     rule set (or none ever ran). With nothing to check, the rule set is recorded at once
     and no job is queued. Processes starting together queue one job (its key names the
-    rule set).
+    rule set, and the finished job it follows, if any).
     """
     ruleset = ctx.scanner.fingerprint
     catalog = ctx.settings.catalog_workspace
@@ -147,9 +147,14 @@ async def start_if_rules_changed(ctx: Context) -> queue.Enqueued | None:
         await ctx.write(lambda conn: db_rescan.record_ruleset(conn, ruleset, job_id=None, now=now))
         return None
     payload = {"workspace": None, "ruleset": ruleset, "actor": ACTOR, "trigger": "start"}
-    return await queue.enqueue(
-        ctx, RESCAN, payload, key=f"rescan:start:{ruleset}", workspace=EVERY_WORKSPACE
-    )
+    key = f"rescan:start:{ruleset}"
+    while True:
+        enqueued = await queue.enqueue(ctx, RESCAN, payload, key=key, workspace=EVERY_WORKSPACE)
+        # A finished job under this key did not leave this rule set recorded last: it
+        # failed, or the rules changed back to it since. Its successor has a key of its own.
+        if not enqueued.job.finished:
+            return enqueued
+        key = f"rescan:start:{ruleset}:after:{enqueued.job.id}"
 
 
 async def run_rescan(ctx: Context, job: queue.JobRow) -> dict[str, Any]:
