@@ -29,7 +29,13 @@ from registry.services.history.proposals import (
     ProposalPage,
     ProposalSummary,
 )
-from registry.services.history.rescan import EVERY_WORKSPACE, ApproveResult, ReviewPage, ReviewRow
+from registry.services.history.rescan import (
+    EVERY_WORKSPACE,
+    RESCAN,
+    ApproveResult,
+    ReviewPage,
+    ReviewRow,
+)
 from registry.services.history.versions import HistoryPage, VersionSummary
 from registry.services.jobs.queue import Enqueued, JobOutcome, JobPage, JobRow
 from registry.services.learning.loads import LoadRecord
@@ -64,6 +70,7 @@ __all__ = [
     "MAX_LIMIT",
     "POLICIES",
     "PROPOSAL_KINDS",
+    "RESCAN",
     "UNCHANGED",
     "ApproveResult",
     "Artifact",

@@ -26,7 +26,7 @@ from rich.table import Table
 
 from registry.api import Registry
 from registry.api.folders import read_folder
-from registry.api.types import DEFAULT_ACTOR, POLICIES, JobOutcome, JobRow, Policy
+from registry.api.types import DEFAULT_ACTOR, POLICIES, RESCAN, JobOutcome, JobRow, Policy
 from registry.cli.common import (
     FOLDER,
     ROW_ID,
@@ -43,6 +43,7 @@ from registry.cli.common import (
 from registry.cli.exits import EXIT_CODES, UNEXPECTED, exit_code
 from registry.cli.output import Output, human_size, to_jsonable
 from registry.cli.packages import _pub, _publication_line, parse_expect
+from registry.cli.rescan import rescan_line
 from registry.domain.numbers import MAX_VERSION
 from registry.errors import RegistryError, by_code
 
@@ -242,6 +243,8 @@ def _job_dict(job: JobRow) -> dict[str, Any]:
 
 
 def _outcome_line(job: JobRow) -> str:
+    if job.kind == RESCAN and job.status != "failed":
+        return rescan_line(job)
     result = job.result or {}
     where = f"{result.get('workspace')}/{result.get('slug')}"
     outcome = result.get("outcome", job.status)

@@ -34,7 +34,8 @@ def _job_data(job: JobRow) -> dict[str, Any]:
     return {f: getattr(job, f) for f in JobRow.__slots__}
 
 
-def _progress_line(job: JobRow) -> str:
+def rescan_line(job: JobRow) -> str:
+    """One line on a rescan job: where it stands, what it found."""
     figures = job.result if job.status == "succeeded" else job.progress
     where = job.payload.get("workspace") or "every workspace"
     if not figures:
@@ -74,7 +75,7 @@ async def rescan(
         ruleset = reg.rescan.ruleset
     data = {"job": _job_data(job), "ruleset": ruleset}
     if wait:
-        out.emit(data, lambda c: c.print(_progress_line(job), soft_wrap=True))
+        out.emit(data, lambda c: c.print(rescan_line(job), soft_wrap=True))
         return
     out.emit(
         data,

@@ -25,6 +25,8 @@ def test_rescan_wait_runs_to_the_end_and_its_progress_is_listed(embedded):
         ("rescan", "queued"),
         ("rescan", "succeeded"),
     ]
+    shown = run("jobs", "show", job["id"])
+    assert f"job {job['id']} rescan of every workspace: succeeded, 3 of 3 packages" in shown
     assert run_json("reviews", "list", "-w", "acme")["items"] == []
     assert "no open reviews" in run("reviews", "list", "-w", "acme")
     run("reviews", "approve", "7", "-w", "acme", code=5)
