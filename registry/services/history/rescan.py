@@ -43,6 +43,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import approvals as db_approvals
 from registry.db import rescan as db_rescan
+from registry.db import scans as db_scans
 from registry.db import skills as db_skills
 from registry.db.rescan import Package
 from registry.db.rescan import ReviewRow as ReviewRow  # noqa: PLC0414 - the API returns it
@@ -227,9 +228,7 @@ async def _check(ctx: Context, package: Package, ruleset: str, tally: _Tally) ->
             raise _Gone
 
     try:
-        findings = await content.package_findings(
-            ctx, manifest, workspace=workspace, vanished=vanished
-        )
+        findings, fresh = await content.package_findings(ctx, manifest, vanished=vanished)
     except _Gone:
         return False
     digest = package_digest(manifest)
@@ -237,8 +236,13 @@ async def _check(ctx: Context, package: Package, ruleset: str, tally: _Tally) ->
     async def apply(conn: AsyncConnection) -> tuple[int, int, int]:
         now = ctx.clock.now()
         blocked = opened = paused = 0
-        holders = await db_rescan.heads_holding(conn, workspace, package.manifest_hash)
-        for skill_id in holders if findings else []:
+        # Without findings nothing can block: no need to look for the heads.
+        holders = (
+            await db_rescan.heads_holding(conn, workspace, package.manifest_hash)
+            if findings
+            else []
+        )
+        for skill_id in holders:
             outcome = await _consequences(
                 conn, ctx, skill_id, package, findings, digest=digest, ruleset=ruleset
             )
@@ -246,6 +250,7 @@ async def _check(ctx: Context, package: Package, ruleset: str, tally: _Tally) ->
                 blocked += 1
                 opened += outcome[0]
                 paused += outcome[1]
+        await db_scans.remember_clean(conn, fresh, ruleset, now)
         await db_rescan.record_check(
             conn,
             package,

@@ -116,18 +116,19 @@ async def blob_findings(ctx: Context, digest: str, data: bytes) -> list[Finding]
 
 
 async def package_findings(
-    ctx: Context, manifest: Manifest, *, workspace: str, vanished: Vanished | None = None
-) -> list[Finding]:
+    ctx: Context, manifest: Manifest, *, vanished: Vanished | None = None
+) -> tuple[list[Finding], tuple[str, ...]]:
     """Every finding in `manifest`'s files under the current rules, approvals aside.
 
     What a rescan needs (history/rescan.py): the findings themselves, to weigh against
-    each version's own approvals. Digests cached clean are not read; those found clean
-    now are remembered (in a transaction of their own).
+    each version's own approvals, and the digests this call scanned and found clean, which
+    the caller remembers (`db.scans.remember_clean`) in its own transaction. Digests
+    cached clean are not read.
     """
     clean = await _clean_digests(ctx, (e.digest for e in manifest.entries))
     todo = [e for e in manifest.entries if e.digest not in clean]
     if not todo:
-        return []
+        return [], ()
     files = await read_files(ctx, Manifest(todo), vanished=vanished)
     data = {e.path: files[e.path].data for e in todo}
 
@@ -138,8 +139,7 @@ async def package_findings(
     findings = await offloaded_above(SCAN_INLINE_BYTES, size, scan_all)
     paths = {f.path for f in findings}
     dirty = {e.digest for e in todo if e.path in paths}
-    await remember_clean(ctx, sorted({e.digest for e in todo} - dirty), workspace)
-    return findings
+    return findings, tuple(sorted({e.digest for e in todo} - dirty))
 
 
 Inherited = Iterable[Approval] | Callable[[], Awaitable[Iterable[Approval]]]
