@@ -22,6 +22,7 @@ from registry.api.gc import GarbageCollection
 from registry.api.learning import Learning
 from registry.api.marketplace import Marketplace
 from registry.api.ops import Operations
+from registry.api.rescan import Rescan
 from registry.api.search import Searching
 from registry.api.targets import Targets
 from registry.api.tokens import Tokens
@@ -102,6 +103,7 @@ class Registry(OwnerControls, Searching):
     def _bind(self) -> None:
         """The namespaces, over this registry's context."""
         self.marketplace = Marketplace(self.ctx)
+        self.rescan = Rescan(self.ctx)
         self.gc = GarbageCollection(self.ctx)
         self.uploads = Uploads(self.ctx)
         self.tokens = Tokens(self.ctx)

@@ -95,6 +95,14 @@ class ProposalNotFound(NotFound, code="proposal_not_found"):
 
 
 @dataclass(eq=False, repr=False)
+class ReviewNotFound(NotFound, code="review_not_found"):
+    """No content review (a rescan's decision) with this id in the workspace."""
+
+    template = "content review {review} not found"
+    review: int
+
+
+@dataclass(eq=False, repr=False)
 class PendingWriteNotFound(NotFound, code="pending_write_not_found"):
     template = "pending write {pending} not found"
     pending: int

@@ -359,6 +359,9 @@ class JobBody(_Model):
     payload: dict[str, Any]
     result: dict[str, Any] | None = Field(description="the outcome of a job that succeeded")
     last_error: dict[str, Any] | None = Field(description="code, message, attempt, permanent")
+    progress: dict[str, Any] | None = Field(
+        default=None, description="what a long job has done so far (a rescan: done, total)"
+    )
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None
@@ -376,6 +379,7 @@ class JobBody(_Model):
             payload=job.payload,
             result=job.result,
             last_error=public_error(job.last_error),
+            progress=job.progress,
             created_at=job.created_at,
             updated_at=job.updated_at,
             finished_at=job.finished_at,
