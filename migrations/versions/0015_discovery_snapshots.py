@@ -48,7 +48,10 @@ def upgrade() -> None:
         sa.CheckConstraint("number >= 1", name=op.f("ck_discovery_snapshots_number_positive")),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_discovery_snapshots")),
         sa.UniqueConstraint(
-            "workspace", "agent", "number", name=op.f("uq_discovery_snapshots_workspace_agent_number")
+            "workspace",
+            "agent",
+            "number",
+            name=op.f("uq_discovery_snapshots_workspace_agent_number"),
         ),
     )
     op.create_table(
