@@ -7,7 +7,7 @@ it), `content_reviews` (a blocking finding a rescan found in a head: the owner's
 rules change".
 
 Revision ID: 0017
-Revises: 0014
+Revises: 0015
 Create Date: 2026-12-06 00:20:01.605613
 """
 
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0017"
-down_revision: str | None = "0014"
+down_revision: str | None = "0015"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

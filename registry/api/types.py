@@ -12,7 +12,9 @@ from __future__ import annotations
 from registry.domain.attestation import Verified
 from registry.services.discovery.artifacts import Artifact
 from registry.services.discovery.index import DiscoveryIndex, IndexEntry
+from registry.services.discovery.legacy import LegacyIndex
 from registry.services.discovery.settings import DiscoverySettings
+from registry.services.discovery.snapshots import Snapshot, SnapshotList
 from registry.services.gc.collect import GcReport
 from registry.services.gc.figures import GcFigures
 from registry.services.gc.fsck import FsckReport
@@ -98,6 +100,7 @@ __all__ = [
     "JobRow",
     "KeyInfo",
     "LearningStatus",
+    "LegacyIndex",
     "ListingVersion",
     "LoadRecord",
     "LockFile",
@@ -122,6 +125,8 @@ __all__ = [
     "SkillPage",
     "SkillStatus",
     "SkillSummary",
+    "Snapshot",
+    "SnapshotList",
     "Status",
     "SuppressionInfo",
     "TargetTrust",

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Final
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -142,14 +143,16 @@ async def set_published(
         await conn.execute(insert.on_conflict_do_nothing(index_elements=["skill_id"]))
 
 
-def _published(scope: Scope, *, everything: bool) -> sa.ColumnElement[bool]:
+def published(scope: Scope, *, everything: bool) -> sa.ColumnElement[bool]:
+    """True for a skill row `scope` publishes (every skill, or those published one by one)."""
     if everything:
         return sa.true()
     one_by_one = sa.select(DiscoverySkill.skill_id).where(_scope_of(DiscoverySkill, scope))
     return Skill.id.in_(one_by_one)
 
 
-_IN_USE = sa.and_(Skill.state == "active", Skill.use_paused.is_(False))
+# A skill the index may list: active, its use not paused.
+IN_USE: Final = sa.and_(Skill.state == "active", Skill.use_paused.is_(False))
 _HEAD_COLUMNS = (
     Skill.id.label("skill_id"),
     Skill.slug,
@@ -169,7 +172,7 @@ async def published_heads(
     rows = await conn.execute(
         sa.select(*_HEAD_COLUMNS)
         .join(Version, sa.and_(Version.skill_id == Skill.id, Version.number == Skill.head))
-        .where(in_scope(scope), _IN_USE, _published(scope, everything=everything))
+        .where(in_scope(scope), IN_USE, published(scope, everything=everything))
         .order_by(Skill.slug)
     )
     return [HeadRow(**r._asdict()) for r in rows]
@@ -186,8 +189,8 @@ async def published_version(
             .where(
                 in_scope(scope),
                 Skill.slug == slug,
-                _IN_USE,
-                _published(scope, everything=everything),
+                IN_USE,
+                published(scope, everything=everything),
                 Version.number == number,
                 Version.workspace == scope.workspace,
             )

@@ -10,6 +10,12 @@ the HTTP layer which URL names each artifact.
 
 Clients refuse names outside the specification's ASCII rule and archives past their
 bounds; an entry that would be refused is left out of the index (`unlistable`).
+
+Versioned discovery (agentskills PR #380): each entry carries its skill's `version`, and
+each recorded state of an index is a snapshot served at `v{version}/index.json` and
+listed by `versions.json`; both are semver strings, version N written `N.0.0` (as the
+ClawHub-compatible API writes them). The older layout (`/.well-known/skills/index.json`,
+schema 0.1.0) lists each skill's files instead of one artifact (`legacy_document`).
 """
 
 from __future__ import annotations
@@ -87,6 +93,20 @@ def unlistable(slug: str, file_count: int, total_size: int, description: str) ->
     return None
 
 
+def version_label(number: int) -> str:
+    """The semver string of version (or snapshot) `number`: `N.0.0`."""
+    return f"{number}.0.0"
+
+
+_LABEL: Final = re.compile(r"^([1-9][0-9]{0,9})\.0\.0$")
+
+
+def label_number(label: str) -> int | None:
+    """The number a `N.0.0` label names, or None for any other string."""
+    found = _LABEL.fullmatch(label)
+    return None if found is None else int(found.group(1))
+
+
 @dataclass(frozen=True, slots=True)
 class IndexItem:
     """One entry of the document, as served."""
@@ -96,6 +116,7 @@ class IndexItem:
     description: str
     url: str
     sha256: str
+    version: int
 
 
 def index_document(items: Sequence[IndexItem]) -> bytes:
@@ -107,6 +128,7 @@ def index_document(items: Sequence[IndexItem]) -> bytes:
     skills = [
         {
             "name": item.name,
+            "version": version_label(item.version),
             "type": item.type,
             "description": item.description,
             "url": item.url,
@@ -116,3 +138,54 @@ def index_document(items: Sequence[IndexItem]) -> bytes:
     ]
     document = {"$schema": SCHEMA, "skills": skills}
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def fingerprint(items: Sequence[tuple[object, ...]]) -> str:
+    """The SHA-256 of a canonical encoding of `items` (JSON-serialisable tuples, any order).
+
+    Two states of an index with the same entries have the same fingerprint, whatever
+    order they were listed in.
+    """
+    encoded = sorted(json.dumps(list(item), ensure_ascii=False) for item in items)
+    return hashlib.sha256("\n".join(encoded).encode("utf-8")).hexdigest()
+
+
+def versions_document(latest: int | None, numbers: Sequence[int]) -> bytes:
+    """`versions.json`: the newest snapshot and every listed one, oldest first."""
+    document = {
+        "latest": None if latest is None else version_label(latest),
+        "versions": [version_label(n) for n in sorted(numbers)],
+    }
+    return json.dumps(document, separators=(",", ":")).encode("utf-8")
+
+
+@dataclass(frozen=True, slots=True)
+class LegacyItem:
+    """One entry of the older index: a skill and the paths of its files."""
+
+    name: str
+    description: str
+    files: tuple[str, ...]
+
+
+def legacy_listable(paths: Sequence[str]) -> bool:
+    """Whether a client of the older layout accepts these paths.
+
+    It refuses the whole index if any entry has a path with `..` anywhere (even inside a
+    name), a leading slash or backslash, or no `SKILL.md`; the registry's path rules
+    allow a name such as `a..b`, so such a skill is left out of the older index.
+    """
+    return (
+        bool(paths)
+        and SKILL_MD in paths
+        and not any(".." in p or p.startswith(("/", "\\")) or "\0" in p for p in paths)
+    )
+
+
+def legacy_document(items: Sequence[LegacyItem]) -> bytes:
+    """The older index (no `$schema`): `skills`, by name, each with its files in order."""
+    skills = [
+        {"name": item.name, "description": item.description, "files": list(item.files)}
+        for item in sorted(items, key=lambda i: i.name)
+    ]
+    return json.dumps({"skills": skills}, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

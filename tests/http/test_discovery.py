@@ -74,6 +74,7 @@ async def test_entries_follow_the_schema_and_name_a_version(served):
     tag = entity_tag(info.skill_id, 1, info.manifest_hash).strip('"')
     assert document["skills"][0] == {
         "name": "multi",
+        "version": "1.0.0",
         "type": "archive",
         "description": "Does a useful thing for tests.",
         "url": f"multi/{tag}.zip",
@@ -166,7 +167,7 @@ async def test_a_url_names_one_skill_forever(served):
     assert (await served.client.get(fresh)).content == skill_md("single", "Other text.")
 
 
-async def test_unpublished_unknown_and_legacy_paths_are_404(served):
+async def test_unpublished_and_unknown_paths_are_404(served):
     await _setup(served)
     await publish(served.registry, "hidden", package("hidden"))
     await served.registry.discovery.update(ACME, actor="owner", everything=False, skills=["single"])
@@ -177,7 +178,9 @@ async def test_unpublished_unknown_and_legacy_paths_are_404(served):
         f"{base}/hidden/{tag}.zip",
         f"{base}/hidden/{tag}/SKILL.md",
         f"{base}/single/{tag}.zip",
-        "/.well-known/skills/index.json",
+        "/.well-known/skills/hidden/SKILL.md",
+        f"{base}/v9.0.0/index.json",
+        f"{base}/v1.2.0/index.json",
         "/discovery/acme/helper/.well-known/agent-skills/index.json",
     ):
         response = await served.client.get(path, headers=served.auth("read"))

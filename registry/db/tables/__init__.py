@@ -11,9 +11,9 @@ may see is decided through its versions and manifests, never by digest alone.
 manifests, blobs and outbox; `history` proposals, approvals and exclusions; `learning`
 suppressions, pending writes, loads and the SKILL.md index; `ops` jobs, GC runs,
 materialisations, tokens and ended console sessions; `discovery` what a scope publishes
-in its Agent Skills index; `rescan` the rule set that checked each package and the
-decisions a rescan opened; `search` the full-text documents; `trust` signing keys and
-attestations. Every table is importable from `registry.db.tables`.
+in its Agent Skills index and the snapshots of that index; `rescan` the rule set that
+checked each package and the decisions a rescan opened; `search` the full-text documents;
+`trust` signing keys and attestations. Every table is importable from `registry.db.tables`.
 """
 
 from registry.db.tables.base import (
@@ -39,7 +39,13 @@ from registry.db.tables.core import (
     VersionSource,
     WorkspaceUsage,
 )
-from registry.db.tables.discovery import DiscoveryArtifact, DiscoveryScope, DiscoverySkill
+from registry.db.tables.discovery import (
+    DiscoveryArtifact,
+    DiscoveryScope,
+    DiscoverySkill,
+    DiscoverySnapshot,
+    DiscoverySnapshotEntry,
+)
 from registry.db.tables.history import (
     PENDING_PROPOSAL_STATUSES,
     PROPOSAL_DECISIONS,
@@ -105,6 +111,8 @@ __all__ = [
     "DiscoveryArtifact",
     "DiscoveryScope",
     "DiscoverySkill",
+    "DiscoverySnapshot",
+    "DiscoverySnapshotEntry",
     "EndedSession",
     "Event",
     "GcRun",

@@ -74,3 +74,59 @@ class DiscoveryArtifact(Base):
         sa.CheckConstraint(hex64_check("sha256"), name="sha256_hex"),
         sa.CheckConstraint("size >= 0", name="size"),
     )
+
+
+class DiscoverySnapshot(Base):
+    """One state of a scope's index, numbered per scope: what `v{number}.0.0/index.json` serves.
+
+    Written under the workspace lock when an index is served whose entries differ from the
+    scope's latest snapshot (registry/services/discovery/snapshots.py); never updated.
+    `fingerprint` is the SHA-256 of the entries' canonical form, compared to tell whether
+    the index moved on.
+    """
+
+    __tablename__ = "discovery_snapshots"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    workspace: Mapped[str] = mapped_column(sa.String(128))
+    agent: Mapped[str] = mapped_column(sa.String(128))
+    number: Mapped[int] = mapped_column(sa.Integer)
+    fingerprint: Mapped[str] = mapped_column(sa.String(64))
+    created_at: Mapped[datetime]
+
+    __table_args__ = (
+        sa.UniqueConstraint("workspace", "agent", "number"),
+        sa.CheckConstraint("number >= 1", name="number_positive"),
+        sa.CheckConstraint(hex64_check("fingerprint"), name="fingerprint_hex"),
+    )
+
+
+class DiscoverySnapshotEntry(Base):
+    """One skill of a snapshot: the version it names and what the index said about it.
+
+    The version is named by skill and number, not by a foreign key to `versions`: a
+    snapshot does not keep a version from retention. A snapshot whose versions are not all
+    still served is withdrawn instead (docs/distribution.md).
+    """
+
+    __tablename__ = "discovery_snapshot_entries"
+
+    snapshot_id: Mapped[int] = mapped_column(
+        BigId, sa.ForeignKey("discovery_snapshots.id", ondelete="CASCADE"), primary_key=True
+    )
+    slug: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    skill_id: Mapped[int] = mapped_column(BigId, sa.ForeignKey("skills.id"))
+    version: Mapped[int] = mapped_column(sa.Integer)
+    manifest_hash: Mapped[str] = mapped_column(sa.String(64))
+    type: Mapped[str] = mapped_column(sa.String(16))
+    description: Mapped[str] = mapped_column(sa.Text)
+    sha256: Mapped[str] = mapped_column(sa.String(64))
+    size: Mapped[int] = mapped_column(sa.BigInteger)
+
+    __table_args__ = (
+        sa.Index("ix_discovery_snapshot_entries_version", "skill_id", "version"),
+        sa.CheckConstraint("version >= 1", name="version_positive"),
+        sa.CheckConstraint(hex64_check("manifest_hash"), name="manifest_hash_hex"),
+        sa.CheckConstraint(hex64_check("sha256"), name="sha256_hex"),
+        sa.CheckConstraint("size >= 0", name="size"),
+    )

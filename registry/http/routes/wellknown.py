@@ -1,7 +1,11 @@
 """The Agent Skills discovery index and the artifacts it names, where clients look for them.
 
     GET|HEAD /.well-known/agent-skills/index.json                      SKILLREG_DISCOVERY_ROOT
+    GET|HEAD /.well-known/agent-skills/versions.json                   (the same scope)
+    GET|HEAD /.well-known/agent-skills/v{N}.0.0/index.json             (the same scope)
     GET|HEAD /discovery/{workspace}/{agent}/.well-known/agent-skills/index.json
+    GET|HEAD /discovery/{workspace}/{agent}/.well-known/agent-skills/versions.json
+    GET|HEAD /discovery/{workspace}/{agent}/.well-known/agent-skills/v{N}.0.0/index.json
     GET|HEAD /discovery/{workspace}/{agent}/.well-known/agent-skills/{slug}/{tag}.zip
     GET|HEAD /discovery/{workspace}/{agent}/.well-known/agent-skills/{slug}/{tag}/{path}
 
@@ -14,6 +18,12 @@ own entity tag, the SHA-256 of its bytes, and answers `If-None-Match` with 304.
 
 Entry URLs are relative to the index, so one document serves any host name or proxy
 prefix; the host root's index points into its scope's prefix (`../../discovery/...`).
+
+Versioned discovery (agentskills PR #380): each entry carries its `version`; every state
+of the index served is a snapshot, `v{N}.0.0/index.json` (URLs relative to it: one `../`
+more), listed with the newest by `versions.json` (registry/services/discovery/snapshots.py).
+A snapshot's bytes never change, so it is served like an artifact (`immutable`, its
+SHA-256 as entity tag); `versions.json`, like the index, is revalidated.
 
 Access: a scope its owner made public is served to anyone, token or not. Any other
 request needs a token of the workspace (any role), checked as everywhere else
@@ -29,7 +39,7 @@ from typing import Annotated, Any, Final
 from fastapi import APIRouter, Depends, Path, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials
 
-from registry.api.types import Artifact, DiscoverySettings, IndexEntry
+from registry.api.types import Artifact, DiscoverySettings, IndexEntry, Snapshot
 from registry.domain import discovery
 from registry.domain.model import Scope
 from registry.errors import NotFound, VersionNotFound
@@ -55,11 +65,19 @@ Tag = Annotated[
     ),
 ]
 FilePath = Annotated[str, Path(min_length=1, max_length=4096, description="a path in the package")]
+Label = Annotated[
+    str, Path(max_length=32, description="a snapshot of the index: `N.0.0` (from versions.json)")
+]
 
 _INDEX_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
     200: {"content": {"application/json": {"schema": {"type": "object"}}}},
     304: {"description": "If-None-Match matched"},
     **problems(400, 404),
+}
+_VERSIONS_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
+    200: {"content": {"application/json": {"schema": {"type": "object"}}}},
+    304: {"description": "If-None-Match matched"},
+    **problems(404),
 }
 _ARCHIVE_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
     200: {"content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}}},
@@ -78,7 +96,7 @@ _FILE_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
 }
 
 
-async def _admitted(
+async def admitted(
     request: Request, credentials: HTTPAuthorizationCredentials | None, scope: Scope
 ) -> DiscoverySettings:
     """The scope's settings, once the caller may read it (public, or a token of it)."""
@@ -88,7 +106,8 @@ async def _admitted(
     return settings
 
 
-def _root_scope(request: Request) -> Scope:
+def root_scope(request: Request) -> Scope:
+    """The scope the host serves at its root (`SKILLREG_DISCOVERY_ROOT`), or `NotFound`."""
     root = registry_of(request).settings.discovery_root
     if root is None:
         msg = "this host serves no discovery index at its root (SKILLREG_DISCOVERY_ROOT)"
@@ -109,46 +128,89 @@ def entry_path(entry: IndexEntry) -> str:
     return f"{entry.slug}/{segment}.zip"
 
 
-def _cache_control(settings: DiscoverySettings, rest: str) -> dict[str, str]:
+def cache_control(settings: DiscoverySettings, rest: str) -> dict[str, str]:
+    """`Cache-Control` (`public` or `private`, then `rest`), and `Vary` when private."""
     headers = {"Cache-Control": f"{'public' if settings.public else 'private'}, {rest}"}
     if not settings.public:
         headers["Vary"] = "Authorization"
     return headers
 
 
-def _not_modified(request: Request, tag: str) -> bool:
+def not_modified(request: Request, tag: str) -> bool:
+    """Whether the request's `If-None-Match` matches `tag`."""
     header = request.headers.get("if-none-match")
     return header is not None and parse_condition(header).matches(tag)
 
 
-def _head(headers: dict[str, str], size: int, media_type: str) -> Response:
+def head_only(headers: dict[str, str], size: int, media_type: str) -> Response:
+    """A `HEAD` answer: the headers of a `GET` of `size` bytes, without them."""
     headers = {**headers, "Content-Length": str(size)}
     return Response(b"", headers=headers, media_type=media_type)
 
 
-async def _index(
-    request: Request, credentials: HTTPAuthorizationCredentials | None, scope: Scope, base: str
-) -> Response:
-    settings = await _admitted(request, credentials, scope)
-    found = await registry_of(request).discovery.index(scope)
-    items = [
+def items_of(entries: tuple[IndexEntry, ...], base: str) -> list[discovery.IndexItem]:
+    """The document's entries, their URLs `base` + the artifact's path."""
+    return [
         discovery.IndexItem(
             name=e.slug,
             type=e.type,
             description=e.description,
             url=base + entry_path(e),
             sha256=e.sha256,
+            version=e.version,
         )
-        for e in found.entries
+        for e in entries
     ]
-    body = discovery.index_document(items)
+
+
+def json_document(
+    request: Request, settings: DiscoverySettings, body: bytes, rest: str
+) -> Response:
+    """A JSON document, its entity tag the SHA-256 of its bytes; 304 and HEAD answered."""
     tag = f'"{discovery.sha256_hex(body)[:32]}"'
-    headers = {"ETag": tag, **_cache_control(settings, "no-cache")}
-    if _not_modified(request, tag):
+    headers = {"ETag": tag, **cache_control(settings, rest)}
+    if not_modified(request, tag):
         return Response(status_code=304, headers=headers)
     if request.method == "HEAD":
-        return _head(headers, len(body), "application/json")
+        return head_only(headers, len(body), "application/json")
     return Response(body, headers=headers, media_type="application/json")
+
+
+async def _index(
+    request: Request, credentials: HTTPAuthorizationCredentials | None, scope: Scope, base: str
+) -> Response:
+    settings = await admitted(request, credentials, scope)
+    found = await registry_of(request).discovery.current(scope)
+    body = discovery.index_document(items_of(found.entries, base))
+    return json_document(request, settings, body, "no-cache")
+
+
+async def _versions(
+    request: Request, credentials: HTTPAuthorizationCredentials | None, scope: Scope
+) -> Response:
+    settings = await admitted(request, credentials, scope)
+    found = await registry_of(request).discovery.snapshots(scope)
+    body = discovery.versions_document(found.latest, found.numbers)
+    return json_document(request, settings, body, "no-cache")
+
+
+async def _snapshot(
+    request: Request,
+    credentials: HTTPAuthorizationCredentials | None,
+    scope: Scope,
+    label: str,
+    base: str,
+) -> Response:
+    settings = await admitted(request, credentials, scope)
+    number = discovery.label_number(label)
+    if number is None:
+        msg = f"no discovery index version {label!r}: versions are named N.0.0"
+        raise NotFound(msg)
+    found: Snapshot = await registry_of(request).discovery.snapshot(scope, number)
+    # One level below the index: its URLs are the index's, one `../` further up.
+    body = discovery.index_document(items_of(found.entries, "../" + base))
+    max_age = registry_of(request).settings.discovery_max_age
+    return json_document(request, settings, body, f"max-age={max_age}, immutable")
 
 
 def _root_base(scope: Scope) -> str:
@@ -171,7 +233,7 @@ def _root_base(scope: Scope) -> str:
 )
 async def get_discovery_root_index(request: Request, credentials: Credentials) -> Response:
     """The Agent Skills index (schema 0.2.0) of the scope the host serves at its root."""
-    scope = _root_scope(request)
+    scope = root_scope(request)
     return await _index(request, credentials, scope, _root_base(scope))
 
 
@@ -195,6 +257,89 @@ async def get_discovery_index(
     return await _index(request, credentials, make_scope(workspace, agent), "")
 
 
+@router.head(
+    f"{WELL_KNOWN}/versions.json",
+    name="head_discovery_root_versions",
+    summary="The root scope's versions.json: headers only",
+    responses=_VERSIONS_RESPONSES,
+    description="`GET`'s headers, without the body.",
+)
+@router.get(
+    f"{WELL_KNOWN}/versions.json",
+    name="get_discovery_root_versions",
+    summary="The snapshots of the host's scope index (versioned discovery)",
+    responses=_VERSIONS_RESPONSES,
+)
+async def get_discovery_root_versions(request: Request, credentials: Credentials) -> Response:
+    """`{"latest": "N.0.0", "versions": [...]}`: the listed snapshots, oldest first."""
+    return await _versions(request, credentials, root_scope(request))
+
+
+@router.head(
+    f"{PREFIX}/versions.json",
+    name="head_discovery_versions",
+    summary="A scope's versions.json: headers only",
+    responses=_VERSIONS_RESPONSES,
+    description="`GET`'s headers, without the body.",
+)
+@router.get(
+    f"{PREFIX}/versions.json",
+    name="get_discovery_versions",
+    summary="The snapshots of a scope's index (versioned discovery)",
+    responses=_VERSIONS_RESPONSES,
+)
+async def get_discovery_versions(
+    request: Request, workspace: Workspace, agent: AgentSegment, credentials: Credentials
+) -> Response:
+    """`{"latest": "N.0.0", "versions": [...]}`: the listed snapshots, oldest first."""
+    return await _versions(request, credentials, make_scope(workspace, agent))
+
+
+@router.head(
+    WELL_KNOWN + "/v{label}/index.json",
+    name="head_discovery_root_snapshot",
+    summary="A snapshot of the root scope's index: headers only",
+    responses=_INDEX_RESPONSES,
+    description="`GET`'s headers, without the body.",
+)
+@router.get(
+    WELL_KNOWN + "/v{label}/index.json",
+    name="get_discovery_root_snapshot",
+    summary="A snapshot of the host's scope index, immutable",
+    responses=_INDEX_RESPONSES,
+)
+async def get_discovery_root_snapshot(
+    request: Request, label: Label, credentials: Credentials
+) -> Response:
+    """The index as it was at snapshot `label`, its URLs relative to this document."""
+    scope = root_scope(request)
+    return await _snapshot(request, credentials, scope, label, _root_base(scope))
+
+
+@router.head(
+    PREFIX + "/v{label}/index.json",
+    name="head_discovery_snapshot",
+    summary="A snapshot of a scope's index: headers only",
+    responses=_INDEX_RESPONSES,
+    description="`GET`'s headers, without the body.",
+)
+@router.get(
+    PREFIX + "/v{label}/index.json",
+    name="get_discovery_snapshot",
+    summary="A snapshot of a scope's index, immutable",
+    responses=_INDEX_RESPONSES,
+)
+async def get_discovery_snapshot(
+    request: Request,
+    workspace: Workspace,
+    agent: AgentSegment,
+    label: Label,
+    credentials: Credentials,
+) -> Response:
+    """The index as it was at snapshot `label`, its URLs relative to this document."""
+    return await _snapshot(request, credentials, make_scope(workspace, agent), label, "")
+
+
 def _checked(artifact: Artifact, tag: str) -> Artifact:
     # The tag names one skill row: a slug deleted and created again has other tags.
     if _segment(artifact.skill_id, artifact.version, artifact.manifest_hash) != tag:
@@ -202,14 +347,15 @@ def _checked(artifact: Artifact, tag: str) -> Artifact:
     return artifact
 
 
-def _artifact_headers(request: Request, artifact: Artifact, etag: str) -> dict[str, str]:
+def artifact_headers(request: Request, artifact: Artifact, etag: str) -> dict[str, str]:
+    """The headers of an immutable artifact: entity tag, caching, `Repr-Digest`."""
     # `immutable`: the bytes at this URL never change. For `max_age` only, though: a cache
     # keeps what it holds that long, past an unpublish, so it is a setting, a day by default.
     max_age = registry_of(request).settings.discovery_max_age
     headers = {
         "ETag": etag,
         "X-Content-Type-Options": "nosniff",
-        **_cache_control(artifact.settings, f"max-age={max_age}, immutable"),
+        **cache_control(artifact.settings, f"max-age={max_age}, immutable"),
     }
     if artifact.sha256 is not None:
         digest = base64.b64encode(bytes.fromhex(artifact.sha256)).decode()
@@ -224,18 +370,18 @@ async def _archive(
     slug: str,
     tag: str,
 ) -> Response:
-    await _admitted(request, credentials, scope)
+    await admitted(request, credentials, scope)
     registry = registry_of(request)
     version = int(tag.partition(".")[0])
     body = request.method == "GET" and "if-none-match" not in request.headers
     artifact = _checked(await registry.discovery.archive(scope, slug, version, data=body), tag)
     etag = f'"sha256:{artifact.digest}"'
-    headers = _artifact_headers(request, artifact, etag)
+    headers = artifact_headers(request, artifact, etag)
     headers["Content-Disposition"] = attachment(f"{slug}-{version}.zip")
-    if _not_modified(request, etag):
+    if not_modified(request, etag):
         return Response(status_code=304, headers=headers)
     if request.method == "HEAD":
-        return _head(headers, artifact.size, artifact.media_type)
+        return head_only(headers, artifact.size, artifact.media_type)
     if artifact.data is None:
         artifact = await registry.discovery.archive(scope, slug, version)
     return Response(artifact.data, headers=headers, media_type=artifact.media_type)
@@ -276,17 +422,17 @@ async def _file(
     tag: str,
     path: str,
 ) -> Response:
-    await _admitted(request, credentials, scope)
+    await admitted(request, credentials, scope)
     registry = registry_of(request)
     version = int(tag.partition(".")[0])
     body = request.method == "GET"
     artifact = _checked(await registry.discovery.file(scope, slug, version, path, data=body), tag)
     etag = f'"{artifact.digest}"'
-    headers = _artifact_headers(request, artifact, etag)
-    if _not_modified(request, etag):
+    headers = artifact_headers(request, artifact, etag)
+    if not_modified(request, etag):
         return Response(status_code=304, headers=headers)
     if request.method == "HEAD":
-        return _head(headers, artifact.size, artifact.media_type)
+        return head_only(headers, artifact.size, artifact.media_type)
     return Response(artifact.data, headers=headers, media_type=artifact.media_type)
 
 

@@ -107,51 +107,71 @@ async def artifact_of(
     return row
 
 
-async def build_index(ctx: Context, scope: Scope) -> DiscoveryIndex:
-    """The index of `scope` (`NotFound` if the scope publishes nothing)."""
+Cached = dict[tuple[str, str], db_discovery.ArtifactRow]
 
-    async def work(
-        conn: AsyncConnection,
-    ) -> tuple[
-        DiscoverySettings,
-        list[db_discovery.HeadRow],
-        dict[tuple[str, str], db_discovery.ArtifactRow],
-    ]:
-        settings = await enabled_settings(conn, scope)
-        heads = await db_discovery.published_heads(conn, scope, everything=settings.everything)
-        unavailable = await db_exclusions.unavailable(
-            conn, scope.workspace, [h.version_id for h in heads]
-        )
-        heads = [h for h in heads if h.version_id not in unavailable]
-        keys = [(h.manifest_hash, _format(h)) for h in heads]
-        return settings, heads, await db_discovery.artifacts(conn, keys)
 
-    settings, heads, cached = await ctx.read(work)
-    gate = asyncio.Semaphore(_BUILD_CONCURRENCY)
+async def listing(
+    conn: AsyncConnection, scope: Scope
+) -> tuple[DiscoverySettings, list[db_discovery.HeadRow], Cached]:
+    """The settings, the readable published heads, and their cached artifacts (one read)."""
+    settings = await enabled_settings(conn, scope)
+    heads = await db_discovery.published_heads(conn, scope, everything=settings.everything)
+    unavailable = await db_exclusions.unavailable(
+        conn, scope.workspace, [h.version_id for h in heads]
+    )
+    heads = [h for h in heads if h.version_id not in unavailable]
+    keys = [(h.manifest_hash, _format(h)) for h in heads]
+    return settings, heads, await db_discovery.artifacts(conn, keys)
 
-    async def entry(head: db_discovery.HeadRow) -> IndexEntry | None:
-        kind = discovery.artifact_type(head.file_count)
-        found = cached.get((head.manifest_hash, _format(head)))
-        if found is None:
-            async with gate:
-                found = await artifact_of(ctx, scope, head, kind)
+
+def uncached(heads: list[db_discovery.HeadRow], cached: Cached) -> list[db_discovery.HeadRow]:
+    """The heads whose artifact is not cached yet."""
+    return [h for h in heads if (h.manifest_hash, _format(h)) not in cached]
+
+
+def entries_of(
+    scope: Scope, heads: list[db_discovery.HeadRow], cached: Cached
+) -> tuple[IndexEntry, ...]:
+    """The index entries of `heads`, all cached: those a client would accept."""
+    entries = []
+    for head in heads:
+        found = cached[(head.manifest_hash, _format(head))]
         why = discovery.unlistable(head.slug, head.file_count, head.total_size, found.description)
         if why is not None:
             _log.info("%s/%s: %s is not listed: %s", scope.workspace, scope.agent, head.slug, why)
-            return None
-        return IndexEntry(
-            slug=head.slug,
-            skill_id=head.skill_id,
-            version=head.version,
-            manifest_hash=head.manifest_hash,
-            type=kind,
-            description=found.description,
-            sha256=found.sha256,
-            size=found.size,
+            continue
+        entries.append(
+            IndexEntry(
+                slug=head.slug,
+                skill_id=head.skill_id,
+                version=head.version,
+                manifest_hash=head.manifest_hash,
+                type=discovery.artifact_type(head.file_count),
+                description=found.description,
+                sha256=found.sha256,
+                size=found.size,
+            )
         )
+    return tuple(entries)
 
-    entries = await asyncio.gather(*(entry(h) for h in heads))
-    return DiscoveryIndex(settings, tuple(e for e in entries if e is not None))
+
+async def fill(ctx: Context, scope: Scope, heads: list[db_discovery.HeadRow]) -> Cached:
+    """Build and cache the artifacts of `heads` (reading their blobs), by cache key."""
+    gate = asyncio.Semaphore(_BUILD_CONCURRENCY)
+
+    async def one(head: db_discovery.HeadRow) -> db_discovery.ArtifactRow:
+        async with gate:
+            return await artifact_of(ctx, scope, head, discovery.artifact_type(head.file_count))
+
+    built = await asyncio.gather(*(one(h) for h in heads))
+    return {(a.manifest_hash, a.format): a for a in built}
+
+
+async def build_index(ctx: Context, scope: Scope) -> DiscoveryIndex:
+    """The index of `scope` (`NotFound` if the scope publishes nothing)."""
+    settings, heads, cached = await ctx.read(lambda conn: listing(conn, scope))
+    cached = {**cached, **await fill(ctx, scope, uncached(heads, cached))}
+    return DiscoveryIndex(settings, entries_of(scope, heads, cached))
 
 
 def _format(head: db_discovery.HeadRow) -> str:
