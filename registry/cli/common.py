@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from registry.cli.exits import INTERRUPTED, OK, UNEXPECTED, exit_code
-from registry.domain.model import DEFAULT_AGENT, Scope
+from registry.domain.model import DEFAULT_AGENT, Scope, check_workspace
 from registry.domain.numbers import MAX_ID, MAX_VERSION, decimal
 from registry.errors import InvalidName
 
@@ -108,6 +108,98 @@ def settings_with(database_url: str | None, blob_url: str | None) -> Settings:
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+
+
+class WorkspaceName(click.ParamType):
+    """A workspace name: a usage error (exit 2) naming the rule unless it follows it."""
+
+    name = "workspace"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return check_workspace(str(value))
+        except InvalidName as exc:
+            self.fail(str(exc), param, ctx)
+
+
+WORKSPACE = WorkspaceName()
+
+
+class _PositionalWorkspace(click.Argument):
+    """The deprecated positional WORKSPACE: accepted, never shown in the usage line."""
+
+    def get_usage_pieces(self, ctx: click.Context) -> list[str]:  # noqa: ARG002 - click's
+        return []
+
+
+_POSITIONAL = "positional_workspace"
+
+
+def workspace_option(
+    help_text: str = "The workspace.",
+    *,
+    required: bool = True,
+    default: str | None = None,
+    positional_alias: bool = False,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`-w/--workspace WORKSPACE`: the one way every command names a workspace.
+
+    The name is checked as it is parsed (`check_workspace`, a usage error naming the
+    rule). A command that took the workspace as its first argument before says
+    `positional_alias=True`: `skillreg list acme` still works for one release, with a
+    one-line warning on stderr; given both ways, or more than once, it is a usage error.
+    Put the decorator above the command's own arguments, where the old argument was.
+    """
+
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        option = click.option(
+            "--workspace",
+            "-w",
+            "workspace",
+            type=WORKSPACE,
+            required=required and not positional_alias,
+            default=default,
+            show_default=default is not None,
+            help=help_text,
+        )
+        if not positional_alias:
+            return option(f)
+
+        @functools.wraps(f)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            kwargs["workspace"] = _resolve_workspace(
+                kwargs.get("workspace"), kwargs.pop(_POSITIONAL), required=required
+            )
+            return f(*args, **kwargs)
+
+        argument = click.argument(_POSITIONAL, nargs=-1, type=WORKSPACE, cls=_PositionalWorkspace)
+        return argument(option(wrapper))
+
+    return decorate
+
+
+def _resolve_workspace(
+    option: str | None, positional: tuple[str, ...], *, required: bool
+) -> str | None:
+    ctx = click.get_current_context()
+    if len(positional) > 1:
+        msg = f"Got unexpected extra argument ({' '.join(positional[1:])})"
+        raise click.UsageError(msg, ctx)
+    if positional and option is not None:
+        msg = f"the workspace is given twice ({option!r} and {positional[0]!r}): use -w only"
+        raise click.UsageError(msg, ctx)
+    if positional:
+        command = " ".join(["skillreg", *ctx.command_path.split()[1:]])
+        click.echo(
+            f"warning: '{command} WORKSPACE' is deprecated; use '{command} -w WORKSPACE'",
+            err=True,
+        )
+        return positional[0]
+    if option is None and required:
+        param = next(p for p in ctx.command.params if p.name == "workspace")
+        raise click.MissingParameter(ctx=ctx, param=param)
+    return option
+
 
 FOLDER = click.Path(exists=True, file_okay=False, path_type=Path)
 """A folder the command reads. One rule for every path a command reads: one that is missing,

@@ -19,6 +19,7 @@ from registry.cli.common import (
     make_scope,
     nonblank,
     run_async,
+    workspace_option,
 )
 from registry.cli.history import actor_option, parse_skill
 from registry.cli.output import Output, shown
@@ -200,7 +201,7 @@ def _render_exclusion(report: ExclusionReport, console: Console) -> None:
 
 
 @click.command(name="exclude-source")
-@click.argument("workspace")
+@workspace_option(positional_alias=True)
 @click.argument("source", callback=nonblank)
 @actor_option
 @click.option("--reason", default="", help="Why the source is excluded.")

@@ -21,6 +21,7 @@ from registry.cli.common import (
     json_option,
     make_scope,
     run_async,
+    workspace_option,
 )
 from registry.cli.history import actor_option, publication_dict, render_changes
 from registry.cli.output import Output, human_size, shown
@@ -62,7 +63,7 @@ def _render_page(page: ProposalPage, console: Console) -> None:
 
 
 @proposals.command(name="list")
-@click.argument("workspace")
+@workspace_option(positional_alias=True)
 @agent_option
 @click.option("--all", "everything", is_flag=True, help="Include decided and superseded ones.")
 @click.option("--limit", default=50, show_default=True, type=DecimalRange(1, 200))
@@ -104,7 +105,7 @@ def _render_detail(detail: ProposalDetail, console: Console) -> None:
 
 
 @proposals.command()
-@click.argument("workspace")
+@workspace_option(positional_alias=True)
 @click.argument("proposal", type=ROW_ID)
 @agent_option
 @click.option("--full", is_flag=True, help="Whole unified diffs instead of previews.")
@@ -127,7 +128,7 @@ _DECISIONS: dict[str, Decision] = {
 
 
 @proposals.command()
-@click.argument("workspace")
+@workspace_option(positional_alias=True)
 @click.argument("proposal", type=ROW_ID)
 @click.argument("decision", type=click.Choice(sorted(_DECISIONS)))
 @click.option(

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from registry.api.types import TokenInfo
-from registry.cli.common import CliState, json_option, run_async
+from registry.cli.common import CliState, json_option, run_async, workspace_option
 from registry.cli.output import Output, shown
 from registry.domain.access import Role
 
@@ -32,7 +32,7 @@ def token() -> None:
 
 
 @token.command()
-@click.option("--workspace", "-w", required=True, help="The workspace the token may use.")
+@workspace_option("The workspace the token may use.")
 @click.option(
     "--role",
     "-r",
@@ -74,7 +74,7 @@ async def revoke(state: CliState, out: Output, *, token_id: str, actor: str) -> 
 
 
 @token.command(name="list")
-@click.option("--workspace", "-w", required=True)
+@workspace_option("The workspace whose tokens to list.")
 @click.option("--all", "include_revoked", is_flag=True, help="Include revoked tokens.")
 @json_option
 @run_async
