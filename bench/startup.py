@@ -50,7 +50,7 @@ def _measure(run: Run) -> Result:
     commands = {
         "--help": [SKILLREG, "--help"],
         "--version": [SKILLREG, "--version"],
-        "list": [SKILLREG, "list", "demo"],
+        "list": [SKILLREG, "list", "-w", "demo"],
     }
     samples: dict[str, list[float]] = {name: [] for name in commands}
     baseline: list[float] = []

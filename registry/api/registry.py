@@ -34,9 +34,15 @@ from registry.domain.approvals import FindingRef
 from registry.domain.clock import Clock, SystemClock
 from registry.domain.model import ExpectedHead, FileInput, Origin, PackageFile, Publication, Scope
 from registry.domain.scanner import DefaultScanner, Scanner
-from registry.errors import NotInitialized, StateConflict, StorageUnavailable
+from registry.errors import (
+    NotFound,
+    NotInitialized,
+    SkillNotFound,
+    StateConflict,
+    StorageUnavailable,
+)
 from registry.failpoints import NO_FAILPOINTS, Failpoints
-from registry.services import read
+from registry.services import names, read
 from registry.services.context import Context
 from registry.services.history import diff, proposals
 from registry.services.history import versions as history
@@ -400,6 +406,20 @@ class Registry(OwnerControls, Searching):
     ) -> SkillPage:
         """The live skills of `scope`, by slug, a page at a time."""
         return await read.list_skills(self.ctx, scope, limit=limit, after=after)
+
+    async def require_workspace(self, workspace: str) -> None:
+        """Raise `WorkspaceNotFound` unless anything was ever recorded for `workspace`.
+
+        A workspace exists once a skill (deleted ones too), a pending write, a token, its
+        discovery settings or a materialisation target names it; the error names the
+        nearest existing workspaces. A read of an empty listing is not refused by itself:
+        callers that want a misspelt name caught (the CLI's reads) ask first.
+        """
+        await names.require_workspace(self.ctx, workspace)
+
+    async def explain_not_found(self, error: SkillNotFound) -> NotFound:
+        """`error` with the nearest names: its workspace missing, or the nearest slugs."""
+        return await names.skill_not_found(self.ctx, error)
 
     async def agents(self, workspace: str) -> list[str]:
         """The agents of `workspace` that have at least one live skill, by name."""

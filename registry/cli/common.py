@@ -8,7 +8,7 @@ import signal
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,11 +39,34 @@ class CliState:
     # interrupt after a write ended stays ignored; an in-process caller gets its handler back.
     console: bool = False
 
-    def open(self, *, initialize: bool = False) -> AbstractAsyncContextManager[Registry]:
-        """The registry for a command (the database must be initialised unless asked)."""
-        from registry.api import Registry  # noqa: PLC0415 - see the imports' note
+    # The workspace a reading command names (`workspace_option(must_exist=True)`).
+    existing_workspace: str | None = None
 
-        return Registry.open(settings=self.settings, initialize=initialize)
+    @asynccontextmanager
+    async def open(self, *, initialize: bool = False) -> AsyncIterator[Registry]:
+        """The registry for a command (the database must be initialised unless asked).
+
+        Unknown names are reported with the nearest known ones: a reading command's
+        workspace that does not exist is `WorkspaceNotFound` before the command reads,
+        and a `SkillNotFound` the command meets is replaced by the one
+        `Registry.explain_not_found` gives (its workspace missing, or the nearest slugs).
+        """
+        from registry.api import Registry  # noqa: PLC0415 - see the imports' note
+        from registry.errors import RegistryError, SkillNotFound  # noqa: PLC0415
+
+        async with Registry.open(settings=self.settings, initialize=initialize) as reg:
+            if self.existing_workspace is not None:
+                await reg.require_workspace(self.existing_workspace)
+            try:
+                yield reg
+            except SkillNotFound as exc:
+                if exc.nearest:
+                    raise
+                try:
+                    explained = await reg.explain_not_found(exc)
+                except RegistryError:
+                    raise exc from None
+                raise explained from None
 
 
 class OutcomeUnknown(Exception):
@@ -140,38 +163,51 @@ def workspace_option(
     *,
     required: bool = True,
     default: str | None = None,
+    must_exist: bool = False,
     positional_alias: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """`-w/--workspace WORKSPACE`: the one way every command names a workspace.
 
     The name is checked as it is parsed (`check_workspace`, a usage error naming the
-    rule). A command that took the workspace as its first argument before says
-    `positional_alias=True`: `skillreg list acme` still works for one release, with a
-    one-line warning on stderr; given both ways, or more than once, it is a usage error.
-    Put the decorator above the command's own arguments, where the old argument was.
+    rule). A command that reads says `must_exist=True`: a workspace nothing was recorded
+    for is then `WorkspaceNotFound` (exit 5, naming the nearest workspaces) when the
+    command opens the registry (`CliState.open`), not an empty answer. A command that
+    took the workspace as its first argument before says `positional_alias=True`:
+    `skillreg list acme` still works for one release, with a one-line warning on
+    stderr; given both ways, or twice, it is a usage error. Put the decorator where the
+    old argument was: above the command's own arguments.
     """
 
     def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        # No `default=None`: click takes an explicit None as a default, and an option
+        # with a default is never missing.
+        defaults = {} if default is None else {"default": default, "show_default": True}
         option = click.option(
             "--workspace",
             "-w",
             "workspace",
             type=WORKSPACE,
             required=required and not positional_alias,
-            default=default,
-            show_default=default is not None,
             help=help_text,
+            **defaults,  # type: ignore[arg-type]
         )
-        if not positional_alias:
-            return option(f)
 
         @functools.wraps(f)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            kwargs["workspace"] = _resolve_workspace(
-                kwargs.get("workspace"), kwargs.pop(_POSITIONAL), required=required
-            )
+            workspace = kwargs.get("workspace")
+            if positional_alias:
+                workspace = _resolve_workspace(
+                    workspace, kwargs.pop(_POSITIONAL), required=required
+                )
+                kwargs["workspace"] = workspace
+            if must_exist and workspace is not None:
+                state = click.get_current_context().find_object(CliState)
+                assert state is not None
+                state.existing_workspace = workspace
             return f(*args, **kwargs)
 
+        if not positional_alias:
+            return option(wrapper)
         argument = click.argument(_POSITIONAL, nargs=-1, type=WORKSPACE, cls=_PositionalWorkspace)
         return argument(option(wrapper))
 

@@ -70,7 +70,7 @@ def discovery() -> None:
 
 
 @discovery.command()
-@workspace_option()
+@workspace_option(must_exist=True)
 @agent_option
 @json_option
 @run_async

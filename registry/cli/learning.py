@@ -75,7 +75,7 @@ def _render_decisions(page: ProposalPage, console: Console) -> None:
 
 
 @decisions.command(name="list")
-@workspace_option(positional_alias=True)
+@workspace_option(positional_alias=True, must_exist=True)
 @click.option("--agent", help="Only this agent's skills.")
 @click.option("--origin", help="Only proposals of this origin (learning, marketplace_update, ...).")
 @click.option("--kind", type=click.Choice(PROPOSAL_KINDS), help="Only this kind of decision.")
@@ -222,7 +222,7 @@ def _render_pending(items: list[PendingWriteInfo], console: Console) -> None:
 
 
 @pending.command(name="list")
-@workspace_option(positional_alias=True)
+@workspace_option(positional_alias=True, must_exist=True)
 @click.option("--agent", help="Only this agent's.")
 @click.option("--all", "everything", is_flag=True, help="Include applied, dropped and failed ones.")
 @json_option
@@ -296,7 +296,7 @@ def _render_suppressions(items: list[SuppressionInfo], console: Console) -> None
 
 
 @suppressions.command(name="list")
-@workspace_option(positional_alias=True)
+@workspace_option(positional_alias=True, must_exist=True)
 @click.option("--agent", help="Only this agent's.")
 @click.option("--all", "everything", is_flag=True, help="Include lifted ones.")
 @json_option
@@ -354,7 +354,7 @@ async def record_load(
 
 
 @click.command(name="loads")
-@workspace_option(positional_alias=True)
+@workspace_option(positional_alias=True, must_exist=True)
 @click.argument("conversation")
 @json_option
 @run_async

@@ -295,7 +295,7 @@ def _render_page(page: SkillPage, console: Console) -> None:
 
 
 @click.command(name="list")
-@workspace_option(positional_alias=True)
+@workspace_option(positional_alias=True, must_exist=True)
 @agent_option
 @click.option("--limit", default=50, show_default=True, type=DecimalRange(1, 500))
 @click.option("--after", help="Continue after this slug (from the previous page).")

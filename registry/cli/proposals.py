@@ -63,7 +63,7 @@ def _render_page(page: ProposalPage, console: Console) -> None:
 
 
 @proposals.command(name="list")
-@workspace_option(positional_alias=True)
+@workspace_option(positional_alias=True, must_exist=True)
 @agent_option
 @click.option("--all", "everything", is_flag=True, help="Include decided and superseded ones.")
 @click.option("--limit", default=50, show_default=True, type=DecimalRange(1, 200))
@@ -105,7 +105,7 @@ def _render_detail(detail: ProposalDetail, console: Console) -> None:
 
 
 @proposals.command()
-@workspace_option(positional_alias=True)
+@workspace_option(positional_alias=True, must_exist=True)
 @click.argument("proposal", type=ROW_ID)
 @agent_option
 @click.option("--full", is_flag=True, help="Whole unified diffs instead of previews.")

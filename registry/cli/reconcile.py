@@ -204,7 +204,7 @@ def render_report(report: ReconcileReport, console: Console) -> None:
 
 
 @click.command(name="lock")
-@workspace_option("The workspace to pin.")
+@workspace_option("The workspace to pin.", must_exist=True)
 @agent_option
 @click.option(
     "--out",

@@ -42,7 +42,7 @@ def _render(results: SearchResults, console: Console) -> None:
 
 @click.command()
 @click.argument("query")
-@workspace_option("The workspace to search.")
+@workspace_option("The workspace to search.", must_exist=True)
 @agent_option
 @click.option(
     "--limit",

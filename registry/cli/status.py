@@ -17,7 +17,9 @@ from registry.cli.output import Output, shown
 
 
 @click.command()
-@workspace_option("Only this workspace (default: every workspace).", required=False)
+@workspace_option(
+    "Only this workspace (default: every workspace).", required=False, must_exist=True
+)
 @click.option("--agent", help="Only this agent of the workspace.")
 @json_option
 @run_async

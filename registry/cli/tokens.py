@@ -74,7 +74,7 @@ async def revoke(state: CliState, out: Output, *, token_id: str, actor: str) -> 
 
 
 @token.command(name="list")
-@workspace_option("The workspace whose tokens to list.")
+@workspace_option("The workspace whose tokens to list.", must_exist=True)
 @click.option("--all", "include_revoked", is_flag=True, help="Include revoked tokens.")
 @json_option
 @run_async

@@ -66,6 +66,7 @@ from registry.errors.missing import (
     VersionNotFound,
     VersionUnavailable,
     WorkspaceBusy,
+    WorkspaceNotFound,
 )
 from registry.errors.refused import (
     ArchiveRejected,
@@ -153,6 +154,7 @@ __all__ = [
     "VersionNotNewer",
     "VersionUnavailable",
     "WorkspaceBusy",
+    "WorkspaceNotFound",
     "all_errors",
     "by_code",
 ]
