@@ -43,8 +43,14 @@ class CliState:
     existing_workspace: str | None = None
 
     @asynccontextmanager
-    async def open(self, *, initialize: bool = False) -> AsyncIterator[Registry]:
+    async def open(
+        self, *, initialize: bool = False, write: str | None = None
+    ) -> AsyncIterator[Registry]:
         """The registry for a command (the database must be initialised unless asked).
+
+        `write` makes the block a write that Ctrl-C never misreports, once the registry is
+        open (`interrupt_safe_write`); it is the command that shows the write's outcome,
+        named if a second Ctrl-C leaves it unknown (`skillreg state acme/pdf-report`).
 
         Unknown names are reported with the nearest known ones: a reading command's
         workspace that does not exist is `WorkspaceNotFound` before the command reads,
@@ -58,7 +64,11 @@ class CliState:
             if self.existing_workspace is not None:
                 await reg.require_workspace(self.existing_workspace)
             try:
-                yield reg
+                if write is None:
+                    yield reg
+                else:
+                    async with interrupt_safe_write(check=write):
+                        yield reg
             except SkillNotFound as exc:
                 if exc.nearest:
                     raise
@@ -74,16 +84,18 @@ class OutcomeUnknown(Exception):
 
 
 @asynccontextmanager
-async def interrupt_safe_write(ref: str) -> AsyncIterator[None]:
+async def interrupt_safe_write(ref: str = "", *, check: str = "") -> AsyncIterator[None]:
     """Run a write so that Ctrl-C never misreports it.
 
     Cancelled at an arbitrary await, a write may have committed with nobody told, and the
     command would exit 130 ("nothing happened") for a change that happened. So the first
     Ctrl-C lets the write finish (its deadlines bound it: lock wait, uploads) and the
     command reports its real outcome; a second one stops waiting, and the command says the
-    outcome is unknown and how to look (`skillreg history REF`). Once the write has ended,
-    an interrupt is ignored: what is left only prints the outcome.
+    outcome is unknown and how to look: `check`, a command (`skillreg history REF` for a
+    package write to REF). Once the write has ended, an interrupt is ignored: what is left
+    only prints the outcome. Commands use it through `CliState.open(write=...)`.
     """
+    check = check or f"skillreg history {ref}"
     if threading.current_thread() is not threading.main_thread():
         yield  # signals reach the main thread only: a command run from another has none
         return
@@ -112,9 +124,7 @@ async def interrupt_safe_write(ref: str) -> AsyncIterator[None]:
         if interrupts < 2:  # noqa: PLR2004 - the second Ctrl-C
             raise
         task.uncancel()
-        msg = (
-            f"interrupted: the outcome of the write is unknown; check with `skillreg history {ref}`"
-        )
+        msg = f"interrupted: the outcome of the write is unknown; check with `{check}`"
         raise OutcomeUnknown(msg) from None
     finally:
         loop.remove_signal_handler(signal.SIGINT)

@@ -113,7 +113,7 @@ async def publish(
 ) -> None:
     """Publish SLUGS (or --all) in the scope's discovery index."""
     scope = make_scope(workspace, agent)
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg discovery show -w {scope.workspace}") as reg:
         settings = await reg.discovery.update(
             scope, actor=actor, everything=True if everything else None, public=public, add=slugs
         )
@@ -140,7 +140,7 @@ async def unpublish(
 ) -> None:
     """Stop publishing SLUGS (or, with --all, anything) in the scope's discovery index."""
     scope = make_scope(workspace, agent)
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg discovery show -w {scope.workspace}") as reg:
         if everything:
             settings = await reg.discovery.update(scope, actor=actor, everything=False, skills=())
         else:

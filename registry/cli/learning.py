@@ -180,7 +180,7 @@ async def decide_many(
     if not requests:
         msg = "name at least one decision (--apply, --keep or --alternative)"
         raise click.UsageError(msg)
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg decisions list -w {workspace}") as reg:
         outcomes = await reg.learning.decide_many(workspace, requests, actor=actor)
 
     def render(console: Console) -> None:
@@ -246,7 +246,9 @@ async def list_pending(
 @run_async
 async def apply_pending(state: CliState, out: Output, *, workspace: str | None) -> None:
     """Apply waiting writes (of WORKSPACE, or all) in order while there is room."""
-    async with state.open() as reg:
+    async with state.open(
+        write="skillreg pending list --all" + (f" -w {workspace}" if workspace else "")
+    ) as reg:
         items = await reg.learning.apply_pending_writes(workspace)
     out.emit({"items": items}, lambda c: _render_pending(items, c))
 
@@ -261,7 +263,7 @@ async def drop_pending(
     state: CliState, out: Output, *, workspace: str, pending_id: int, actor: str
 ) -> None:
     """Drop waiting write PENDING_ID of WORKSPACE: it is never applied."""
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg pending list -w {workspace} --all") as reg:
         item = await reg.learning.drop_pending_write(workspace, pending_id, actor=actor)
     out.emit(item, lambda c: c.print(f"pending write {item.id}: {item.status}"))
 
@@ -320,7 +322,7 @@ async def lift_suppression(
     state: CliState, out: Output, *, workspace: str, suppression_id: int, actor: str
 ) -> None:
     """Lift suppression SUPPRESSION_ID: learning may bring that behaviour back directly."""
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg suppressions list -w {workspace} --all") as reg:
         item = await reg.learning.lift_suppression(workspace, suppression_id, actor=actor)
     out.emit(item, lambda c: c.print(f"suppression {item.id}: {item.status}"))
 

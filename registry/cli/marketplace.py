@@ -343,7 +343,7 @@ async def install(
     """Install the listing REF (LISTING[@VERSION], the newest by default) into a workspace."""
     listing, version = parse_listing(ref)
     scope = make_scope(workspace, agent)
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg jobs list -w {workspace}") as reg:
         found = await reg.marketplace.listing(listing, version)
         enqueued = await reg.marketplace.enqueue_install(
             scope, listing, found.version, actor=actor, key=key
@@ -389,7 +389,7 @@ async def update(
         msg = "name the listing version with --to, not @N"
         raise click.BadParameter(msg)
     scope = make_scope(workspace, agent)
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg jobs list -w {workspace}") as reg:
         enqueued = await reg.marketplace.enqueue_update(
             scope,
             slug,

@@ -159,7 +159,7 @@ async def decide(
     files = None
     if directory is not None:
         files = await asyncio.to_thread(read_folder, directory, limits=state.settings.limits())
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg proposals show -w {workspace} {proposal}") as reg:
         result = await reg.decide(
             make_scope(workspace, agent),
             proposal,

@@ -48,7 +48,7 @@ async def create(
     state: CliState, out: Output, *, workspace: str, role: str, name: str, actor: str
 ) -> None:
     """Create a token. Its secret is printed once and stored only as a hash."""
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg token list -w {workspace}") as reg:
         issued = await reg.tokens.create(workspace, role, name=name, actor=actor)
 
     def render(console: Console) -> None:
@@ -68,7 +68,7 @@ async def create(
 @run_async
 async def revoke(state: CliState, out: Output, *, token_id: str, actor: str) -> None:
     """Revoke the token TOKEN_ID (the id `token list` shows). Revoking twice is a no-op."""
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg token revoke {token_id}") as reg:
         info = await reg.tokens.revoke(token_id, actor=actor)
     out.emit(_info(info), lambda c: c.print(f"revoked token {info.id} ({info.workspace})"))
 
