@@ -13,7 +13,7 @@ class NotFound(RegistryError, code="not_found"):
     """The thing does not exist (or belongs to another workspace, which looks the same)."""
 
 
-def _nearest(names: tuple[str, ...]) -> str:
+def _nearest(names: list[str]) -> str:
     return f"; nearest: {', '.join(names)}" if names else ""
 
 
@@ -24,7 +24,7 @@ class SkillNotFound(NotFound, code="skill_not_found"):
     workspace: str
     agent: str
     slug: str
-    nearest: tuple[str, ...] = ()
+    nearest: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         where = f"skill {self.workspace}/{self.slug} (agent {self.agent!r}) not found"
@@ -40,7 +40,7 @@ class WorkspaceNotFound(NotFound, code="workspace_not_found"):
     """
 
     workspace: str
-    nearest: tuple[str, ...] = ()
+    nearest: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         return f"workspace {self.workspace!r} not found" + _nearest(self.nearest)

@@ -22,9 +22,9 @@ _NEAREST: Final = 3
 _CUTOFF: Final = 0.6  # difflib's default: `acmee` is near `acme`, `globex` is not
 
 
-def nearest(name: str, candidates: list[str]) -> tuple[str, ...]:
+def nearest(name: str, candidates: list[str]) -> list[str]:
     """Up to three of `candidates` closest to `name`, closest first."""
-    return tuple(difflib.get_close_matches(name, candidates, n=_NEAREST, cutoff=_CUTOFF))
+    return difflib.get_close_matches(name, candidates, n=_NEAREST, cutoff=_CUTOFF)
 
 
 async def require_workspace(ctx: Context, workspace: str) -> None:

@@ -51,7 +51,7 @@ async def test_no_write_or_token_starts_an_upper_case_workspace(registry):
 async def test_a_workspace_exists_once_anything_was_recorded_for_it(registry):
     with pytest.raises(WorkspaceNotFound) as empty:
         await registry.require_workspace("acme")
-    assert empty.value.nearest == ()
+    assert empty.value.nearest == []
     await publish(registry, "pdf-report")
     await registry.delete(ACME, "pdf-report", actor="owner")
     await registry.require_workspace("acme")  # its only skill deleted: still there
@@ -60,7 +60,7 @@ async def test_a_workspace_exists_once_anything_was_recorded_for_it(registry):
     await registry.require_workspace("globex")  # a revoked token is still a record
     with pytest.raises(WorkspaceNotFound) as misspelt:
         await registry.require_workspace("acmee")
-    assert misspelt.value.nearest == ("acme",)
+    assert misspelt.value.nearest == ["acme"]
     assert str(misspelt.value) == "workspace 'acmee' not found; nearest: acme"
 
 
@@ -69,7 +69,7 @@ async def test_a_missing_skill_is_explained_with_the_nearest_names(registry):
     await publish(registry, "pdf-render")
     slug = await registry.explain_not_found(SkillNotFound("acme", "personal", "pdf-reprt"))
     assert isinstance(slug, SkillNotFound)
-    assert slug.nearest == ("pdf-report", "pdf-render")
+    assert slug.nearest == ["pdf-report", "pdf-render"]
     where = await registry.explain_not_found(SkillNotFound("acmee", "personal", "pdf-report"))
     assert isinstance(where, WorkspaceNotFound)
-    assert where.nearest == ("acme",)
+    assert where.nearest == ["acme"]
