@@ -143,12 +143,12 @@ def settings_with(database_url: str | None, blob_url: str | None) -> Settings:
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 
 
-class WorkspaceName(click.ParamType):
+class WorkspaceName(click.ParamType[str, str]):
     """A workspace name: a usage error (exit 2) naming the rule unless it follows it."""
 
     name = "workspace"
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+    def convert(self, value: str, param: click.Parameter | None, ctx: click.Context | None) -> str:
         try:
             return check_workspace(str(value))
         except InvalidName as exc:
