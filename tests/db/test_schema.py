@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 import sqlalchemy as sa
 
-from registry.db.engine import create_engine
 from registry.db import revision
+from registry.db.engine import create_engine
 from registry.db.migrate import current_revision, head_revision
 from registry.db.tables import Blob, Skill
 from tests.support.rows import skill_row
