@@ -18,7 +18,7 @@ import click
 from registry.cli.exits import INTERRUPTED, OK, UNEXPECTED, exit_code
 from registry.domain.model import DEFAULT_AGENT, Scope, check_workspace
 from registry.domain.numbers import MAX_ID, MAX_VERSION, decimal
-from registry.errors import InvalidName
+from registry.errors import InvalidName, RegistryError, SkillNotFound
 
 if TYPE_CHECKING:
     from registry.api import Registry
@@ -58,7 +58,6 @@ class CliState:
         `Registry.explain_not_found` gives (its workspace missing, or the nearest slugs).
         """
         from registry.api import Registry  # noqa: PLC0415 - see the imports' note
-        from registry.errors import RegistryError, SkillNotFound  # noqa: PLC0415
 
         async with Registry.open(settings=self.settings, initialize=initialize) as reg:
             if self.existing_workspace is not None:
