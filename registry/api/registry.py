@@ -11,7 +11,7 @@ import importlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Generic, Self, TypeVar, overload
 
 from registry import lazy
 from registry.api.controls import OwnerControls
@@ -110,7 +110,13 @@ class _Namespace(Generic[T]):
     def __set_name__(self, owner: type, attribute: str) -> None:
         self.attribute = attribute
 
-    def __get__(self, registry: Registry, owner: type | None = None) -> T:
+    @overload
+    def __get__(self, registry: None, owner: type | None = None) -> Self: ...
+    @overload
+    def __get__(self, registry: Registry, owner: type | None = None) -> T: ...
+    def __get__(self, registry: Registry | None, owner: type | None = None) -> T | Self:
+        if registry is None:  # looked up on the class (`inspect`, documentation tools)
+            return self
         namespace: T = getattr(importlib.import_module(self.module), self.name)(registry.ctx)
         registry.__dict__[self.attribute] = namespace
         return namespace
