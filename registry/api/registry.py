@@ -21,7 +21,15 @@ from registry.db import revision
 from registry.db.engine import UnsupportedDatabaseURL, parse_database_url
 from registry.domain.approvals import FindingRef
 from registry.domain.clock import Clock, SystemClock
-from registry.domain.model import ExpectedHead, FileInput, Origin, PackageFile, Publication, Scope
+from registry.domain.model import (
+    ArchivedVersion,
+    ExpectedHead,
+    FileInput,
+    Origin,
+    PackageFile,
+    Publication,
+    Scope,
+)
 from registry.domain.scanner import DefaultScanner, Scanner
 from registry.errors import (
     NotFound,
@@ -45,6 +53,7 @@ if TYPE_CHECKING:
     from registry.api.learning import Learning
     from registry.api.marketplace import Marketplace
     from registry.api.ops import Operations
+    from registry.api.rescan import Rescan
     from registry.api.targets import Targets
     from registry.api.tokens import Tokens
     from registry.api.trust import Trust
@@ -151,6 +160,7 @@ class Registry(OwnerControls, Searching):
         self._owns_resources = owns_resources
 
     marketplace: _Namespace[Marketplace] = _Namespace("registry.api.marketplace", "Marketplace")
+    rescan: _Namespace[Rescan] = _Namespace("registry.api.rescan", "Rescan")
     gc: _Namespace[GarbageCollection] = _Namespace("registry.api.gc", "GarbageCollection")
     uploads: _Namespace[Uploads] = _Namespace("registry.api.uploads", "Uploads")
     tokens: _Namespace[Tokens] = _Namespace("registry.api.tokens", "Tokens")
@@ -405,7 +415,7 @@ class Registry(OwnerControls, Searching):
         self,
         scope: Scope,
         slug: str,
-        version: int,
+        version: int | ArchivedVersion,
         *,
         expected_head: ExpectedHead,
         actor: str,
@@ -417,6 +427,10 @@ class Registry(OwnerControls, Searching):
         automatic improvements off; refuses a version the content check blocks
         (`ContentBlocked`) or that lists an excluded source (`VersionUnavailable`).
         Restoring the head's own package is a no-op (`unchanged=True`).
+
+        An `ArchivedVersion` brings its deleted skill back: the same skill, live again,
+        its history continued by the new version; `expected_head` is the deleted skill's
+        head (or `ANY`). A slug that another live skill holds now is `SlugTaken`.
         """
         return await restore.restore(
             self.ctx,
@@ -444,14 +458,19 @@ class Registry(OwnerControls, Searching):
         """The loads recorded for `conversation`, in order (which versions it used)."""
         return await loads.loads_of(self.ctx, workspace, conversation)
 
-    async def read_package(self, scope: Scope, slug: str, version: int | None = None) -> Package:
-        """The package at the head (or a pinned version), every file verified."""
+    async def read_package(
+        self, scope: Scope, slug: str, version: int | ArchivedVersion | None = None
+    ) -> Package:
+        """The package at the head (or a pinned version), every file verified.
+
+        An `ArchivedVersion` reads a version of a deleted skill of the slug.
+        """
         return await read.read_package(self.ctx, scope, slug, version)
 
     async def package_info(
-        self, scope: Scope, slug: str, version: int | None = None
+        self, scope: Scope, slug: str, version: int | ArchivedVersion | None = None
     ) -> PackageInfo:
-        """A version's manifest and metadata, without reading blobs."""
+        """A version's manifest and metadata, without reading blobs (`ArchivedVersion` too)."""
         return await read.package_info(self.ctx, scope, slug, version)
 
     async def list_skills(
@@ -486,20 +505,29 @@ class Registry(OwnerControls, Searching):
         limit: int = 20,
         before: str | None = None,
         include_archived: bool = False,
+        skill_id: int | None = None,
     ) -> HistoryPage:
         """The versions of `slug`, newest first, a page at a time.
 
         With `include_archived`, the versions of earlier, deleted skills of the same slug
-        follow (marked `archived`). Pinned reads: `read_package(..., version=N)`.
+        follow (marked `archived`, each with its `skill_id`); `skill_id` lists one skill's
+        versions only. Pinned reads: `read_package(..., version=N)`, or
+        `version=ArchivedVersion(N, skill_id)` for an archived one.
         """
         return await history.history(
-            self.ctx, scope, slug, limit=limit, before=before, include_archived=include_archived
+            self.ctx,
+            scope,
+            slug,
+            limit=limit,
+            before=before,
+            include_archived=include_archived,
+            skill_id=skill_id,
         )
 
     async def diff(
         self, scope: Scope, slug: str, a: DiffTarget, b: DiffTarget, *, full: bool = False
     ) -> PackageDiff:
-        """What changed from `a` to `b` (version numbers, or `ProposalRef(id)`).
+        """What changed from `a` to `b` (version numbers, `ProposalRef(id)`, `ArchivedVersion`).
 
         Text files get a bounded unified-diff preview (`full=True`: the whole diff);
         binary files are reported as binary.

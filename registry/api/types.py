@@ -35,6 +35,13 @@ if TYPE_CHECKING:
         ProposalPage,
         ProposalSummary,
     )
+    from registry.services.history.rescan import (
+        EVERY_WORKSPACE,
+        RESCAN,
+        ApproveResult,
+        ReviewPage,
+        ReviewRow,
+    )
     from registry.services.history.versions import HistoryPage, VersionSummary
     from registry.services.jobs.queue import Enqueued, JobOutcome, JobPage, JobRow
     from registry.services.learning.loads import LoadRecord
@@ -65,6 +72,7 @@ if TYPE_CHECKING:
 # (registry/lazy.py), so an entry point imports only the services it runs.
 _HOMES: Final = {
     "ACTIONS": ("registry.services.materialize.report", "ACTIONS"),
+    "ApproveResult": ("registry.services.history.rescan", "ApproveResult"),
     "Artifact": ("registry.services.discovery.artifacts", "Artifact"),
     "Changes": ("registry.services.history.proposals", "Changes"),
     "CopyStatus": ("registry.services.marketplace.copies", "CopyStatus"),
@@ -77,6 +85,7 @@ _HOMES: Final = {
     "DiffTarget": ("registry.services.history.diff", "DiffTarget"),
     "DiscoveryIndex": ("registry.services.discovery.index", "DiscoveryIndex"),
     "DiscoverySettings": ("registry.services.discovery.settings", "DiscoverySettings"),
+    "EVERY_WORKSPACE": ("registry.services.history.rescan", "EVERY_WORKSPACE"),
     "Enqueued": ("registry.services.jobs.queue", "Enqueued"),
     "ExclusionReport": ("registry.services.history.exclusions", "ExclusionReport"),
     "FileChange": ("registry.services.history.diff", "FileChange"),
@@ -110,7 +119,10 @@ _HOMES: Final = {
     "ProposalPage": ("registry.services.history.proposals", "ProposalPage"),
     "ProposalRef": ("registry.services.history.diff", "ProposalRef"),
     "ProposalSummary": ("registry.services.history.proposals", "ProposalSummary"),
+    "RESCAN": ("registry.services.history.rescan", "RESCAN"),
     "ReconcileReport": ("registry.services.materialize.report", "ReconcileReport"),
+    "ReviewPage": ("registry.services.history.rescan", "ReviewPage"),
+    "ReviewRow": ("registry.services.history.rescan", "ReviewRow"),
     "SearchHit": ("registry.services.search.query", "SearchHit"),
     "SearchResults": ("registry.services.search.query", "SearchResults"),
     "SkillOutcome": ("registry.services.materialize.report", "SkillOutcome"),
@@ -133,10 +145,13 @@ __all__ = [
     "ACTIONS",
     "DEFAULT_ACTOR",
     "DEFAULT_LIMIT",
+    "EVERY_WORKSPACE",
     "MAX_LIMIT",
     "POLICIES",
     "PROPOSAL_KINDS",
+    "RESCAN",
     "UNCHANGED",
+    "ApproveResult",
     "Artifact",
     "Changes",
     "CopyStatus",
@@ -178,6 +193,8 @@ __all__ = [
     "ProposalRef",
     "ProposalSummary",
     "ReconcileReport",
+    "ReviewPage",
+    "ReviewRow",
     "SearchHit",
     "SearchResults",
     "SkillOutcome",

@@ -69,8 +69,8 @@ class CliState:
                     async with interrupt_safe_write(check=write):
                         yield reg
             except SkillNotFound as exc:
-                if exc.nearest:
-                    raise
+                if type(exc) is not SkillNotFound or exc.nearest:
+                    raise  # a subclass (an archived skill) says more than nearest names
                 try:
                     explained = await reg.explain_not_found(exc)
                 except RegistryError:

@@ -30,6 +30,7 @@ ROLES: Final[dict[str, Role | None]] = {
     "console_skill": Role.READ,
     "console_file": Role.READ,
     "console_history": Role.READ,
+    "console_archived": Role.READ,
     "console_diff": Role.READ,
     "console_edit_form": Role.WRITE,
     "console_delete_form": Role.OWNER,
@@ -43,6 +44,7 @@ ROLES: Final[dict[str, Role | None]] = {
     "console_update": Role.WRITE,
     # the owner's actions
     "console_restore": Role.OWNER,
+    "console_revive": Role.OWNER,
     "console_control": Role.OWNER,
     "console_delete": Role.OWNER,
     "console_approve": Role.OWNER,

@@ -24,7 +24,8 @@ class SkillNotFound(NotFound, code="skill_not_found"):
     workspace: str
     agent: str
     slug: str
-    nearest: list[str] = field(default_factory=list)
+    # Keyword-only: a subclass's own fields follow the slug (`ArchivedSkillNotFound`).
+    nearest: list[str] = field(default_factory=list, kw_only=True)
 
     def __str__(self) -> str:
         where = f"skill {self.workspace}/{self.slug} (agent {self.agent!r}) not found"
@@ -44,6 +45,17 @@ class WorkspaceNotFound(NotFound, code="workspace_not_found"):
 
     def __str__(self) -> str:
         return f"workspace {self.workspace!r} not found" + _nearest(self.nearest)
+
+
+@dataclass(eq=False, repr=False)
+class ArchivedSkillNotFound(SkillNotFound, code="archived_skill_not_found"):
+    """No deleted skill of the slug (with that id, if one was named) in the scope."""
+
+    skill_id: int | None
+
+    def __str__(self) -> str:
+        which = "" if self.skill_id is None else f"~{self.skill_id}"
+        return f"no deleted skill {self.workspace}/{self.slug}{which} (agent {self.agent!r})"
 
 
 @dataclass(eq=False, repr=False)
@@ -106,6 +118,14 @@ class VersionUnavailable(NotFound, code="version_unavailable"):
 class ProposalNotFound(NotFound, code="proposal_not_found"):
     template = "proposal {proposal} not found"
     proposal: int
+
+
+@dataclass(eq=False, repr=False)
+class ReviewNotFound(NotFound, code="review_not_found"):
+    """No content review (a rescan's decision) with this id in the workspace."""
+
+    template = "content review {review} not found"
+    review: int
 
 
 @dataclass(eq=False, repr=False)

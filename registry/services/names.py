@@ -57,4 +57,6 @@ async def skill_not_found(ctx: Context, error: SkillNotFound) -> WorkspaceNotFou
     found, candidates = await ctx.read(work)
     if not found:
         return WorkspaceNotFound(scope.workspace, nearest(scope.workspace, candidates))
-    return SkillNotFound(scope.workspace, scope.agent, error.slug, nearest(error.slug, candidates))
+    return SkillNotFound(
+        scope.workspace, scope.agent, error.slug, nearest=nearest(error.slug, candidates)
+    )

@@ -78,7 +78,11 @@ def sample_arguments(cls):
 
 def sample(cls):
     arguments = sample_arguments(cls)
-    return cls(*arguments.values()) if is_dataclass(cls) else cls("a message")
+    if not is_dataclass(cls):
+        return cls("a message")
+    params = inspect.signature(cls).parameters
+    keyword = {n: v for n, v in arguments.items() if params[n].kind is params[n].KEYWORD_ONLY}
+    return cls(*[v for n, v in arguments.items() if n not in keyword], **keyword)
 
 
 def test_the_walk_finds_every_error_in_the_module():
