@@ -29,7 +29,21 @@ are the reference.
 
 from __future__ import annotations
 
-from registry.api.registry import Registry
-from registry.errors import NotInitialized
+from typing import TYPE_CHECKING, Final
+
+from registry import lazy
+
+if TYPE_CHECKING:
+    from registry.api.registry import Registry
+    from registry.errors import NotInitialized
+
+# Imported when first used (registry/lazy.py): `registry.api.types` or `registry.api.folders`
+# alone does not import the facade and every service behind it.
+_HOMES: Final = {
+    "Registry": ("registry.api.registry", "Registry"),
+    "NotInitialized": ("registry.errors", "NotInitialized"),
+}
+
+__getattr__ = lazy.names(__name__, _HOMES)
 
 __all__ = ["NotInitialized", "Registry"]

@@ -7,16 +7,24 @@ readable table of contents; every method delegates to `registry.services.history
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+from registry import lazy
 from registry.domain.approvals import FindingRef
 from registry.domain.arguments import check_flag, check_type
 from registry.domain.model import Scope
 from registry.domain.states import Action
-from registry.services.context import Context
-from registry.services.history import approvals, controls, exclusions
-from registry.services.history.approvals import ApprovalResult
-from registry.services.history.controls import SkillStatus
-from registry.services.history.exclusions import ExclusionReport
+
+if TYPE_CHECKING:
+    from registry.services.context import Context
+    from registry.services.history import approvals, controls, exclusions
+    from registry.services.history.approvals import ApprovalResult
+    from registry.services.history.controls import SkillStatus
+    from registry.services.history.exclusions import ExclusionReport
+else:  # imported when first used (registry/lazy.py)
+    approvals = lazy.module("registry.services.history.approvals")
+    controls = lazy.module("registry.services.history.controls")
+    exclusions = lazy.module("registry.services.history.exclusions")
 
 
 class OwnerControls:

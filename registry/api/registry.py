@@ -7,30 +7,18 @@ wrap the store to inject faults; `Registry.open()` builds both from settings.
 from __future__ import annotations
 
 import copy
+import importlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING, Generic, Self, TypeVar, overload
 
-from sqlalchemy.ext.asyncio import AsyncEngine
-
-from blobstore import BlobStore
-from registry.api.clawhub import ClawHub
+from registry import lazy
 from registry.api.controls import OwnerControls
-from registry.api.discovery import Discovery
-from registry.api.gc import GarbageCollection
-from registry.api.learning import Learning
-from registry.api.marketplace import Marketplace
-from registry.api.ops import Operations
-from registry.api.rescan import Rescan
 from registry.api.search import Searching
-from registry.api.targets import Targets
-from registry.api.tokens import Tokens
-from registry.api.trust import Trust
-from registry.api.uploads import Uploads
 from registry.bootstrap import build_blobstore, build_engine, missing_database
+from registry.db import revision
 from registry.db.engine import UnsupportedDatabaseURL, parse_database_url
-from registry.db.migrate import current_revision, ensure_database, head_revision, upgrade
 from registry.domain.approvals import FindingRef
 from registry.domain.clock import Clock, SystemClock
 from registry.domain.model import (
@@ -43,32 +31,104 @@ from registry.domain.model import (
     Scope,
 )
 from registry.domain.scanner import DefaultScanner, Scanner
-from registry.errors import NotInitialized, StateConflict, StorageUnavailable
+from registry.errors import (
+    NotFound,
+    NotInitialized,
+    SkillNotFound,
+    StateConflict,
+    StorageUnavailable,
+)
 from registry.failpoints import NO_FAILPOINTS, Failpoints
-from registry.services import read
 from registry.services.context import Context
-from registry.services.history import diff, proposals
-from registry.services.history import versions as history
-from registry.services.history.diff import DiffTarget, PackageDiff
-from registry.services.history.proposals import DecisionResult, ProposalDetail, ProposalPage
-from registry.services.history.versions import HistoryPage
-from registry.services.learning import loads, pending
-from registry.services.learning.loads import LoadRecord
-from registry.services.materialize import forget, lockfile, reconcile
-from registry.services.materialize.forget import ForgetReport
-from registry.services.materialize.lockfile import LockFile
-from registry.services.materialize.report import ReconcileReport
-from registry.services.ops import status
-from registry.services.ops.status import Status
-from registry.services.read import Package, PackageInfo, SkillPage
 from registry.services.signing import Signer, Signing, load_signer
-from registry.services.trust import attest
-from registry.services.trust import keys as trust_keys
-from registry.services.write import edit, restore
-from registry.services.write.content import check_metadata
-from registry.services.write.request import WriteRequest
-from registry.services.write.retry import Change, write_with_retry
 from registry.settings import Settings
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+    from blobstore import BlobStore
+    from registry.api.clawhub import ClawHub
+    from registry.api.discovery import Discovery
+    from registry.api.gc import GarbageCollection
+    from registry.api.learning import Learning
+    from registry.api.marketplace import Marketplace
+    from registry.api.ops import Operations
+    from registry.api.rescan import Rescan
+    from registry.api.targets import Targets
+    from registry.api.tokens import Tokens
+    from registry.api.trust import Trust
+    from registry.api.uploads import Uploads
+    from registry.db import migrate
+    from registry.services import names, read
+    from registry.services.history import diff, proposals
+    from registry.services.history import versions as history
+    from registry.services.history.diff import DiffTarget, PackageDiff
+    from registry.services.history.proposals import DecisionResult, ProposalDetail, ProposalPage
+    from registry.services.history.versions import HistoryPage
+    from registry.services.learning import loads, pending
+    from registry.services.learning.loads import LoadRecord
+    from registry.services.materialize import forget, lockfile, reconcile
+    from registry.services.materialize.forget import ForgetReport
+    from registry.services.materialize.lockfile import LockFile
+    from registry.services.materialize.report import ReconcileReport
+    from registry.services.ops import status
+    from registry.services.ops.status import Status
+    from registry.services.read import Package, PackageInfo, SkillPage
+    from registry.services.trust import attest
+    from registry.services.trust import keys as trust_keys
+    from registry.services.write import content, edit, request, restore, retry
+    from registry.services.write.retry import Change
+else:
+    # The services, each imported when a method first calls into it (registry/lazy.py):
+    # a command runs one or two of them, and importing all (Alembic, the marketplace,
+    # materialisation) would cost more than most commands' own work.
+    migrate = lazy.module("registry.db.migrate")
+    names = lazy.module("registry.services.names")
+    read = lazy.module("registry.services.read")
+    diff = lazy.module("registry.services.history.diff")
+    proposals = lazy.module("registry.services.history.proposals")
+    history = lazy.module("registry.services.history.versions")
+    loads = lazy.module("registry.services.learning.loads")
+    pending = lazy.module("registry.services.learning.pending")
+    forget = lazy.module("registry.services.materialize.forget")
+    lockfile = lazy.module("registry.services.materialize.lockfile")
+    reconcile = lazy.module("registry.services.materialize.reconcile")
+    status = lazy.module("registry.services.ops.status")
+    attest = lazy.module("registry.services.trust.attest")
+    trust_keys = lazy.module("registry.services.trust.keys")
+    content = lazy.module("registry.services.write.content")
+    edit = lazy.module("registry.services.write.edit")
+    request = lazy.module("registry.services.write.request")
+    restore = lazy.module("registry.services.write.restore")
+    retry = lazy.module("registry.services.write.retry")
+
+
+T = TypeVar("T")
+
+
+class _Namespace(Generic[T]):
+    """A namespace of `Registry` (`reg.gc`, ...), built over its context on first use.
+
+    Its module is imported then (a command that never runs GC never imports it); the
+    instance is kept in the registry's `__dict__`, which `acting_as` clears.
+    """
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+
+    def __set_name__(self, owner: type, attribute: str) -> None:
+        self.attribute = attribute
+
+    @overload
+    def __get__(self, registry: None, owner: type | None = None) -> Self: ...
+    @overload
+    def __get__(self, registry: Registry, owner: type | None = None) -> T: ...
+    def __get__(self, registry: Registry | None, owner: type | None = None) -> T | Self:
+        if registry is None:  # looked up on the class (`inspect`, documentation tools)
+            return self
+        namespace: T = getattr(importlib.import_module(self.module), self.name)(registry.ctx)
+        registry.__dict__[self.attribute] = namespace
+        return namespace
 
 
 class Registry(OwnerControls, Searching):
@@ -98,21 +158,18 @@ class Registry(OwnerControls, Searching):
             signing=Signing(signer or load_signer(self.settings)),
         )
         self._owns_resources = owns_resources
-        self._bind()
 
-    def _bind(self) -> None:
-        """The namespaces, over this registry's context."""
-        self.marketplace = Marketplace(self.ctx)
-        self.rescan = Rescan(self.ctx)
-        self.gc = GarbageCollection(self.ctx)
-        self.uploads = Uploads(self.ctx)
-        self.tokens = Tokens(self.ctx)
-        self.ops = Operations(self.ctx)
-        self.learning = Learning(self.ctx)
-        self.targets = Targets(self.ctx)
-        self.discovery = Discovery(self.ctx)
-        self.trust = Trust(self.ctx)
-        self.clawhub = ClawHub(self.ctx)
+    marketplace: _Namespace[Marketplace] = _Namespace("registry.api.marketplace", "Marketplace")
+    rescan: _Namespace[Rescan] = _Namespace("registry.api.rescan", "Rescan")
+    gc: _Namespace[GarbageCollection] = _Namespace("registry.api.gc", "GarbageCollection")
+    uploads: _Namespace[Uploads] = _Namespace("registry.api.uploads", "Uploads")
+    tokens: _Namespace[Tokens] = _Namespace("registry.api.tokens", "Tokens")
+    ops: _Namespace[Operations] = _Namespace("registry.api.ops", "Operations")
+    learning: _Namespace[Learning] = _Namespace("registry.api.learning", "Learning")
+    targets: _Namespace[Targets] = _Namespace("registry.api.targets", "Targets")
+    discovery: _Namespace[Discovery] = _Namespace("registry.api.discovery", "Discovery")
+    trust: _Namespace[Trust] = _Namespace("registry.api.trust", "Trust")
+    clawhub: _Namespace[ClawHub] = _Namespace("registry.api.clawhub", "ClawHub")
 
     @property
     def engine(self) -> AsyncEngine:
@@ -132,7 +189,9 @@ class Registry(OwnerControls, Searching):
         other = copy.copy(self)
         other.ctx = self.ctx.acting_as(principal)
         other._owns_resources = False  # noqa: SLF001 - its own class
-        other._bind()  # noqa: SLF001
+        for name, value in vars(type(self)).items():
+            if isinstance(value, _Namespace):
+                other.__dict__.pop(name, None)  # built again over the new context
         return other
 
     @property
@@ -165,7 +224,7 @@ class Registry(OwnerControls, Searching):
         _check_database_url(effective.database_url)
         missing = None if initialize else missing_database(effective)
         if missing is not None:
-            raise NotInitialized(None, head_revision(), missing=str(missing))
+            raise NotInitialized(None, revision.head_revision(), missing=str(missing))
         registry = cls(
             build_engine(effective),
             build_blobstore(effective),
@@ -190,7 +249,7 @@ class Registry(OwnerControls, Searching):
         registered as it is.
         """
         await self.blobs.ensure()
-        await upgrade(self.engine)
+        await migrate.upgrade(self.engine)
         signing = self.ctx.signing
         if signing.signer is None:
             try:
@@ -208,11 +267,11 @@ class Registry(OwnerControls, Searching):
         Only if the role may create databases; SQLite files are made when first opened.
         """
         _check_database_url(database_url)
-        return await ensure_database(database_url)
+        return await migrate.ensure_database(database_url)
 
     async def revision(self) -> str | None:
         """The database's migration revision; None before the first migration."""
-        return await current_revision(self.engine)
+        return await revision.current_revision(self.engine)
 
     def check_metadata(self, fields: Mapping[str, str | None]) -> None:
         """Refuse a caller's text fields (an actor, a reason, a key) holding a credential.
@@ -220,12 +279,12 @@ class Registry(OwnerControls, Searching):
         `ContentBlocked` naming `meta:<field>`, never the value; the same check the write
         path applies to a version's message and sources.
         """
-        check_metadata(self.ctx.scanner, [(k, v) for k, v in fields.items() if v])
+        content.check_metadata(self.ctx.scanner, [(k, v) for k, v in fields.items() if v])
 
     async def check_schema(self) -> None:
         """Raise `NotInitialized` unless the database is at the newest revision."""
-        current = await current_revision(self.engine)
-        head = head_revision()
+        current = await revision.current_revision(self.engine)
+        head = revision.head_revision()
         if current != head:
             raise NotInitialized(current, head)
 
@@ -279,7 +338,7 @@ class Registry(OwnerControls, Searching):
         names content-check findings (path, ordinal) the writer approves; approvals of the
         version written on are inherited.
         """
-        request = WriteRequest(
+        write = request.WriteRequest(
             scope=scope,
             slug=slug,
             expected_head=expected_head,
@@ -290,7 +349,7 @@ class Registry(OwnerControls, Searching):
             approve=approve,
             keep_auto_improve=keep_auto_improve,
         )
-        return await pending.write_package(self.ctx, request, files)
+        return await pending.write_package(self.ctx, write, files)
 
     async def write_with_retry(
         self,
@@ -312,7 +371,7 @@ class Registry(OwnerControls, Searching):
         only other processes' writers make an attempt fail (docs/write-path.md, "Retrying a
         compare-and-swap").
         """
-        return await write_with_retry(
+        return await retry.write_with_retry(
             self.ctx, scope, slug, change, actor=actor, origin=origin, message=message,
             sources=sources, attempts=attempts,
         )  # fmt: skip
@@ -419,6 +478,20 @@ class Registry(OwnerControls, Searching):
     ) -> SkillPage:
         """The live skills of `scope`, by slug, a page at a time."""
         return await read.list_skills(self.ctx, scope, limit=limit, after=after)
+
+    async def require_workspace(self, workspace: str) -> None:
+        """Raise `WorkspaceNotFound` unless anything was ever recorded for `workspace`.
+
+        A workspace exists once a skill (deleted ones too), a pending write, a token, its
+        discovery settings or a materialisation target names it; the error names the
+        nearest existing workspaces. A read of an empty listing is not refused by itself:
+        callers that want a misspelt name caught (the CLI's reads) ask first.
+        """
+        await names.require_workspace(self.ctx, workspace)
+
+    async def explain_not_found(self, error: SkillNotFound) -> NotFound:
+        """`error` with the nearest names: its workspace missing, or the nearest slugs."""
+        return await names.skill_not_found(self.ctx, error)
 
     async def agents(self, workspace: str) -> list[str]:
         """The agents of `workspace` that have at least one live skill, by name."""

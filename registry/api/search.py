@@ -6,11 +6,20 @@ delegates to `registry.services.search`.
 
 from __future__ import annotations
 
-from registry.domain.model import Scope
-from registry.services.context import Context
-from registry.services.search import indexer
-from registry.services.search import query as search_query
-from registry.services.search.query import SearchResults
+from typing import TYPE_CHECKING
+
+from registry import lazy
+from registry.domain.search import DEFAULT_LIMIT
+
+if TYPE_CHECKING:
+    from registry.domain.model import Scope
+    from registry.services.context import Context
+    from registry.services.search import indexer
+    from registry.services.search import query as search_query
+    from registry.services.search.query import SearchResults
+else:  # imported when first used (registry/lazy.py)
+    indexer = lazy.module("registry.services.search.indexer")
+    search_query = lazy.module("registry.services.search.query")
 
 
 class Searching:
@@ -23,7 +32,7 @@ class Searching:
         scope: Scope,
         query: str,
         *,
-        limit: int = search_query.DEFAULT_LIMIT,
+        limit: int = DEFAULT_LIMIT,
         include_deleted: bool = False,
         include_paused: bool = False,
     ) -> SearchResults:

@@ -8,7 +8,7 @@ import signal
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from registry.cli.exits import INTERRUPTED, OK, UNEXPECTED, exit_code
-from registry.domain.model import DEFAULT_AGENT, Scope
+from registry.domain.model import DEFAULT_AGENT, Scope, check_workspace
 from registry.domain.numbers import MAX_ID, MAX_VERSION, decimal
-from registry.errors import InvalidName
+from registry.errors import InvalidName, RegistryError, SkillNotFound
 
 if TYPE_CHECKING:
     from registry.api import Registry
@@ -39,11 +39,43 @@ class CliState:
     # interrupt after a write ended stays ignored; an in-process caller gets its handler back.
     console: bool = False
 
-    def open(self, *, initialize: bool = False) -> AbstractAsyncContextManager[Registry]:
-        """The registry for a command (the database must be initialised unless asked)."""
+    # The workspace a reading command names (`workspace_option(must_exist=True)`).
+    existing_workspace: str | None = None
+
+    @asynccontextmanager
+    async def open(
+        self, *, initialize: bool = False, write: str | None = None
+    ) -> AsyncIterator[Registry]:
+        """The registry for a command (the database must be initialised unless asked).
+
+        `write` makes the block a write that Ctrl-C never misreports, once the registry is
+        open (`interrupt_safe_write`); it is the command that shows the write's outcome,
+        named if a second Ctrl-C leaves it unknown (`skillreg state acme/pdf-report`).
+
+        Unknown names are reported with the nearest known ones: a reading command's
+        workspace that does not exist is `WorkspaceNotFound` before the command reads,
+        and a `SkillNotFound` the command meets is replaced by the one
+        `Registry.explain_not_found` gives (its workspace missing, or the nearest slugs).
+        """
         from registry.api import Registry  # noqa: PLC0415 - see the imports' note
 
-        return Registry.open(settings=self.settings, initialize=initialize)
+        async with Registry.open(settings=self.settings, initialize=initialize) as reg:
+            if self.existing_workspace is not None:
+                await reg.require_workspace(self.existing_workspace)
+            try:
+                if write is None:
+                    yield reg
+                else:
+                    async with interrupt_safe_write(check=write):
+                        yield reg
+            except SkillNotFound as exc:
+                if type(exc) is not SkillNotFound or exc.nearest:
+                    raise  # a subclass (an archived skill) says more than nearest names
+                try:
+                    explained = await reg.explain_not_found(exc)
+                except RegistryError:
+                    raise exc from None
+                raise explained from None
 
 
 class OutcomeUnknown(Exception):
@@ -51,16 +83,18 @@ class OutcomeUnknown(Exception):
 
 
 @asynccontextmanager
-async def interrupt_safe_write(ref: str) -> AsyncIterator[None]:
+async def interrupt_safe_write(ref: str = "", *, check: str = "") -> AsyncIterator[None]:
     """Run a write so that Ctrl-C never misreports it.
 
     Cancelled at an arbitrary await, a write may have committed with nobody told, and the
     command would exit 130 ("nothing happened") for a change that happened. So the first
     Ctrl-C lets the write finish (its deadlines bound it: lock wait, uploads) and the
     command reports its real outcome; a second one stops waiting, and the command says the
-    outcome is unknown and how to look (`skillreg history REF`). Once the write has ended,
-    an interrupt is ignored: what is left only prints the outcome.
+    outcome is unknown and how to look: `check`, a command (`skillreg history REF` for a
+    package write to REF). Once the write has ended, an interrupt is ignored: what is left
+    only prints the outcome. Commands use it through `CliState.open(write=...)`.
     """
+    check = check or f"skillreg history {ref}"
     if threading.current_thread() is not threading.main_thread():
         yield  # signals reach the main thread only: a command run from another has none
         return
@@ -89,9 +123,7 @@ async def interrupt_safe_write(ref: str) -> AsyncIterator[None]:
         if interrupts < 2:  # noqa: PLR2004 - the second Ctrl-C
             raise
         task.uncancel()
-        msg = (
-            f"interrupted: the outcome of the write is unknown; check with `skillreg history {ref}`"
-        )
+        msg = f"interrupted: the outcome of the write is unknown; check with `{check}`"
         raise OutcomeUnknown(msg) from None
     finally:
         loop.remove_signal_handler(signal.SIGINT)
@@ -108,6 +140,111 @@ def settings_with(database_url: str | None, blob_url: str | None) -> Settings:
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+
+
+class WorkspaceName(click.ParamType[str, str]):
+    """A workspace name: a usage error (exit 2) naming the rule unless it follows it."""
+
+    name = "workspace"
+
+    def convert(self, value: str, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            return check_workspace(str(value))
+        except InvalidName as exc:
+            self.fail(str(exc), param, ctx)
+
+
+WORKSPACE = WorkspaceName()
+
+
+class _PositionalWorkspace(click.Argument):
+    """The deprecated positional WORKSPACE: accepted, never shown in the usage line."""
+
+    def get_usage_pieces(self, ctx: click.Context) -> list[str]:  # noqa: ARG002 - click's
+        return []
+
+
+_POSITIONAL = "positional_workspace"
+
+
+def workspace_option(
+    help_text: str = "The workspace.",
+    *,
+    required: bool = True,
+    default: str | None = None,
+    must_exist: bool = False,
+    positional_alias: bool = False,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`-w/--workspace WORKSPACE`: the one way every command names a workspace.
+
+    The name is checked as it is parsed (`check_workspace`, a usage error naming the
+    rule). A command that reads says `must_exist=True`: a workspace nothing was recorded
+    for is then `WorkspaceNotFound` (exit 5, naming the nearest workspaces) when the
+    command opens the registry (`CliState.open`), not an empty answer. A command that
+    took the workspace as its first argument before says `positional_alias=True`:
+    `skillreg list acme` still works for one release, with a one-line warning on
+    stderr; given both ways, or twice, it is a usage error. Put the decorator where the
+    old argument was: above the command's own arguments.
+    """
+
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        # No `default=None`: click takes an explicit None as a default, and an option
+        # with a default is never missing.
+        defaults = {} if default is None else {"default": default, "show_default": True}
+        option = click.option(
+            "--workspace",
+            "-w",
+            "workspace",
+            type=WORKSPACE,
+            required=required and not positional_alias,
+            help=help_text,
+            **defaults,  # type: ignore[arg-type]
+        )
+
+        @functools.wraps(f)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            workspace = kwargs.get("workspace")
+            if positional_alias:
+                workspace = _resolve_workspace(
+                    workspace, kwargs.pop(_POSITIONAL), required=required
+                )
+                kwargs["workspace"] = workspace
+            if must_exist and workspace is not None:
+                state = click.get_current_context().find_object(CliState)
+                assert state is not None
+                state.existing_workspace = workspace
+            return f(*args, **kwargs)
+
+        if not positional_alias:
+            return option(wrapper)
+        argument = click.argument(_POSITIONAL, nargs=-1, type=WORKSPACE, cls=_PositionalWorkspace)
+        return argument(option(wrapper))
+
+    return decorate
+
+
+def _resolve_workspace(
+    option: str | None, positional: tuple[str, ...], *, required: bool
+) -> str | None:
+    ctx = click.get_current_context()
+    if len(positional) > 1:
+        msg = f"Got unexpected extra argument ({' '.join(positional[1:])})"
+        raise click.UsageError(msg, ctx)
+    if positional and option is not None:
+        msg = f"the workspace is given twice ({option!r} and {positional[0]!r}): use -w only"
+        raise click.UsageError(msg, ctx)
+    if positional:
+        command = " ".join(["skillreg", *ctx.command_path.split()[1:]])
+        click.echo(
+            f"warning: '{command} WORKSPACE' is deprecated; use '{command} -w WORKSPACE'",
+            err=True,
+        )
+        return positional[0]
+    if option is None and required:
+        param = next(p for p in ctx.command.params if p.name == "workspace")
+        raise click.MissingParameter(ctx=ctx, param=param)
+    return option
+
 
 FOLDER = click.Path(exists=True, file_okay=False, path_type=Path)
 """A folder the command reads. One rule for every path a command reads: one that is missing,

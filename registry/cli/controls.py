@@ -19,6 +19,7 @@ from registry.cli.common import (
     make_scope,
     nonblank,
     run_async,
+    workspace_option,
 )
 from registry.cli.history import actor_option, parse_skill
 from registry.cli.output import Output, shown
@@ -73,7 +74,7 @@ async def pause(
 ) -> None:
     """Pause learning of REF: automated writes become proposals."""
     workspace, slug = parse_skill(ref)
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg state {ref}") as reg:
         result = await reg.pause_learning(
             make_scope(workspace, agent), slug, actor=actor, reason=reason
         )
@@ -92,7 +93,7 @@ async def stop_using(
 ) -> None:
     """Stop using REF: runtimes no longer load it; its history is kept."""
     workspace, slug = parse_skill(ref)
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg state {ref}") as reg:
         result = await reg.stop_using(
             make_scope(workspace, agent), slug, actor=actor, reason=reason
         )
@@ -107,7 +108,7 @@ def _simple(name: str, doc: str, method: str) -> click.Command:
     @run_async
     async def command(state: CliState, out: Output, *, ref: str, agent: str, actor: str) -> None:
         workspace, slug = parse_skill(ref)
-        async with state.open() as reg:
+        async with state.open(write=f"skillreg state {ref}") as reg:
             result: SkillStatus = await getattr(reg, method)(
                 make_scope(workspace, agent), slug, actor=actor
             )
@@ -160,7 +161,7 @@ async def delete(
         if not click.confirm(question, default=False, err=True):
             out.emit({"deleted": False}, lambda c: c.print("not deleted"))
             return
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg list -w {workspace}") as reg:
         result: SkillStatus = await reg.delete(
             make_scope(workspace, agent), slug, actor=actor, expected_head=expect
         )
@@ -179,7 +180,7 @@ async def auto_improve(
 ) -> None:
     """Turn automatic improvements of REF on or off."""
     workspace, slug = parse_skill(ref)
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg state {ref}") as reg:
         result = await reg.set_auto_improve(
             make_scope(workspace, agent), slug, enabled=setting == "on", actor=actor
         )
@@ -200,7 +201,7 @@ def _render_exclusion(report: ExclusionReport, console: Console) -> None:
 
 
 @click.command(name="exclude-source")
-@click.argument("workspace")
+@workspace_option(positional_alias=True)
 @click.argument("source", callback=nonblank)
 @actor_option
 @click.option("--reason", default="", help="Why the source is excluded.")
@@ -210,7 +211,7 @@ async def exclude_source(
     state: CliState, out: Output, *, workspace: str, source: str, actor: str, reason: str
 ) -> None:
     """Exclude SOURCE from WORKSPACE and roll back every head that depends on it."""
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg list -w {workspace}") as reg:
         report = await reg.exclude_source(
             make_scope(workspace, "personal"), source, actor=actor, reason=reason
         )

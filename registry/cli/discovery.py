@@ -9,11 +9,17 @@ from rich.console import Console
 from rich.table import Table
 
 from registry.api.types import DiscoveryIndex, DiscoverySettings
-from registry.cli.common import CliState, agent_option, json_option, make_scope, run_async
+from registry.cli.common import (
+    CliState,
+    agent_option,
+    json_option,
+    make_scope,
+    run_async,
+    workspace_option,
+)
 from registry.cli.output import Output, human_size
 from registry.errors import NotFound
 
-workspace_option = click.option("--workspace", "-w", required=True, help="The workspace.")
 actor_option = click.option("--actor", default="cli", show_default=True, help="Who acts.")
 
 
@@ -64,7 +70,7 @@ def discovery() -> None:
 
 
 @discovery.command()
-@workspace_option
+@workspace_option(must_exist=True)
 @agent_option
 @json_option
 @run_async
@@ -83,7 +89,7 @@ async def show(state: CliState, out: Output, *, workspace: str, agent: str) -> N
 
 @discovery.command()
 @click.argument("slugs", nargs=-1)
-@workspace_option
+@workspace_option()
 @agent_option
 @click.option("--all", "everything", is_flag=True, help="Publish every skill of the scope.")
 @click.option(
@@ -107,7 +113,7 @@ async def publish(
 ) -> None:
     """Publish SLUGS (or --all) in the scope's discovery index."""
     scope = make_scope(workspace, agent)
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg discovery show -w {scope.workspace}") as reg:
         settings = await reg.discovery.update(
             scope, actor=actor, everything=True if everything else None, public=public, add=slugs
         )
@@ -116,7 +122,7 @@ async def publish(
 
 @discovery.command()
 @click.argument("slugs", nargs=-1)
-@workspace_option
+@workspace_option()
 @agent_option
 @click.option("--all", "everything", is_flag=True, help="Publish nothing any more.")
 @actor_option
@@ -134,7 +140,7 @@ async def unpublish(
 ) -> None:
     """Stop publishing SLUGS (or, with --all, anything) in the scope's discovery index."""
     scope = make_scope(workspace, agent)
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg discovery show -w {scope.workspace}") as reg:
         if everything:
             settings = await reg.discovery.update(scope, actor=actor, everything=False, skills=())
         else:

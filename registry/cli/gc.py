@@ -62,7 +62,7 @@ def gc(
 
 @run_async
 async def _collect(state: CliState, out: Output, *, grace: float | None, dry_run: bool) -> None:
-    async with state.open() as reg:
+    async with state.open(write="skillreg gc stats") as reg:
         report = await reg.gc.collect(grace=grace, dry_run=dry_run)
         figures = await reg.gc.figures()
     out.emit(

@@ -37,19 +37,10 @@ from registry.cli.common import (
     parse_ref,
     row_id,
     run_async,
+    workspace_option,
 )
 from registry.cli.history import actor_option, publication_dict
 from registry.cli.output import Output, human_size, shown
-from registry.domain.model import check_scope_name
-from registry.errors import InvalidName
-
-
-def _workspace(value: str) -> str:
-    try:
-        return check_scope_name("workspace", value)
-    except InvalidName as exc:
-        raise click.BadParameter(str(exc)) from None
-
 
 # ---------------------------------------------------------------- decisions
 
@@ -84,7 +75,7 @@ def _render_decisions(page: ProposalPage, console: Console) -> None:
 
 
 @decisions.command(name="list")
-@click.argument("workspace")
+@workspace_option(positional_alias=True, must_exist=True)
 @click.option("--agent", help="Only this agent's skills.")
 @click.option("--origin", help="Only proposals of this origin (learning, marketplace_update, ...).")
 @click.option("--kind", type=click.Choice(PROPOSAL_KINDS), help="Only this kind of decision.")
@@ -104,7 +95,6 @@ async def list_decisions(
     before: int | None,
 ) -> None:
     """List the open decisions of WORKSPACE, every agent's, newest first."""
-    _workspace(workspace)
     async with state.open() as reg:
         page = await reg.learning.decisions(
             workspace, agent=agent, origin=origin, kind=kind, limit=limit, before=before
@@ -153,7 +143,7 @@ def _outcome_line(outcome: DecisionOutcome) -> str:
 
 
 @decisions.command(name="decide")
-@click.argument("workspace")
+@workspace_option(positional_alias=True)
 @click.option(
     "--apply", "apply_", type=ROW_ID, multiple=True, help="Apply proposal ID (repeatable)."
 )
@@ -182,7 +172,6 @@ async def decide_many(
 
     Exits 4 if any decision was refused (the others are taken all the same).
     """
-    _workspace(workspace)
     requests = [DecisionRequest(p, "apply") for p in apply_]
     requests += [DecisionRequest(p, "keep_current") for p in keep]
     for proposal, directory in alternative:
@@ -191,7 +180,7 @@ async def decide_many(
     if not requests:
         msg = "name at least one decision (--apply, --keep or --alternative)"
         raise click.UsageError(msg)
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg decisions list -w {workspace}") as reg:
         outcomes = await reg.learning.decide_many(workspace, requests, actor=actor)
 
     def render(console: Console) -> None:
@@ -233,7 +222,7 @@ def _render_pending(items: list[PendingWriteInfo], console: Console) -> None:
 
 
 @pending.command(name="list")
-@click.argument("workspace")
+@workspace_option(positional_alias=True, must_exist=True)
 @click.option("--agent", help="Only this agent's.")
 @click.option("--all", "everything", is_flag=True, help="Include applied, dropped and failed ones.")
 @json_option
@@ -242,7 +231,6 @@ async def list_pending(
     state: CliState, out: Output, *, workspace: str, agent: str | None, everything: bool
 ) -> None:
     """List the pending writes of WORKSPACE, oldest first (waiting ones unless --all)."""
-    _workspace(workspace)
     async with state.open() as reg:
         items = await reg.learning.pending_writes(
             workspace, agent=agent, waiting_only=not everything
@@ -251,20 +239,22 @@ async def list_pending(
 
 
 @pending.command(name="apply")
-@click.argument("workspace", required=False)
+@workspace_option(
+    "Only this workspace (default: every workspace).", required=False, positional_alias=True
+)
 @json_option
 @run_async
 async def apply_pending(state: CliState, out: Output, *, workspace: str | None) -> None:
     """Apply waiting writes (of WORKSPACE, or all) in order while there is room."""
-    if workspace is not None:
-        _workspace(workspace)
-    async with state.open() as reg:
+    async with state.open(
+        write="skillreg pending list --all" + (f" -w {workspace}" if workspace else "")
+    ) as reg:
         items = await reg.learning.apply_pending_writes(workspace)
     out.emit({"items": items}, lambda c: _render_pending(items, c))
 
 
 @pending.command(name="drop")
-@click.argument("workspace")
+@workspace_option(positional_alias=True)
 @click.argument("pending_id", type=ROW_ID)
 @actor_option
 @json_option
@@ -273,8 +263,7 @@ async def drop_pending(
     state: CliState, out: Output, *, workspace: str, pending_id: int, actor: str
 ) -> None:
     """Drop waiting write PENDING_ID of WORKSPACE: it is never applied."""
-    _workspace(workspace)
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg pending list -w {workspace} --all") as reg:
         item = await reg.learning.drop_pending_write(workspace, pending_id, actor=actor)
     out.emit(item, lambda c: c.print(f"pending write {item.id}: {item.status}"))
 
@@ -309,7 +298,7 @@ def _render_suppressions(items: list[SuppressionInfo], console: Console) -> None
 
 
 @suppressions.command(name="list")
-@click.argument("workspace")
+@workspace_option(positional_alias=True, must_exist=True)
 @click.option("--agent", help="Only this agent's.")
 @click.option("--all", "everything", is_flag=True, help="Include lifted ones.")
 @json_option
@@ -318,14 +307,13 @@ async def list_suppressions(
     state: CliState, out: Output, *, workspace: str, agent: str | None, everything: bool
 ) -> None:
     """List the suppressions of WORKSPACE, newest first (active ones unless --all)."""
-    _workspace(workspace)
     async with state.open() as reg:
         items = await reg.learning.suppressions(workspace, agent=agent, active_only=not everything)
     out.emit({"items": items}, lambda c: _render_suppressions(items, c))
 
 
 @suppressions.command(name="lift")
-@click.argument("workspace")
+@workspace_option(positional_alias=True)
 @click.argument("suppression_id", type=ROW_ID)
 @actor_option
 @json_option
@@ -334,8 +322,7 @@ async def lift_suppression(
     state: CliState, out: Output, *, workspace: str, suppression_id: int, actor: str
 ) -> None:
     """Lift suppression SUPPRESSION_ID: learning may bring that behaviour back directly."""
-    _workspace(workspace)
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg suppressions list -w {workspace} --all") as reg:
         item = await reg.learning.lift_suppression(workspace, suppression_id, actor=actor)
     out.emit(item, lambda c: c.print(f"suppression {item.id}: {item.status}"))
 
@@ -369,13 +356,12 @@ async def record_load(
 
 
 @click.command(name="loads")
-@click.argument("workspace")
+@workspace_option(positional_alias=True, must_exist=True)
 @click.argument("conversation")
 @json_option
 @run_async
 async def list_loads(state: CliState, out: Output, *, workspace: str, conversation: str) -> None:
     """List the versions loaded for CONVERSATION in WORKSPACE, in order."""
-    _workspace(workspace)
     async with state.open() as reg:
         items = await reg.loads(workspace, conversation)
 

@@ -249,8 +249,8 @@ Exit codes:
   5    not found
   6    configuration or connection (bad URL, database unreachable or not initialised,
        an address serve cannot listen on)
-  130  interrupted, nothing changed (Ctrl-C during publish or restore lets
-       the write finish; a second Ctrl-C: outcome unknown, exit 1)
+  130  interrupted, nothing changed (Ctrl-C during a write lets it finish
+       and reports it; a second Ctrl-C: outcome unknown, exit 1)
 """
 
 

@@ -39,6 +39,7 @@ from registry.cli.common import (
     parse_ref,
     run_async,
     version_number,
+    workspace_option,
 )
 from registry.cli.exits import EXIT_CODES, UNEXPECTED, exit_code
 from registry.cli.output import Output, human_size, to_jsonable
@@ -324,7 +325,7 @@ queue_only_option = click.option(
 
 @click.command()
 @click.argument("ref")
-@click.option("--workspace", "-w", required=True, help="The workspace to install into.")
+@workspace_option("The workspace to install into.")
 @agent_option
 @key_option
 @queue_only_option
@@ -345,7 +346,7 @@ async def install(
     """Install the listing REF (LISTING[@VERSION], the newest by default) into a workspace."""
     listing, version = parse_listing(ref)
     scope = make_scope(workspace, agent)
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg jobs list -w {workspace}") as reg:
         found = await reg.marketplace.listing(listing, version)
         enqueued = await reg.marketplace.enqueue_install(
             scope, listing, found.version, actor=actor, key=key
@@ -391,7 +392,7 @@ async def update(
         msg = "name the listing version with --to, not @N"
         raise click.BadParameter(msg)
     scope = make_scope(workspace, agent)
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg jobs list -w {workspace}") as reg:
         enqueued = await reg.marketplace.enqueue_update(
             scope,
             slug,
@@ -459,7 +460,7 @@ async def jobs_run(
 
 @jobs.command(name="list")
 @click.option("--status", type=click.Choice(_STATUSES), help="Only jobs in this state.")
-@click.option("--workspace", "-w", help="Only jobs acting on this workspace.")
+@workspace_option("Only jobs acting on this workspace.", required=False)
 @click.option("--limit", default=50, show_default=True, type=DecimalRange(1, 500))
 @click.option("--before", type=ROW_ID, help="Continue before this job id (previous page).")
 @json_option

@@ -27,6 +27,7 @@ from registry.cli.common import (
     nonblank,
     run_async,
     version_number,
+    workspace_option,
 )
 from registry.cli.output import Output, count, human_size, shown
 from registry.domain.approvals import FindingRef
@@ -82,7 +83,7 @@ def _publication_line(slug: str, pub: Publication) -> str:
 
 @click.command()
 @click.argument("directory", type=FOLDER)
-@click.option("--workspace", "-w", required=True, help="The workspace to publish into.")
+@workspace_option("The workspace to publish into.")
 @agent_option
 @click.option("--slug", help="The skill's slug (default: the folder's name).")
 @click.option("--expect-head", "expect", help="N, 'new' or 'any' (default any).")
@@ -313,7 +314,7 @@ def _render_page(page: SkillPage, console: Console) -> None:
 
 
 @click.command(name="list")
-@click.argument("workspace")
+@workspace_option(positional_alias=True, must_exist=True)
 @agent_option
 @click.option("--limit", default=50, show_default=True, type=DecimalRange(1, 500))
 @click.option("--after", help="Continue after this slug (from the previous page).")
@@ -344,7 +345,7 @@ def read_example(folder: Path) -> dict[str, PackageFile]:
 
 
 @click.command()
-@click.option("--workspace", "-w", default="demo", show_default=True)
+@workspace_option("The workspace to publish into.", default="demo")
 @agent_option
 @json_option
 @run_async

@@ -21,6 +21,7 @@ from registry.cli.common import (
     json_option,
     make_scope,
     run_async,
+    workspace_option,
 )
 from registry.cli.history import actor_option, publication_dict, render_changes
 from registry.cli.output import Output, human_size, shown
@@ -62,7 +63,7 @@ def _render_page(page: ProposalPage, console: Console) -> None:
 
 
 @proposals.command(name="list")
-@click.argument("workspace")
+@workspace_option(positional_alias=True, must_exist=True)
 @agent_option
 @click.option("--all", "everything", is_flag=True, help="Include decided and superseded ones.")
 @click.option("--limit", default=50, show_default=True, type=DecimalRange(1, 200))
@@ -104,7 +105,7 @@ def _render_detail(detail: ProposalDetail, console: Console) -> None:
 
 
 @proposals.command()
-@click.argument("workspace")
+@workspace_option(positional_alias=True, must_exist=True)
 @click.argument("proposal", type=ROW_ID)
 @agent_option
 @click.option("--full", is_flag=True, help="Whole unified diffs instead of previews.")
@@ -127,7 +128,7 @@ _DECISIONS: dict[str, Decision] = {
 
 
 @proposals.command()
-@click.argument("workspace")
+@workspace_option(positional_alias=True)
 @click.argument("proposal", type=ROW_ID)
 @click.argument("decision", type=click.Choice(sorted(_DECISIONS)))
 @click.option(
@@ -158,7 +159,7 @@ async def decide(
     files = None
     if directory is not None:
         files = await asyncio.to_thread(read_folder, directory, limits=state.settings.limits())
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg proposals show -w {workspace} {proposal}") as reg:
         result = await reg.decide(
             make_scope(workspace, agent),
             proposal,

@@ -24,6 +24,7 @@ from registry.cli.common import (
     json_option,
     make_scope,
     run_async,
+    workspace_option,
 )
 from registry.cli.exits import UNEXPECTED, exit_code
 from registry.cli.output import Output, shown
@@ -42,9 +43,7 @@ _STYLE = {
 def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """The options `reconcile` and `sync` share: the scope, the target and how to fill it."""
     options = (
-        click.option(
-            "--workspace", "-w", required=True, help="The workspace whose skills to load."
-        ),
+        workspace_option("The workspace whose skills to load."),
         agent_option,
         click.option(
             "--target",
@@ -205,7 +204,7 @@ def render_report(report: ReconcileReport, console: Console) -> None:
 
 
 @click.command(name="lock")
-@click.option("--workspace", "-w", required=True, help="The workspace to pin.")
+@workspace_option("The workspace to pin.", must_exist=True)
 @agent_option
 @click.option(
     "--out",

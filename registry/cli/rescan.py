@@ -14,20 +14,16 @@ from rich.console import Console
 from rich.table import Table
 
 from registry.api.types import JobRow, ReviewRow
-from registry.cli.common import ROW_ID, CliState, DecimalRange, json_option, run_async
+from registry.cli.common import (
+    ROW_ID,
+    CliState,
+    DecimalRange,
+    json_option,
+    run_async,
+    workspace_option,
+)
 from registry.cli.history import actor_option
 from registry.cli.output import Output, shown
-from registry.domain.model import check_scope_name
-from registry.errors import InvalidName
-
-
-def _workspace(value: str | None) -> str | None:
-    if value is None:
-        return None
-    try:
-        return check_scope_name("workspace", value)
-    except InvalidName as exc:
-        raise click.BadParameter(str(exc)) from None
 
 
 def _job_data(job: JobRow) -> dict[str, Any]:
@@ -49,7 +45,7 @@ def rescan_line(job: JobRow) -> str:
 
 
 @click.command()
-@click.option("--workspace", "-w", help="Only this workspace (default: every workspace).")
+@workspace_option("Only this workspace (default: every workspace).", required=False)
 @click.option("--wait", is_flag=True, help="Run the rescan here, to the end, and report it.")
 @actor_option
 @json_option
@@ -63,8 +59,7 @@ async def rescan(
     with --wait it runs here. Progress: `skillreg jobs list`. A blocking finding stops
     the skill's use and opens a review for its owner (`skillreg reviews list`).
     """
-    workspace = _workspace(workspace)
-    async with state.open() as reg:
+    async with state.open(write="skillreg jobs list") as reg:
         enqueued = await reg.rescan.start(workspace=workspace, actor=actor)
         job = enqueued.job
         if wait:
@@ -115,7 +110,7 @@ def _render_reviews(items: list[ReviewRow], console: Console) -> None:
 
 
 @reviews.command(name="list")
-@click.option("--workspace", "-w", required=True, help="The workspace.")
+@workspace_option(must_exist=True)
 @click.option("--limit", default=50, show_default=True, type=DecimalRange(1, 200))
 @click.option("--before", type=ROW_ID, help="Continue after this id (from the previous page).")
 @json_option
@@ -124,7 +119,6 @@ async def list_reviews(
     state: CliState, out: Output, *, workspace: str, limit: int, before: int | None
 ) -> None:
     """List the open content reviews of a workspace, newest first."""
-    _workspace(workspace)
     async with state.open() as reg:
         page = await reg.rescan.reviews(workspace, limit=limit, before=before)
     out.emit(page, lambda c: _render_reviews(page.items, c))
@@ -132,7 +126,7 @@ async def list_reviews(
 
 @reviews.command(name="approve")
 @click.argument("review_id", type=ROW_ID)
-@click.option("--workspace", "-w", required=True, help="The workspace.")
+@workspace_option()
 @actor_option
 @json_option
 @run_async
@@ -140,8 +134,7 @@ async def approve_review(
     state: CliState, out: Output, *, review_id: int, workspace: str, actor: str
 ) -> None:
     """Accept review REVIEW_ID's findings for its package; the use the rescan stopped resumes."""
-    _workspace(workspace)
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg reviews list -w {workspace}") as reg:
         result = await reg.rescan.approve(workspace, review_id, actor=actor)
     review = result.review
     resumed = "; use resumed" if result.resumed else ""

@@ -14,6 +14,7 @@ from registry.cli.common import (
     json_option,
     make_scope,
     run_async,
+    workspace_option,
 )
 from registry.cli.output import Output
 
@@ -41,7 +42,7 @@ def _render(results: SearchResults, console: Console) -> None:
 
 @click.command()
 @click.argument("query")
-@click.option("--workspace", "-w", required=True, help="The workspace to search.")
+@workspace_option("The workspace to search.", must_exist=True)
 @agent_option
 @click.option(
     "--limit",
@@ -83,7 +84,7 @@ async def search(
 
 
 @click.command(name="reindex-search")
-@click.option("--workspace", "-w", required=True, help="The workspace to reindex.")
+@workspace_option("The workspace to reindex.")
 @json_option
 @run_async
 async def reindex_search(state: CliState, out: Output, *, workspace: str) -> None:

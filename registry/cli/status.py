@@ -11,13 +11,15 @@ from rich.console import Console
 from rich.table import Table
 
 from registry.api.types import Status, TargetTrust
-from registry.cli.common import CliState, json_option, make_scope, run_async
+from registry.cli.common import CliState, json_option, make_scope, run_async, workspace_option
 from registry.cli.gc import render_figures
 from registry.cli.output import Output, shown
 
 
 @click.command()
-@click.option("--workspace", "-w", help="Only this workspace (default: every workspace).")
+@workspace_option(
+    "Only this workspace (default: every workspace).", required=False, must_exist=True
+)
 @click.option("--agent", help="Only this agent of the workspace.")
 @json_option
 @run_async

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from registry.api.types import TokenInfo
-from registry.cli.common import CliState, json_option, run_async
+from registry.cli.common import CliState, json_option, run_async, workspace_option
 from registry.cli.output import Output, shown
 from registry.domain.access import Role
 
@@ -32,7 +32,7 @@ def token() -> None:
 
 
 @token.command()
-@click.option("--workspace", "-w", required=True, help="The workspace the token may use.")
+@workspace_option("The workspace the token may use.")
 @click.option(
     "--role",
     "-r",
@@ -48,7 +48,7 @@ async def create(
     state: CliState, out: Output, *, workspace: str, role: str, name: str, actor: str
 ) -> None:
     """Create a token. Its secret is printed once and stored only as a hash."""
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg token list -w {workspace}") as reg:
         issued = await reg.tokens.create(workspace, role, name=name, actor=actor)
 
     def render(console: Console) -> None:
@@ -68,13 +68,13 @@ async def create(
 @run_async
 async def revoke(state: CliState, out: Output, *, token_id: str, actor: str) -> None:
     """Revoke the token TOKEN_ID (the id `token list` shows). Revoking twice is a no-op."""
-    async with state.open() as reg:
+    async with state.open(write=f"skillreg token revoke {token_id}") as reg:
         info = await reg.tokens.revoke(token_id, actor=actor)
     out.emit(_info(info), lambda c: c.print(f"revoked token {info.id} ({info.workspace})"))
 
 
 @token.command(name="list")
-@click.option("--workspace", "-w", required=True)
+@workspace_option("The workspace whose tokens to list.", must_exist=True)
 @click.option("--all", "include_revoked", is_flag=True, help="Include revoked tokens.")
 @json_option
 @run_async

@@ -57,7 +57,7 @@ def keys() -> None:
 @run_async
 async def create_key(state: CliState, out: Output) -> None:
     """Create the signing key file (SKILLREG_SIGNING_KEY_FILE, 0600) if no key exists."""
-    async with state.open() as reg:
+    async with state.open(write="skillreg keys list") as reg:
         info = await reg.trust.create_key()
     path = state.settings.signing_key_file
     out.emit(
@@ -71,7 +71,7 @@ async def create_key(state: CliState, out: Output) -> None:
 @run_async
 async def rotate_key(state: CliState, out: Output) -> None:
     """Sign with a new key from now on; the old one is retired and still verifies."""
-    async with state.open() as reg:
+    async with state.open(write="skillreg keys list") as reg:
         old, info = await reg.trust.rotate_key()
 
     def render(c: Console) -> None:

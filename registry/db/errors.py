@@ -7,12 +7,15 @@ Services ask `is_transient(exc)` to decide whether a step may be retried, and ra
 from __future__ import annotations
 
 import sqlite3
-from typing import Final
+import sys
+from typing import TYPE_CHECKING, Final
 
-import psycopg
 import sqlalchemy as sa
 
 from registry.errors import RegistryError, StorageUnavailable, WorkspaceBusy
+
+if TYPE_CHECKING:
+    import psycopg
 
 # SQLSTATEs after which the whole transaction may be retried: nothing was committed. A lock
 # timeout (55P03) is not among them: the write has waited its whole budget for the lock
@@ -35,9 +38,22 @@ _LOCK_TIMEOUT: Final = "55P03"
 DATABASE_ERRORS: Final = (sa.exc.DBAPIError, sa.exc.TimeoutError, ConnectionError, TimeoutError)
 
 
+def _psycopg_error(exc: object, kind: str = "Error") -> psycopg.Error | None:
+    """`exc` if it is psycopg's error of class `kind`, else None.
+
+    Looked up in `sys.modules`, not imported: an error of psycopg's exists only once a
+    PostgreSQL engine has imported psycopg, and a SQLite registry (`skillreg list` on the
+    embedded default) should not pay for importing the driver to learn that.
+    """
+    driver = sys.modules.get("psycopg")
+    if driver is not None and isinstance(exc, getattr(driver, kind)):
+        return exc  # type: ignore[no-any-return]
+    return None
+
+
 def _sqlstate(exc: BaseException) -> str | None:
-    orig = getattr(exc, "orig", None)
-    if isinstance(orig, psycopg.Error) and orig.sqlstate:
+    orig = _psycopg_error(getattr(exc, "orig", None))
+    if orig is not None and orig.sqlstate:
         return orig.sqlstate
     return None
 
@@ -68,8 +84,8 @@ def is_transient(exc: BaseException) -> bool:
         state = _sqlstate(exc)
         if state is not None and (state in _TRANSIENT_SQLSTATES or state.startswith("08")):
             return True
-        orig = getattr(exc, "orig", None)
-        return isinstance(orig, psycopg.OperationalError) and state is None
+        operational = _psycopg_error(getattr(exc, "orig", None), "OperationalError")
+        return operational is not None and state is None
     return isinstance(exc, ConnectionError | TimeoutError)
 
 

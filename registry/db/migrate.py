@@ -9,14 +9,11 @@ from __future__ import annotations
 import shlex
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from importlib import resources
-from pathlib import Path
 from typing import Final
 
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
@@ -24,7 +21,17 @@ from sqlalchemy.pool import NullPool
 
 from registry.db import errors as db_errors
 from registry.db.engine import parse_database_url
+from registry.db.revision import current_revision, migrations_dir, translated
 from registry.errors import StorageUnavailable
+
+__all__ = [
+    "alembic_config",
+    "current_revision",
+    "ensure_database",
+    "head_revision",
+    "migrations_dir",
+    "upgrade",
+]
 
 # Where a role connects to create its database: every cluster has `postgres`, unless an
 # operator dropped it, and `template1`.
@@ -32,24 +39,6 @@ _MAINTENANCE_DATABASES: Final = ("postgres", "template1")
 _CONNECT_TIMEOUT: Final = 10
 _DUPLICATE_DATABASE: Final = "42P04"
 _INSUFFICIENT_PRIVILEGE: Final = "42501"
-
-
-def migrations_dir() -> Path:
-    """Where the migration scripts live: inside the installed package, or the source tree.
-
-    A wheel ships the repository's top-level `migrations/` folder as `registry/_migrations`
-    (pyproject.toml maps it). The installed copy is looked for first: beside an installed
-    package, `../../migrations` is site-packages' own `migrations` folder, which another
-    distribution could provide. An editable install or a checkout has only the source tree.
-    """
-    packaged = Path(str(resources.files("registry") / "_migrations"))
-    if (packaged / "env.py").is_file():
-        return packaged
-    source_tree = Path(__file__).resolve().parents[2] / "migrations"
-    if (source_tree / "env.py").is_file():
-        return source_tree
-    msg = f"migration scripts not found (looked in {packaged} and {source_tree})"
-    raise FileNotFoundError(msg)
 
 
 def alembic_config() -> Config:
@@ -74,32 +63,12 @@ def _upgrade(connection: sa.Connection, config: Config) -> None:
     command.upgrade(config, "head")
 
 
-def _current(connection: sa.Connection) -> str | None:
-    return MigrationContext.configure(connection).get_current_revision()
-
-
-@asynccontextmanager
-async def _translated(engine: AsyncEngine) -> AsyncIterator[None]:
-    """A database that cannot be reached is `StorageUnavailable`, naming it (password hidden)."""
-    try:
-        yield
-    except db_errors.DATABASE_ERRORS as exc:
-        database = engine.url.render_as_string(hide_password=True)
-        raise db_errors.translate(exc, database=database) from exc
-
-
 async def upgrade(engine: AsyncEngine) -> None:
     """Create or upgrade the schema to the newest revision (idempotent)."""
     config = alembic_config()
-    async with _translated(engine), engine.connect() as connection:
+    async with translated(engine), engine.connect() as connection:
         await connection.run_sync(_upgrade, config)
         await connection.commit()
-
-
-async def current_revision(engine: AsyncEngine) -> str | None:
-    """The revision the database is at, or None for an empty database."""
-    async with _translated(engine), engine.connect() as connection:
-        return await connection.run_sync(_current)
 
 
 async def ensure_database(url: str) -> bool:

@@ -54,8 +54,21 @@ def check_slug(slug: str) -> str:
     return slug
 
 
+def check_workspace(workspace: str) -> str:
+    """Return `workspace` if it is a valid workspace name, else raise `InvalidName`.
+
+    A workspace is named as a skill is (`check_slug`: lower case letters, digits and
+    single hyphens, at most 64 characters), so `ACME` and `acme` cannot become two
+    workspaces; the refusal names the rule broken, as kind `workspace`.
+    """
+    try:
+        return check_slug(workspace)
+    except InvalidName as exc:
+        raise InvalidName("workspace", workspace, exc.rule) from None
+
+
 def check_scope_name(kind: str, value: str) -> str:
-    """Return `value` if it is a valid workspace or agent name, else raise `InvalidName`."""
+    """Return `value` if it is a valid agent name, else raise `InvalidName`."""
     if not _SCOPE_NAME.fullmatch(value):
         raise InvalidName(kind, value, "1-128 characters of [A-Za-z0-9._-], starting alphanumeric")
     return value
@@ -69,7 +82,7 @@ class Scope:
     agent: str = DEFAULT_AGENT
 
     def __post_init__(self) -> None:
-        check_scope_name("workspace", self.workspace)
+        check_workspace(self.workspace)
         check_scope_name("agent", self.agent)
 
     def __str__(self) -> str:

@@ -24,7 +24,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from registry.domain.frontmatter import parse_skill_md
 from registry.errors import FrontmatterInvalid, InvalidName
 
 MARK_START: Final = "\ue000"
@@ -32,6 +31,9 @@ MARK_END: Final = "\ue001"
 # A body is indexed up to this many characters: PostgreSQL refuses a tsvector over 1 MB,
 # and a SKILL.md body is meant to be short (the spec suggests under 5,000 tokens).
 MAX_INDEXED_BODY: Final = 128 * 1024
+# Hits a search returns unless asked for fewer, and at most.
+DEFAULT_LIMIT: Final = 20
+MAX_LIMIT: Final = 100
 MAX_TERMS: Final = 16
 MAX_TERM_LENGTH: Final = 64
 
@@ -81,6 +83,10 @@ def search_text(slug: str, skill_md: bytes) -> SearchText:
     A `SKILL.md` that no longer parses (a rule added after it was stored) is indexed as
     plain text: its name and whole content, no description or triggers.
     """
+    # The parser (strictyaml) is imported by the writers and the indexer that call this,
+    # not by every command that imports the query rules (`skillreg list`).
+    from registry.domain.frontmatter import parse_skill_md  # noqa: PLC0415
+
     name = slug.replace("-", " ")
     try:
         parsed = parse_skill_md(skill_md, slug)

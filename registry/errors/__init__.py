@@ -70,6 +70,7 @@ from registry.errors.missing import (
     VersionNotFound,
     VersionUnavailable,
     WorkspaceBusy,
+    WorkspaceNotFound,
 )
 from registry.errors.refused import (
     ArchiveRejected,
@@ -161,6 +162,7 @@ __all__ = [
     "VersionNotNewer",
     "VersionUnavailable",
     "WorkspaceBusy",
+    "WorkspaceNotFound",
     "all_errors",
     "by_code",
 ]

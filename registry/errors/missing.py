@@ -13,12 +13,38 @@ class NotFound(RegistryError, code="not_found"):
     """The thing does not exist (or belongs to another workspace, which looks the same)."""
 
 
+def _nearest(names: list[str]) -> str:
+    return f"; nearest: {', '.join(names)}" if names else ""
+
+
 @dataclass(eq=False, repr=False)
 class SkillNotFound(NotFound, code="skill_not_found"):
-    template = "skill {workspace}/{slug} (agent {agent!r}) not found"
+    """No live skill has this slug in the scope; `nearest` names the closest ones, if any."""
+
     workspace: str
     agent: str
     slug: str
+    # Keyword-only: a subclass's own fields follow the slug (`ArchivedSkillNotFound`).
+    nearest: list[str] = field(default_factory=list, kw_only=True)
+
+    def __str__(self) -> str:
+        where = f"skill {self.workspace}/{self.slug} (agent {self.agent!r}) not found"
+        return where + _nearest(self.nearest)
+
+
+@dataclass(eq=False, repr=False)
+class WorkspaceNotFound(NotFound, code="workspace_not_found"):
+    """Nothing was ever recorded for this workspace: no skill, no token, no settings.
+
+    Most likely a misspelt name: `nearest` names the closest existing workspaces. What
+    makes a workspace exist is in registry/db/workspaces.py.
+    """
+
+    workspace: str
+    nearest: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return f"workspace {self.workspace!r} not found" + _nearest(self.nearest)
 
 
 @dataclass(eq=False, repr=False)

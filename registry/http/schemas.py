@@ -34,6 +34,8 @@ DIGEST_PATTERN: Final = r"^[0-9a-f]{64}$"
 # this pattern only keeps separators, controls and blanks out; the registry checks the rest
 # (`InvalidName`, 400).
 SLUG_PATTERN: Final = r"^[^\s/\\\x00-\x1f\x7f]{1,64}$"
+# An agent's name. A workspace is named as a slug is (`check_workspace`): its path segment
+# takes `SLUG_PATTERN`, and the registry refuses upper case and the rest (`InvalidName`, 400).
 NAME_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
 # Origins a client may give a write; restore, marketplace and out-of-band versions are

@@ -20,7 +20,6 @@ from registry.db import documents as db_documents
 from registry.db import exclusions as db_exclusions
 from registry.db import skills as db_skills
 from registry.domain.arguments import check_optional_text
-from registry.domain.frontmatter import parse_skill_md
 from registry.domain.manifest import Manifest
 from registry.domain.model import ArchivedVersion, PackageFile, Scope, check_slug
 from registry.domain.numbers import MAX_ID, MAX_VERSION, names_row
@@ -233,6 +232,9 @@ async def _parsed_triggers(ctx: Context, digest: str, slug: str) -> tuple[str, .
         data = await ctx.blobs.get(digest)
     except BlobStoreError as exc:
         raise blob_store_failed(exc) from exc
+    # Imported here: only a SKILL.md stored before the index needs the parser.
+    from registry.domain.frontmatter import parse_skill_md  # noqa: PLC0415
+
     try:
         return parse_skill_md(data, slug).triggers
     except RegistryError:

@@ -18,7 +18,8 @@ def test_search_the_example_skills(database_url, tmp_path):
     assert found["hits"][0]["slug"] == "csv-cleaner"
     assert found["terms"] == ["csv"]
     assert "csv-cleaner@1" in run(*base, "search", "csv", "-w", "acme")
-    assert run_json(*base, "search", "csv", "-w", "globex")["hits"] == []
+    unknown = run_json(*base, "search", "csv", "-w", "globex", code=5)
+    assert unknown["error"] == "workspace_not_found"
     assert "no skill of acme matches zzz" in run(*base, "search", "zzz", "-w", "acme")
     assert run_json(*base, "reindex-search", "-w", "acme") == {"workspace": "acme", "documents": 3}
     run(*base, "search", "csv", "-w", "acme", "--limit", "0", code=2)

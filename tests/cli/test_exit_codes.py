@@ -15,7 +15,7 @@ from registry.cli.main import cli
 
 
 def test_a_database_url_no_driver_reads_exits_6(embedded):
-    result = CliRunner().invoke(cli, ["--database-url", "foo://x", "list", "acme"])
+    result = CliRunner().invoke(cli, ["--database-url", "foo://x", "list", "-w", "acme"])
     assert result.exit_code == 6, result.output
     assert "unsupported database URL 'foo://x'" in result.output
     assert len(result.output.strip().splitlines()) == 1

@@ -70,13 +70,13 @@ def test_controls_proposals_and_exclusion_through_the_cli(database_url, tmp_path
     )
     proposal = learned["proposal"]
     assert proposal is not None
-    listed = run_json(*base, "proposals", "list", "acme")
+    listed = run_json(*base, "proposals", "list", "-w", "acme")
     assert [p["id"] for p in listed["items"]] == [proposal]
-    shown = run_json(*base, "proposals", "show", "acme", proposal)
+    shown = run_json(*base, "proposals", "show", "-w", "acme", proposal)
     assert [f["path"] for f in shown["diff_base"]] == ["SKILL.md"]
     assert "Learned." in run(*base, "diff", "acme/csv-cleaner", 1, f"p{proposal}")
     assert run_json(*base, "state", "acme/csv-cleaner")["state"] == "needs_decision"
-    decided = run_json(*base, "proposals", "decide", "acme", proposal, "apply")
+    decided = run_json(*base, "proposals", "decide", "-w", "acme", proposal, "apply")
     assert decided["publication"]["version"] == 2
 
     assert run_json(*base, "pause", "acme/csv-cleaner", "--reason", "r")["learning_paused"]
@@ -86,7 +86,7 @@ def test_controls_proposals_and_exclusion_through_the_cli(database_url, tmp_path
     assert run_json(*base, "stop-using", "acme/csv-cleaner")["use_paused"]
     assert not run_json(*base, "resume-use", "acme/csv-cleaner")["use_paused"]
 
-    report = run_json(*base, "exclude-source", "acme", "job:9")
+    report = run_json(*base, "exclude-source", "-w", "acme", "job:9")
     assert [(r["slug"], r["outcome"], r["restored_from"]) for r in report["repairs"]] == [
         ("csv-cleaner", "rolled_back", 1)
     ]

@@ -36,7 +36,8 @@ def test_init_creates_a_missing_database_when_the_role_may(pg_server, tmp_path):
         again = run_json("--database-url", url, *blobs, "init")
         assert again["created_database"] is False
         assert again["revision"]
-        assert run_json("--database-url", url, *blobs, "list", "acme")["items"] == []
+        listed = run_json("--database-url", url, *blobs, "list", "-w", "acme", code=5)
+        assert listed["error"] == "workspace_not_found"
     finally:
         janitor.drop()
 

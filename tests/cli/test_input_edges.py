@@ -44,7 +44,9 @@ def refused(result: Result, code: int) -> dict[str, object]:
 
 
 def nothing_stored(run: Invoke) -> None:
-    assert json.loads(run("list", "acme", "--json").output)["items"] == []
+    # Not even a deleted skill: the workspace was never made.
+    body = json.loads(run("list", "-w", "acme", "--json").output)
+    assert body["error"] == "workspace_not_found"
 
 
 # ---------------------------------------------------------------- folders
@@ -171,28 +173,29 @@ NUMBERS = {
     "load REF@N": ["load", "acme/demo@{n}", "--conversation", "c1"],
     "publish --expect-head": ["publish", "{folder}", "-w", "acme", "--expect-head", "{n}"],
     "publish --approve": ["publish", "{folder}", "-w", "acme", "--approve", "SKILL.md:{n}"],
-    "list --limit": ["list", "acme", "--limit", "{n}"],
+    "list --limit": ["list", "-w", "acme", "--limit", "{n}"],
     "diff A": ["diff", "acme/demo", "{n}", "1"],
     "diff pN": ["diff", "acme/demo", "p{n}", "1"],
     "history --before": ["history", "acme/demo", "--before", "1.{n}"],
     "history --limit": ["history", "acme/demo", "--limit", "{n}"],
     "restore VERSION": ["restore", "acme/demo", "{n}", "--expect-head", "1"],
     "restore --expect-head": ["restore", "acme/demo", "1", "--expect-head", "{n}"],
-    "proposals show": ["proposals", "show", "acme", "{n}"],
-    "proposals decide": ["proposals", "decide", "acme", "{n}", "apply"],
-    "proposals list --before": ["proposals", "list", "acme", "--before", "{n}"],
-    "decisions decide --apply": ["decisions", "decide", "acme", "--apply", "{n}"],
-    "decisions decide --keep": ["decisions", "decide", "acme", "--keep", "{n}"],
+    "proposals show": ["proposals", "show", "-w", "acme", "{n}"],
+    "proposals decide": ["proposals", "decide", "-w", "acme", "{n}", "apply"],
+    "proposals list --before": ["proposals", "list", "-w", "acme", "--before", "{n}"],
+    "decisions decide --apply": ["decisions", "decide", "-w", "acme", "--apply", "{n}"],
+    "decisions decide --keep": ["decisions", "decide", "-w", "acme", "--keep", "{n}"],
     "decisions decide --alternative": [
         "decisions",
         "decide",
+        "-w",
         "acme",
         "--alternative",
         "{n}={folder}",
     ],
-    "decisions list --before": ["decisions", "list", "acme", "--before", "{n}"],
-    "pending drop": ["pending", "drop", "acme", "{n}"],
-    "suppressions lift": ["suppressions", "lift", "acme", "{n}"],
+    "decisions list --before": ["decisions", "list", "-w", "acme", "--before", "{n}"],
+    "pending drop": ["pending", "drop", "-w", "acme", "{n}"],
+    "suppressions lift": ["suppressions", "lift", "-w", "acme", "{n}"],
     "catalog show LISTING@N": ["catalog", "show", "demo@{n}"],
     "catalog list --limit": ["catalog", "list", "--limit", "{n}"],
     "install LISTING@N": ["install", "demo@{n}", "-w", "acme"],
@@ -260,7 +263,7 @@ def test_the_largest_numbers_are_read_and_one_more_is_a_usage_error(run, tmp_pat
     "command",
     [
         ["target", "forget", "{path}"],
-        ["decisions", "decide", "acme", "--alternative", "1={path}"],
+        ["decisions", "decide", "-w", "acme", "--alternative", "1={path}"],
     ],
     ids=["target forget", "decisions decide --alternative"],
 )
@@ -281,11 +284,11 @@ def test_a_folder_argument_that_is_missing_or_a_file_is_a_usage_error(run, tmp_p
     ("args", "parameter", "says"),
     [
         (["show", "not-a-ref"], None, "expected WORKSPACE/SLUG"),  # raised in the command
-        (["list", "acme", "--limit", "0"], "limit", "not in the range"),  # by click, parsing
+        (["list", "-w", "acme", "--limit", "0"], "limit", "not in the range"),  # by click, parsing
         (["publish", "{folder}"], "workspace", "Missing option"),
-        (["list", "acme", "--bogus"], None, "No such option"),
+        (["list", "-w", "acme", "--bogus"], None, "No such option"),
         (["target", "forget", "{tmp}/missing"], "directory", "does not exist"),  # a subgroup
-        (["--no-such-global", "list", "acme"], None, "No such option"),  # the group's options
+        (["--no-such-global", "list", "-w", "acme"], None, "No such option"),  # the group's options
     ],
     ids=["in the command", "a bad value", "missing", "unknown option", "subgroup", "group"],
 )
@@ -315,7 +318,7 @@ def test_a_blank_source_is_a_usage_error(run, tmp_path, source):
     assert result.exit_code == 2, result.output
     assert "--source" in result.output
     nothing_stored(run)
-    result = run("exclude-source", "acme", source)
+    result = run("exclude-source", "-w", "acme", source)
     assert result.exit_code == 2, result.output
 
 

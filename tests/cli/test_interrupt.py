@@ -1,9 +1,11 @@
-"""Ctrl-C during `skillreg publish` never misreports the write (registry/cli/common.py).
+"""Ctrl-C during a writing command never misreports the write (registry/cli/common.py).
 
 The command runs in a subprocess whose registry holds the write at one failpoint until
 the test releases it (a line on stdin): no sleeps. One Ctrl-C lets the write finish and
 the command reports what happened (exit 0); a second one stops waiting, and the command
-says the outcome is unknown and how to check. Either way `history` agrees.
+says the outcome is unknown and how to check. Either way `history` agrees. `publish`
+takes the mechanism directly (`interrupt_safe_write`); `gc`, like every other writing
+command, through `CliState.open(write=...)`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from tests.support.cli import run
 HELD = """
 import asyncio, sys
 from registry.api import Registry
-from registry.cli import common
 from registry.cli.main import main
 
 POINT = sys.argv[1]
@@ -35,14 +36,27 @@ class Gate:
             print(f"held at {name}", file=sys.stderr, flush=True)
             await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
 
-def held_open(self, *, initialize=False):
-    return Registry.open(settings=self.settings, initialize=initialize, failpoints=Gate())
-
-common.CliState.open = held_open
+opened = Registry.open
+Registry.open = lambda **options: opened(failpoints=Gate(), **options)
 sys.argv = ["skillreg", *sys.argv[2:]]
 main()
 """
 FINISHING = "interrupted: finishing the write in progress"
+
+
+def _held(point: str, *args: str) -> subprocess.Popen[str]:
+    """`skillreg ARGS` in a subprocess, its registry held at failpoint `point`."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", HELD, point, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _until(process, f"held at {point}")
+    os.kill(process.pid, signal.SIGINT)
+    _until(process, FINISHING)
+    return process
 
 
 def _until(process: subprocess.Popen[str], text: str) -> None:
@@ -76,16 +90,7 @@ def test_an_interrupted_publish_reports_what_history_shows(embedded, point, inte
     skill = embedded / "demo-skill"
     skill.mkdir()
     (skill / "SKILL.md").write_text("---\nname: demo-skill\ndescription: A demo.\n---\n\nHi.\n")
-    process = subprocess.Popen(
-        [sys.executable, "-c", HELD, point, "publish", str(skill), "-w", "acme", "--json"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    _until(process, f"held at {point}")
-    os.kill(process.pid, signal.SIGINT)
-    _until(process, FINISHING)
+    process = _held(point, "publish", str(skill), "-w", "acme", "--json")
     release = "\n"
     if interrupts == 2:
         os.kill(process.pid, signal.SIGINT)
@@ -106,3 +111,25 @@ def test_an_interrupted_publish_reports_what_history_shows(embedded, point, inte
             "check with `skillreg history acme/demo-skill`"
         )
         assert versions == ([1] if point == "publish.committed" else [])
+
+
+@pytest.mark.parametrize("interrupts", [1, 2])
+def test_an_interrupted_gc_reports_its_run_or_says_how_to_check(embedded, interrupts):
+    run("init")
+    process = _held("gc.claims_expired", "gc", "--grace", "0", "--json")
+    release = "\n"
+    if interrupts == 2:
+        os.kill(process.pid, signal.SIGINT)
+        _until(process, "interrupted again")
+        release = ""
+    stdout, stderr = process.communicate(release, timeout=120)
+    assert "Traceback" not in stderr
+    body = json.loads(stdout)
+    if interrupts == 1:  # the run finished and reports what it did
+        assert process.returncode == 0, stderr
+        assert body["figures"] is not None
+    else:
+        assert process.returncode == 1, stderr
+        assert body["message"] == (
+            "interrupted: the outcome of the write is unknown; check with `skillreg gc stats`"
+        )

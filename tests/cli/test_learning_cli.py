@@ -65,7 +65,7 @@ def test_a_learned_skill_without_steps_is_refused_with_exit_3(base, tmp_path):
     skill = folder(tmp_path / "a", SLUG, {"SKILL.md": learned_md(sections="")})
     refused = run_json(*base, "publish", skill, "-w", "acme", *LEARN, code=3)
     assert (refused["error"], refused["details"]["section"]) == ("learning_incomplete", "Steps")
-    assert run_json(*base, "list", "acme")["items"] == []
+    assert run_json(*base, "list", "-w", "acme", code=5)["error"] == "workspace_not_found"
 
 
 def test_restore_and_delete_suppress_and_decisions_are_taken_in_a_batch(base, tmp_path):
@@ -76,29 +76,38 @@ def test_restore_and_delete_suppress_and_decisions_are_taken_in_a_batch(base, tm
     )
     run_json(*base, "publish", folder(tmp_path / "a", SLUG, v2), "-w", "acme", *LEARN)
     run_json(*base, "restore", ref, 1, "--expect-head", 2)
-    (suppressed,) = run_json(*base, "suppressions", "list", "acme")["items"]
+    (suppressed,) = run_json(*base, "suppressions", "list", "-w", "acme")["items"]
     assert (suppressed["cause"], suppressed["undone_version"]) == ("restore", 2)
     again = run_json(*base, "publish", folder(tmp_path / "a", SLUG, v2), "-w", "acme", *LEARN)
     assert again["proposal_kind"] == "suppressed"
-    listed = run_json(*base, "decisions", "list", "acme", "--kind", "suppressed")
+    listed = run_json(*base, "decisions", "list", "-w", "acme", "--kind", "suppressed")
     assert [d["id"] for d in listed["items"]] == [again["proposal"]]
-    assert "suppressed" in run(*base, "decisions", "list", "acme")
+    assert "suppressed" in run(*base, "decisions", "list", "-w", "acme")
     decided = run_json(
-        *base, "decisions", "decide", "acme", "--keep", again["proposal"], "--apply", 999, code=4
+        *base,
+        "decisions",
+        "decide",
+        "-w",
+        "acme",
+        "--keep",
+        again["proposal"],
+        "--apply",
+        999,
+        code=4,
     )
     # Applies first, then keeps; the missing proposal fails alone.
     assert [(o["ok"], o["status"]) for o in decided["outcomes"]] == [
         (False, None),
         (True, "rejected"),
     ]
-    lifted = run_json(*base, "suppressions", "lift", "acme", suppressed["id"])
+    lifted = run_json(*base, "suppressions", "lift", "-w", "acme", suppressed["id"])
     assert lifted["status"] == "lifted"
     run_json(*base, "delete", ref, "--yes")
-    deleted = run_json(*base, "suppressions", "list", "acme")["items"]
+    deleted = run_json(*base, "suppressions", "list", "-w", "acme")["items"]
     assert [s["cause"] for s in deleted] == ["delete"]
     back = run_json(*base, "publish", folder(tmp_path / "a", SLUG, v1), "-w", "acme", *LEARN)
     assert (back["proposal_kind"], back["version"]) == ("suppressed", 0)
-    applied = run_json(*base, "decisions", "decide", "acme", "--apply", back["proposal"])
+    applied = run_json(*base, "decisions", "decide", "-w", "acme", "--apply", back["proposal"])
     assert applied["outcomes"][0]["publication"]["version"] == 1
 
 
@@ -129,19 +138,19 @@ def test_pending_writes_wait_for_room_and_the_owner_drops_one(database_url, tmp_
         "--json",
     )
     assert (first["pending"] is not None, first["version"]) == (True, 0)
-    waiting = sk("pending", "list", "acme", "--json")["items"]
+    waiting = sk("pending", "list", "-w", "acme", "--json")["items"]
     assert [w["slug"] for w in waiting] == ["first", "second"]
-    assert "waiting" in sk("pending", "list", "acme")
-    sk("pending", "drop", "acme", second["pending"], "--json")
-    sk("pending", "drop", "acme", second["pending"], "--json", code=4)
+    assert "waiting" in sk("pending", "list", "-w", "acme")
+    sk("pending", "drop", "-w", "acme", second["pending"], "--json")
+    sk("pending", "drop", "-w", "acme", second["pending"], "--json", code=4)
     sk("delete", "acme/kept", "--yes", "--json")
     assert sk("show", "acme/first", "--json")["version"] == 1
-    closed = sk("pending", "list", "acme", "--all", "--json")["items"]
+    closed = sk("pending", "list", "-w", "acme", "--all", "--json")["items"]
     assert [(w["slug"], w["status"]) for w in closed] == [
         ("first", "applied"),
         ("second", "dropped"),
     ]
-    assert sk("pending", "apply", "acme", "--json")["items"] == []
+    assert sk("pending", "apply", "-w", "acme", "--json")["items"] == []
     status = sk("status", "-w", "acme", "--json")
     assert status["learning"][0]["pending_writes"] == 0
     assert "learning" in sk("status", "-w", "acme")
@@ -156,7 +165,7 @@ def test_triggers_unicode_slugs_and_the_top_level_triggers_refusal(base, tmp_pat
     run_json(*base, "publish", skill, "-w", "acme")
     triggers = ["take notes", "summarise notes"]
     assert run_json(*base, "show", "acme/café-notes")["triggers"] == triggers
-    assert run_json(*base, "list", "acme")["items"][0]["triggers"] == triggers
+    assert run_json(*base, "list", "-w", "acme")["items"][0]["triggers"] == triggers
     assert run_json(*base, "state", "acme/café-notes")["triggers"] == triggers
     assert "take notes; summarise notes" in run(*base, "show", "acme/café-notes")
     bad = folder(
@@ -193,5 +202,5 @@ def test_a_load_is_recorded_and_listed(base, tmp_path):
     assert not run_json(*base, "load", f"acme/{SLUG}@1", "--conversation", "c-1")["created"]
     run(*base, "load", f"acme/{SLUG}", "--conversation", "c-1", code=2)
     run_json(*base, "load", f"acme/{SLUG}@9", "--conversation", "c-1", code=5)
-    listed = run_json(*base, "loads", "acme", "c-1")["items"]
+    listed = run_json(*base, "loads", "-w", "acme", "c-1")["items"]
     assert [(i["slug"], i["version"]) for i in listed] == [(SLUG, 1)]

@@ -14,7 +14,16 @@ from registry.cli.main import cli
 COMMANDS = {
     "publish": ["publish", "{path}", "--workspace", "acme"],
     "catalog publish": ["catalog", "publish", "{path}", "--listing", "demo"],
-    "proposals decide": ["proposals", "decide", "acme", "1", "alternative", "--from", "{path}"],
+    "proposals decide": [
+        "proposals",
+        "decide",
+        "-w",
+        "acme",
+        "1",
+        "alternative",
+        "--from",
+        "{path}",
+    ],
 }
 
 

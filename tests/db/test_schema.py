@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import pytest
 import sqlalchemy as sa
 
+from registry.db import revision
 from registry.db.engine import create_engine
 from registry.db.migrate import current_revision, head_revision
 from registry.db.tables import Blob, Skill
@@ -25,6 +26,16 @@ async def engine(database_url):
 
 async def test_database_is_at_head(engine):
     assert await current_revision(engine) == head_revision()
+    # The check every command makes reads the scripts without Alembic: the same head.
+    assert revision.head_revision() == head_revision()
+
+
+async def test_an_empty_database_has_no_revision(tmp_path):
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}")
+    try:
+        assert await current_revision(engine) is None
+    finally:
+        await engine.dispose()
 
 
 @pytest.mark.parametrize(

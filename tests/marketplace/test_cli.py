@@ -111,9 +111,9 @@ def test_a_conflicting_update_becomes_a_proposal_the_owner_applies(run, tmp_path
     assert run("get", "acme/pdf-report", "--out", str(head)).exit_code == 0
     assert (head / "templates" / "report.html").read_bytes() == template.read_bytes()
 
-    listed = _json(run("proposals", "list", "acme", "--json"))["items"]
+    listed = _json(run("proposals", "list", "-w", "acme", "--json"))["items"]
     assert [(p["id"], p["origin"]) for p in listed] == [(1, "marketplace_update")]
-    assert run("proposals", "decide", "acme", "1", "apply").exit_code == 0
+    assert run("proposals", "decide", "-w", "acme", "1", "apply").exit_code == 0
     history = _json(run("history", "acme/pdf-report", "--json"))["items"]
     assert [(v["number"], v["origin"]) for v in history] == [
         (3, "marketplace_update"),

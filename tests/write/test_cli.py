@@ -39,7 +39,7 @@ def test_version_and_help(run):
 
 def test_commands_before_init_say_so_and_create_nothing(tmp_path):
     mistyped = tmp_path / "no" / "such" / "folder" / "fresh.db"
-    for command in (["list", "acme"], ["publish", str(tmp_path), "-w", "acme"]):
+    for command in (["list", "-w", "acme"], ["publish", str(tmp_path), "-w", "acme"]):
         env = {
             "SKILLREG_DATABASE_URL": f"sqlite+aiosqlite:///{mistyped}",
             "SKILLREG_BLOB_URL": (tmp_path / "blobs").as_uri(),
@@ -51,7 +51,7 @@ def test_commands_before_init_say_so_and_create_nothing(tmp_path):
 
 
 def test_a_read_in_an_empty_folder_creates_no_registry(embedded):
-    result = CliRunner().invoke(cli, ["list", "acme"])
+    result = CliRunner().invoke(cli, ["list", "-w", "acme"])
     assert result.exit_code == 6
     assert "skillreg init" in result.output
     assert list(embedded.iterdir()) == []
@@ -101,7 +101,7 @@ def test_exit_codes_for_not_found_and_usage(run):
     assert run("show", "acme/missing").exit_code == 5
     assert run("show", "not-a-ref").exit_code == 2
     assert run("show", "acme/x@zero").exit_code == 2
-    assert run("list", "bad workspace!").exit_code == 2
+    assert run("list", "-w", "bad workspace!").exit_code == 2
 
 
 def test_publish_ignores_git_and_skillregignore(run, tmp_path):
@@ -147,7 +147,7 @@ def test_demo_publishes_the_examples_and_is_idempotent(run):
     assert all(p["created"] for p in first["published"].values())
     second = json.loads(run("demo", "--json").output)
     assert all(p["unchanged"] for p in second["published"].values())
-    listing = json.loads(run("list", "demo", "--json").output)
+    listing = json.loads(run("list", "-w", "demo", "--json").output)
     assert [s["slug"] for s in listing["items"]] == ["csv-cleaner", "pdf-report", "release-notes"]
 
 
@@ -172,7 +172,7 @@ def test_into_a_pipe_tables_are_tsv_and_nothing_is_cut(run, tmp_path):
     text = (skill / "SKILL.md").read_text().replace("name: release-notes", f"name: {slug}")
     (skill / "SKILL.md").write_text(text)
     assert run("publish", str(skill), "-w", "acme").exit_code == 0
-    listed = run("list", "acme").output  # click's runner is not a terminal
+    listed = run("list", "-w", "acme").output  # click's runner is not a terminal
     assert listed.splitlines()[0].split("\t")[:2] == [slug, "1"]
     checked = run("fsck").output
     assert checked.splitlines()[0].startswith("fsck: 1 skill, 1 version, 1 manifest, ")

@@ -266,6 +266,7 @@ def test_the_cli_reports_an_unreachable_database_in_one_line(tmp_path):
             "--database-url",
             "postgresql://someone:s3cret@127.0.0.1:1/nodb",
             "list",
+            "-w",
             "acme",
         ],
         capture_output=True,

@@ -119,9 +119,9 @@ def test_cli_refuses_hostile_folders_with_exit_3(cli_env, tmp_path):
         assert result.exit_code == 3, (case.id, result.output)
         assert '"error"' in result.output
     assert exercised >= 25
-    listing = runner.invoke(cli, ["list", "acme", "--json"], env=env)
-    assert listing.exit_code == 0
-    assert '"items": []' in listing.output
+    listing = runner.invoke(cli, ["list", "-w", "acme", "--json"], env=env)
+    assert listing.exit_code == 5  # nothing was stored: not even the workspace
+    assert '"workspace_not_found"' in listing.output
 
 
 def test_a_secret_never_appears_in_output_logs_database_or_store(cli_env, tmp_path, caplog):

@@ -14,7 +14,7 @@ from registry.http.problems import PROBLEM_JSON, HttpProblem
 from registry.http.schemas import DIGEST_PATTERN, NAME_PATTERN, SLUG_PATTERN
 
 Workspace = Annotated[
-    str, Path(pattern=NAME_PATTERN, max_length=128, description="the token's workspace")
+    str, Path(pattern=SLUG_PATTERN, max_length=64, description="the token's workspace")
 ]
 Slug = Annotated[str, Path(pattern=SLUG_PATTERN, max_length=64, description="the skill's slug")]
 Digest = Annotated[str, Path(pattern=DIGEST_PATTERN, description="lower-case hex BLAKE3")]

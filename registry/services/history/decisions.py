@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from registry.db import proposals as db_proposals
 from registry.db.tables import PENDING_PROPOSAL_STATUSES, PROPOSAL_KINDS
 from registry.domain.arguments import check_choice, check_flag, check_members, check_text
-from registry.domain.model import FileInput, Scope, check_scope_name
+from registry.domain.model import FileInput, Scope, check_scope_name, check_workspace
 from registry.domain.numbers import MAX_ID, names_row, page_before
 from registry.errors import ProposalNotFound, RegistryError
 from registry.services.context import Context
@@ -73,7 +73,7 @@ async def list_decisions(
     before: int | None = None,
 ) -> ProposalPage:
     """The open decisions (pending proposals) of every agent of `workspace`, newest first."""
-    check_scope_name("workspace", workspace)
+    check_workspace(workspace)
     if agent is not None:
         check_scope_name("agent", agent)
     if kind is not None:
@@ -103,7 +103,7 @@ async def decide_many(
     ctx: Context, workspace: str, decisions: Sequence[DecisionRequest], *, actor: str
 ) -> list[DecisionOutcome]:
     """Take each decision in turn, in the order given; each succeeds or fails alone."""
-    check_scope_name("workspace", workspace)
+    check_workspace(workspace)
     check_text("actor", actor)
     # The whole batch is checked before any decision is taken (a generator is read once).
     decisions = check_members("requests", decisions, DecisionRequest, "DecisionRequest")

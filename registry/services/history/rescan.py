@@ -50,7 +50,7 @@ from registry.db.rescan import ReviewRow as ReviewRow  # noqa: PLC0414 - the API
 from registry.domain.approvals import FindingRef, evaluate
 from registry.domain.arguments import check_text
 from registry.domain.attestation import package_digest
-from registry.domain.model import Scope, check_scope_name
+from registry.domain.model import Scope, check_workspace
 from registry.domain.numbers import MAX_ID, names_row, page_before
 from registry.domain.scanner import Finding
 from registry.domain.states import Action
@@ -115,7 +115,7 @@ async def start(
 ) -> queue.Enqueued:
     """Queue a rescan of `workspace` (None: every workspace) with the current rules."""
     if workspace is not None:
-        check_scope_name("workspace", workspace)
+        check_workspace(workspace)
     check_text("actor", actor)
     ruleset = ctx.scanner.fingerprint
     payload = {"workspace": workspace, "ruleset": ruleset, "actor": actor, "trigger": trigger}
@@ -334,7 +334,7 @@ async def list_reviews(
     ctx: Context, workspace: str, *, limit: int = 50, before: int | None = None
 ) -> ReviewPage:
     """The open reviews of `workspace` (their package still the head), newest first."""
-    check_scope_name("workspace", workspace)
+    check_workspace(workspace)
     limit = max(1, min(limit, MAX_PAGE))
     before = page_before("before", before, MAX_ID)
 
@@ -348,7 +348,7 @@ async def list_reviews(
 
 async def get_review(ctx: Context, workspace: str, review_id: int) -> ReviewRow:
     """The review `review_id` of `workspace`, as recorded (`ReviewNotFound` if none)."""
-    check_scope_name("workspace", workspace)
+    check_workspace(workspace)
     if not names_row("review", review_id, MAX_ID):
         raise ReviewNotFound(review_id)
     found = await ctx.read(lambda conn: db_rescan.review(conn, workspace, review_id))

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import loads as db_loads
 from registry.domain.arguments import LINE_PATTERN
-from registry.domain.model import Scope, check_scope_name, check_slug
+from registry.domain.model import Scope, check_slug, check_workspace
 from registry.errors import InvalidName
 from registry.services.context import Context
 from registry.services.read import locate
@@ -98,7 +98,7 @@ async def record_load(
 
 async def loads_of(ctx: Context, workspace: str, conversation: str) -> list[LoadRecord]:
     """Every load recorded for `conversation` in `workspace`, in order."""
-    check_scope_name("workspace", workspace)
+    check_workspace(workspace)
     _check_conversation(conversation)
 
     async def work(conn: AsyncConnection) -> list[db_loads.LoadRow]:

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from registry.db import skills as db_skills
 from registry.db import suppressions as db_suppressions
 from registry.domain.arguments import check_text
-from registry.domain.model import Scope, check_scope_name
+from registry.domain.model import Scope, check_workspace
 from registry.domain.numbers import MAX_ID, names_row
 from registry.errors import StateConflict, SuppressionNotFound
 from registry.services.context import Context
@@ -67,7 +67,7 @@ async def list_suppressions(
     ctx: Context, workspace: str, *, agent: str | None = None, active_only: bool = True
 ) -> list[SuppressionInfo]:
     """The suppressions of a workspace (one agent's, if given), newest first."""
-    check_scope_name("workspace", workspace)
+    check_workspace(workspace)
 
     async def work(conn: AsyncConnection) -> list[db_suppressions.SuppressionRow]:
         return await db_suppressions.listed(conn, workspace, agent=agent, active_only=active_only)
@@ -77,7 +77,7 @@ async def list_suppressions(
 
 async def lift(ctx: Context, workspace: str, suppression_id: int, *, actor: str) -> SuppressionInfo:
     """Lift an active suppression: learning may bring that behaviour back directly again."""
-    check_scope_name("workspace", workspace)
+    check_workspace(workspace)
     check_text("actor", actor)
     if not names_row("suppression_id", suppression_id, MAX_ID):
         raise SuppressionNotFound(suppression_id)

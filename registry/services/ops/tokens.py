@@ -28,7 +28,7 @@ from registry.db import skills as db_skills
 from registry.db import tokens as db_tokens
 from registry.domain.access import Role, format_token, parse_role, parse_token, secret_hash
 from registry.domain.arguments import RULE_RANGE, check_text
-from registry.domain.model import Scope, check_scope_name
+from registry.domain.model import Scope, check_workspace
 from registry.errors import (
     ArgumentInvalid,
     InvalidName,
@@ -102,7 +102,7 @@ async def create_token(
     ctx: Context, workspace: str, role: str, *, name: str = "", actor: str
 ) -> IssuedToken:
     """Create a token for `workspace` with `role`; the returned bearer string is not stored."""
-    check_scope_name("workspace", workspace)
+    check_workspace(workspace)
     parsed = parse_role(role)
     check_text("name", name)
     check_text("actor", actor)
@@ -157,7 +157,7 @@ async def list_tokens(
     ctx: Context, workspace: str, *, include_revoked: bool = False
 ) -> list[TokenInfo]:
     """The tokens of `workspace`, oldest first."""
-    check_scope_name("workspace", workspace)
+    check_workspace(workspace)
 
     async def work(conn: AsyncConnection) -> list[TokenInfo]:
         rows = await db_tokens.in_workspace(conn, workspace, include_revoked=include_revoked)

@@ -9,18 +9,14 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Final
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import search as db_search
 from registry.domain.model import Scope
-from registry.domain.search import parse_query, split_highlights
+from registry.domain.search import DEFAULT_LIMIT, MAX_LIMIT, parse_query, split_highlights
 from registry.services.context import Context
 from registry.services.search.indexer import catch_up
-
-DEFAULT_LIMIT: Final = 20
-MAX_LIMIT: Final = 100
 
 
 @dataclass(frozen=True)

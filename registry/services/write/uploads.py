@@ -43,7 +43,7 @@ from registry.db import blobs as db_blobs
 from registry.db import scans as db_scans
 from registry.db import uploads as db_uploads
 from registry.domain.manifest import file_digest
-from registry.domain.model import PackageFile, Publication, check_scope_name
+from registry.domain.model import PackageFile, Publication, check_workspace
 from registry.domain.scanner import Finding, blocking_error
 from registry.errors import (
     BlobDigestMismatch,
@@ -111,7 +111,7 @@ async def upload_blob(
     A blob with content-check findings is refused (`ContentBlocked`), or with `hold` stored
     unreadable until a publish that approves its findings commits (module docstring).
     """
-    check_scope_name("workspace", workspace)
+    check_workspace(workspace)
     _check_digest(digest)
     limit = ctx.limits.max_file_bytes
     if len(data) > limit:
@@ -177,7 +177,7 @@ async def _claim_store_confirm(
 
 async def blob_size(ctx: Context, workspace: str, digest: str) -> int:
     """The size of a blob `workspace` sees (`BlobUnknown` otherwise)."""
-    check_scope_name("workspace", workspace)
+    check_workspace(workspace)
     _check_digest(digest)
     now = ctx.clock.now()
 
