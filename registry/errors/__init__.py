@@ -64,6 +64,7 @@ from registry.errors.missing import (
     TokenNotFound,
     Unauthenticated,
     VersionNotFound,
+    VersionRevoked,
     VersionUnavailable,
     WorkspaceBusy,
 )
@@ -151,6 +152,7 @@ __all__ = [
     "Unauthenticated",
     "VersionNotFound",
     "VersionNotNewer",
+    "VersionRevoked",
     "VersionUnavailable",
     "WorkspaceBusy",
     "all_errors",

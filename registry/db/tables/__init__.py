@@ -46,6 +46,7 @@ from registry.db.tables.history import (
     PROPOSAL_STATUSES,
     ContentApproval,
     Proposal,
+    Revocation,
     SourceExclusion,
 )
 from registry.db.tables.learning import (
@@ -119,6 +120,7 @@ __all__ = [
     "SigningKey",
     "Skill",
     "SkillMdIndex",
+    "Revocation",
     "SourceExclusion",
     "Suppression",
     "UtcDateTime",
