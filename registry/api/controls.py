@@ -13,10 +13,11 @@ from registry.domain.arguments import check_flag, check_type
 from registry.domain.model import Scope
 from registry.domain.states import Action
 from registry.services.context import Context
-from registry.services.history import approvals, controls, exclusions
+from registry.services.history import approvals, controls, exclusions, revocations
 from registry.services.history.approvals import ApprovalResult
 from registry.services.history.controls import SkillStatus
 from registry.services.history.exclusions import ExclusionReport
+from registry.services.history.revocations import Revocation, YankReport
 
 
 class OwnerControls:
@@ -60,6 +61,27 @@ class OwnerControls:
         on = check_flag("enabled", enabled)
         action = Action.AUTO_IMPROVE_ON if on else Action.AUTO_IMPROVE_OFF
         return await controls.act(self.ctx, scope, slug, action, actor=actor)
+
+    async def yank(
+        self, scope: Scope, slug: str, version: int, *, kind: str, reason: str, actor: str
+    ) -> YankReport:
+        """Revoke `version` (docs/revocation.md): it is never served as something to use.
+
+        `kind` is `security`, `broken` or `policy`; `reason` says why. A revoked head moves
+        to the newest version still allowed, as a new version (origin `revocation`); if
+        none is left, the skill's use stops. Signed, recorded in history, one event.
+        """
+        return await revocations.yank(
+            self.ctx, scope, slug, version, kind=kind, reason=reason, actor=actor
+        )
+
+    async def unyank(self, scope: Scope, slug: str, version: int, *, actor: str) -> Revocation:
+        """Take back the revocation of `version` (the head does not move back by itself)."""
+        return await revocations.unyank(self.ctx, scope, slug, version, actor=actor)
+
+    async def revoked_versions(self, scope: Scope, slug: str) -> dict[int, Revocation]:
+        """The revocations in force of `slug`'s versions, by version number."""
+        return await revocations.revoked_versions(self.ctx, scope, slug)
 
     async def delete(
         self, scope: Scope, slug: str, *, actor: str, expected_head: int | None = None

@@ -1,5 +1,4 @@
-"""History rows: proposals, content-check approvals, source exclusions (docs/history.md) and
-revocations (docs/revocation.md)."""
+"""History rows: proposals, approvals, source exclusions and revocations (docs/history.md)."""
 
 from __future__ import annotations
 
