@@ -178,7 +178,7 @@ async def record(
     return await ctx.locked(scope.workspace, work)
 
 
-async def _converged(  # noqa: PLR0913 - the record's change, as `record` has it
+async def _converged(
     conn: AsyncConnection,
     scope: Scope,
     place: Place,
