@@ -7,6 +7,7 @@ readable table of contents; every method delegates to `registry.services.history
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from registry.domain.approvals import FindingRef
 from registry.domain.arguments import check_flag, check_type
@@ -18,6 +19,7 @@ from registry.services.history.approvals import ApprovalResult
 from registry.services.history.controls import SkillStatus
 from registry.services.history.exclusions import ExclusionReport
 from registry.services.history.revocations import Revocation, YankReport
+from registry.services.marketplace import catalog, revoked
 
 
 class OwnerControls:
@@ -71,9 +73,15 @@ class OwnerControls:
         to the newest version still allowed, as a new version (origin `revocation`); if
         none is left, the skill's use stops. Signed, recorded in history, one event.
         """
-        return await revocations.yank(
+        report = await revocations.yank(
             self.ctx, scope, slug, version, kind=kind, reason=reason, actor=actor
         )
+        if scope != catalog.catalog_scope(self.ctx):
+            return report
+        # A catalog listing's version: its installed copies move off it (or stop), in
+        # every workspace; asked again, it queues nothing new (docs/revocation.md).
+        moved = await revoked.move_copies(self.ctx, slug, report.revocation.version, actor=actor)
+        return replace(report, copies_updated=len(moved.updates), copies_stopped=len(moved.stopped))
 
     async def unyank(self, scope: Scope, slug: str, version: int, *, actor: str) -> Revocation:
         """Take back the revocation of `version` (the head does not move back by itself)."""

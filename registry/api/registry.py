@@ -49,7 +49,8 @@ from registry.services.materialize import forget, lockfile, reconcile
 from registry.services.materialize.forget import ForgetReport
 from registry.services.materialize.lockfile import LockFile
 from registry.services.materialize.report import ReconcileReport
-from registry.services.ops import status
+from registry.services.ops import revoked, status
+from registry.services.ops.revoked import RevokedVersion
 from registry.services.ops.status import Status
 from registry.services.read import Package, PackageInfo, SkillPage
 from registry.services.signing import Signer, Signing, load_signer
@@ -543,6 +544,14 @@ class Registry(OwnerControls, Searching):
     async def status(self, workspace: str | None = None, agent: str | None = None) -> Status:
         """Targets and pending materialisations, of one workspace (and agent) or of all."""
         return await status.status(self.ctx, workspace, agent)
+
+    async def revoked_status(self, workspace: str | None = None) -> tuple[RevokedVersion, ...]:
+        """Each revoked version in force and the targets that still hold it (or converged).
+
+        Of one workspace, or of all; a target silent past a state's validity is `stale`
+        (docs/revocation.md).
+        """
+        return await revoked.revoked_status(self.ctx, workspace)
 
 
 def _check_database_url(url: str) -> None:

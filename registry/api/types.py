@@ -29,6 +29,7 @@ from registry.services.history.proposals import (
     ProposalPage,
     ProposalSummary,
 )
+from registry.services.history.revocations import Revocation, YankReport
 from registry.services.history.versions import HistoryPage, VersionSummary
 from registry.services.jobs.queue import Enqueued, JobOutcome, JobPage, JobRow
 from registry.services.learning.loads import LoadRecord
@@ -47,6 +48,7 @@ from registry.services.materialize.report import (
     SkillOutcome,
 )
 from registry.services.ops.health import JobFigures, MaterializationFigures
+from registry.services.ops.revoked import RevokedVersion, TargetHold
 from registry.services.ops.status import Status, TargetTrust
 from registry.services.ops.tokens import TokenInfo
 from registry.services.read import Package, PackageInfo, SkillPage, SkillSummary
@@ -104,6 +106,8 @@ __all__ = [
     "ProposalRef",
     "ProposalSummary",
     "ReconcileReport",
+    "Revocation",
+    "RevokedVersion",
     "SearchHit",
     "SearchResults",
     "SkillOutcome",
@@ -112,9 +116,11 @@ __all__ = [
     "SkillSummary",
     "Status",
     "SuppressionInfo",
+    "TargetHold",
     "TargetTrust",
     "TokenInfo",
     "Verified",
     "VersionAttestation",
     "VersionSummary",
+    "YankReport",
 ]

@@ -14,7 +14,14 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from registry.db.tables import Materialization, MaterializationTarget, Revocation, Skill, Version
+from registry.db.tables import (
+    Event,
+    Materialization,
+    MaterializationTarget,
+    Revocation,
+    Skill,
+    Version,
+)
 from registry.domain.model import Scope
 
 
@@ -264,3 +271,27 @@ async def seen(
         )
         .values(seen_at=now)
     )
+
+
+async def converged(
+    conn: AsyncConnection, revocation: RevocationRow
+) -> dict[str, tuple[datetime, dict[str, Any]]]:
+    """The `target.converged` events of a revocation: (time, payload) by target id."""
+    rows = await conn.execute(
+        sa.select(Event.created_at, Event.payload)
+        .where(
+            Event.workspace == revocation.workspace,
+            Event.agent == revocation.agent,
+            Event.slug == revocation.slug,
+            Event.kind == "target.converged",
+            Event.version == revocation.version,
+            Event.created_at >= revocation.revoked_at,
+        )
+        .order_by(Event.id)
+    )
+    found: dict[str, tuple[datetime, dict[str, Any]]] = {}
+    for r in rows:
+        payload = dict(r.payload)
+        if payload.get("revocation") == revocation.id:
+            found.setdefault(str(payload.get("target_id")), (r.created_at, payload))
+    return found

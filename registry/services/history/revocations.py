@@ -52,7 +52,6 @@ from registry.errors import (
     VersionUnavailable,
 )
 from registry.services.context import Context
-from registry.services.trust import attest
 from registry.services.write import revoke
 from registry.services.write.request import Revoking
 from registry.services.write.restore import republish, stored_version
@@ -107,6 +106,9 @@ class YankReport:
     restored_from: int | None = None
     use_stopped: bool = False
     already: bool = False
+    # A catalog listing's version: its installed copies given an update job, or stopped.
+    copies_updated: int = 0
+    copies_stopped: int = 0
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,7 @@ async def yank(
     number = _check_version(slug, version)
     revoking = Revoking(number, check_kind(kind).value, check_reason(reason), actor)
     check_text("actor", actor)
-    attest.ready(ctx)  # nothing is recorded by a registry that cannot sign it
+    revoke.ready(ctx)  # nothing is recorded by a registry that cannot sign it
     for _ in range(_ATTEMPTS):
         plan = await ctx.read(lambda conn: _plan(conn, scope, slug, number))
         if plan.existing is not None:
@@ -260,7 +262,7 @@ async def unyank(
     check_slug(slug)
     number = _check_version(slug, version)
     check_text("actor", actor)
-    attest.ready(ctx)
+    revoke.ready(ctx)
 
     async def work(conn: AsyncConnection) -> Revocation:
         now = ctx.clock.now()

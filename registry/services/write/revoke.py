@@ -26,11 +26,16 @@ from registry.domain.model import Scope
 from registry.domain.revocation import REVOCATION_PREDICATE, RevocationFacts
 from registry.errors import VersionNotFound, VersionRevoked
 from registry.services.context import Context
-from registry.services.trust import keys
+from registry.services.trust import attest, keys
 from registry.services.write.request import Revoking
 
 REVOKED: Final = "version.revoked"
 UNREVOKED: Final = "version.unrevoked"
+
+
+def ready(ctx: Context) -> None:
+    """Refuse a yank before anything is read or recorded if the registry cannot sign it."""
+    attest.ready(ctx)
 
 
 def sign(ctx: Context, facts: RevocationFacts, package_digest: str) -> bytes:
