@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import exclusions as db_exclusions
 from registry.db import history as db_history
+from registry.db import revocations as db_revocations
 from registry.db import skills as db_skills
 from registry.domain.arguments import RULE_MALFORMED, check_type
 from registry.domain.model import Scope, check_slug
@@ -84,6 +85,12 @@ def _parse_cursor(cursor: object) -> tuple[int, int]:
     return parsed[0], parsed[1]
 
 
+def _revoked(found: db_revocations.RevocationRow | None) -> dict[str, object]:
+    if found is None:
+        return {}
+    return {"revoked": True, "revoked_kind": found.kind, "revoked_reason": found.reason}
+
+
 async def history(
     ctx: Context,
     scope: Scope,
@@ -110,6 +117,7 @@ async def history(
         page = rows[:limit]
         sources = await db_skills.version_sources(conn, (r.id for r in page))
         unavailable = await db_exclusions.unavailable(conn, scope.workspace, sources)
+        revoked = await db_revocations.of_skills(conn, scope.workspace, {r.skill_id for r in page})
         items = [
             VersionSummary(
                 number=r.number,
@@ -128,6 +136,7 @@ async def history(
                 archived=live is None or r.skill_id != live.id,
                 available=r.id not in unavailable,
                 unavailable_because=unavailable.get(r.id),
+                **_revoked(revoked.get((r.skill_id, r.number))),
             )
             for r in page
         ]
