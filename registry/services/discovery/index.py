@@ -2,8 +2,9 @@
 
 The index lists the head of every published skill that a reconcile would materialise
 (state active, use not paused, the head readable: no excluded source, not revoked), and
-that a client would accept (registry/domain/discovery.py, `unlistable`). Each entry names its version
-and carries the SHA-256 and size of its artifact and the description in its `SKILL.md`.
+that a client would accept (registry/domain/discovery.py, `unlistable`). Each entry names
+its version and carries the SHA-256 and size of its artifact and the description in its
+`SKILL.md`.
 
 Those three are functions of the package state, cached per manifest hash and artifact
 format (`discovery_artifacts`): an index whose entries are all cached is served from two
