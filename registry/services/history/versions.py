@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final
+from typing import Any, Final
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -51,6 +51,10 @@ class VersionSummary:
     # Who really wrote it (`token:<id>`, `os:<user>`): authenticated, signed with the
     # version. None for versions written before versions were signed.
     principal: str | None = None
+    # A revocation in force (docs/revocation.md): never served for use, still listed.
+    revoked: bool = False
+    revoked_kind: str | None = None
+    revoked_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -85,7 +89,7 @@ def _parse_cursor(cursor: object) -> tuple[int, int]:
     return parsed[0], parsed[1]
 
 
-def _revoked(found: db_revocations.RevocationRow | None) -> dict[str, object]:
+def _revoked(found: db_revocations.RevocationRow | None) -> dict[str, Any]:
     if found is None:
         return {}
     return {"revoked": True, "revoked_kind": found.kind, "revoked_reason": found.reason}
