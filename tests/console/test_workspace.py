@@ -113,3 +113,15 @@ async def test_the_operator_page_shows_each_targets_trust_state(site):
     assert "refused: rollback &lt;b&gt;" in page
     local = "/h/local (h)</td><td>acme/personal</td><td>link</td><td>0</td><td>1</td><td>0</td>"
     assert f"{local}<td>local</td>" in page
+
+
+async def test_the_operator_page_lists_revoked_versions_and_their_targets(site):
+    await publish(site.registry, "one", {"SKILL.md": skill_md("one")})
+    registration = TargetRegistration(agent="personal", path="/h/silent", host="h", mode="link")
+    await site.registry.targets.register(WS, "4" * 8 + "-0000-4000-8000-000000000000", registration)
+    await site.registry.yank(Scope(WS), "one", 1, kind="security", reason="leaks <b>", actor="o")
+    await site.signin("admin")
+    page = (await site.client.get(f"/console/{WS}/operator")).text
+    assert "personal/one v1: security" in page
+    assert "leaks &lt;b&gt;" in page
+    assert "/h/silent (h)</td><td>clear (stale)</td>" in page  # never seen: stale

@@ -11,7 +11,6 @@ import multiprocessing
 import signal
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
