@@ -86,7 +86,7 @@ async def yank(
     agent: str,
     actor: str,
 ) -> None:
-    """Revoke REF (SLUG@N): never served for use again; a revoked head moves back."""
+    """Revoke REF (SLUG@N with -w): never served for use again; a revoked head moves back."""
     found, slug, version = parse_version_ref(ref, workspace)
     async with state.open() as reg:
         report = await reg.yank(
@@ -105,7 +105,10 @@ async def yank(
 async def unyank(
     state: CliState, out: Output, *, ref: str, workspace: str | None, agent: str, actor: str
 ) -> None:
-    """Take back the revocation of REF (SLUG@N); the head does not move back by itself."""
+    """Take back the revocation of REF (SLUG@N with -w).
+
+    The head does not move back by itself: restore the version if it should be the head.
+    """
     found, slug, version = parse_version_ref(ref, workspace)
     async with state.open() as reg:
         result: Revocation = await reg.unyank(make_scope(found, agent), slug, version, actor=actor)
