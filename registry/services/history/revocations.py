@@ -170,7 +170,8 @@ async def _plan(conn: AsyncConnection, scope: Scope, slug: str, number: int) -> 
         raise VersionNotFound(slug, number)
     revoked = await db_revocations.in_force(conn, scope.workspace, skill.id)
     hashes = await db_revocations.manifest_hashes(conn, scope.workspace, skill.id)
-    banned = {hashes[v] for v in revoked} | {hashes[number]}
+    # A revoked version retention pruned since has no row left: its hash is still banned.
+    banned = {r.manifest_hash for r in revoked.values()} | {hashes[number]}
     candidates = sorted((n for n in hashes if n != number and n not in revoked), reverse=True)
     ids = {n: i for i, n in await db_history.version_numbers(conn, scope.workspace, skill.id)}
     unavailable = await db_exclusions.unavailable(conn, scope.workspace, ids.values())
@@ -273,7 +274,9 @@ async def unyank(
         if row is None:
             raise VersionNotFound(slug, number)
         version_row = await db_skills.version(conn, skill, number)
-        assert version_row is not None
+        if version_row is None:
+            # Pruned by retention since: there is no package left to take back.
+            raise VersionNotFound(slug, number)
         manifest = await db_skills.manifest_entries(conn, scope.workspace, version_row.manifest_id)
         facts = RevocationFacts(
             workspace=scope.workspace,
