@@ -44,6 +44,8 @@ REQUESTS = {
     "console_install": ("POST", f"/console/{WS}/marketplace", {"listing": "x", "agent": "-"}),
     "console_update": ("POST", f"{SKILL}/update", {}),
     "console_restore": ("POST", f"{SKILL}/restore", {"version": "1", "expected_head": "1"}),
+    "console_yank": ("POST", f"{SKILL}/yank", {"version": "x"}),
+    "console_unyank": ("POST", f"{SKILL}/unyank", {"version": "x"}),
     "console_control": ("POST", f"{SKILL}/control", {"action": "nothing"}),
     "console_delete": ("POST", f"{SKILL}/delete", {"confirm": "no", "expected_head": "2"}),
     "console_approve": ("POST", f"{SKILL}/approve", {"version": "2"}),
