@@ -5,22 +5,26 @@
 # test machines).
 
 FROM python:3.11-slim AS build
+# uv, the version the Makefile pins (tests/packaging/test_lock.py keeps them equal), builds
+# the wheel here and installs it in the runtime stage; it is not part of the image.
+ARG UV_VERSION=0.13.9
+RUN pip install --no-cache-dir --target /opt/uv uv==${UV_VERSION}
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY registry registry
 COPY blobstore blobstore
 COPY migrations migrations
-RUN pip wheel --no-deps --wheel-dir /dist .
+RUN /opt/uv/bin/uv build --wheel --out-dir /dist .
 
 FROM python:3.11-slim
-ENV PIP_NO_CACHE_DIR=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+ENV UV_NO_CACHE=1 \
     PYTHONUNBUFFERED=1
 # The dependencies as uv.lock pins them (its export, with hashes), then the wheel.
 COPY deploy/install.sh deploy/requirements.txt /tmp/
 COPY --from=build /dist /tmp/dist
-RUN sh /tmp/install.sh /opt/skillreg /tmp/dist/*.whl /tmp/requirements.txt \
-    && rm -r /tmp/install.sh /tmp/requirements.txt /tmp/dist \
+COPY --from=build /opt/uv /tmp/uv
+RUN UV=/tmp/uv/bin/uv sh /tmp/install.sh /opt/skillreg /tmp/dist/*.whl /tmp/requirements.txt \
+    && rm -r /tmp/uv /tmp/install.sh /tmp/requirements.txt /tmp/dist \
     && useradd --system --user-group --uid 10001 --home-dir /var/lib/skillreg --create-home skillreg
 # Without settings the container keeps SQLite and blobs in its volume; compose.yaml sets
 # PostgreSQL and S3 for several replicas.

@@ -51,6 +51,7 @@ JOB_POINTS: Final = (
     "job.effect_done",  # the handler returned: its effect is committed, the outcome is not
     "job.recorded",  # the outcome was recorded (or found fenced off)
     "marketplace.copy_read",  # an update read the copy and its target; nothing written yet
+    "rescan.package_checked",  # a rescan committed one package's check and its consequences
 )
 """Points in a durable job's run (services/jobs/queue.py) and in the marketplace jobs."""
 

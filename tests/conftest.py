@@ -47,6 +47,8 @@ _BACKENDS = ("memory", "local", "s3", "sqlite", "postgresql")
 # contract), and every capability's tests run on both databases: an entry point's tests
 # run on SQLite, and on PostgreSQL only where marked `both_databases` (one end-to-end path
 # per entry point, and what depends on the database: races, a NUL the server refuses).
+# A capability test whose property lies outside the database (a loader reading files while
+# they are swapped, the event loop while files are scanned) is marked `one_database`.
 _ENTRY_POINT_TESTS = ("tests/http/", "tests/console/", "tests/cli/")
 
 
@@ -56,13 +58,20 @@ def pytest_collection_modifyitems(config, items):
         params = getattr(getattr(item, "callspec", None), "params", {})
         on_postgresql = params.get("database_url") == "postgresql"
         entry_point = item.nodeid.startswith(_ENTRY_POINT_TESTS)
-        if on_postgresql and entry_point and item.get_closest_marker("both_databases") is None:
+        if on_postgresql and (
+            (entry_point and item.get_closest_marker("both_databases") is None)
+            or item.get_closest_marker("one_database") is not None
+        ):
             dropped.append(item)
         else:
             kept.append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = kept
+    # Modules with a `slow` test first (whole, so module fixtures are made once): workers
+    # given the long tests early finish together, instead of one running the wheel test
+    # alone at the end. The order within each group stays the collection order.
+    long_modules = {item.nodeid.split("::")[0] for item in kept if item.get_closest_marker("slow")}
+    items[:] = sorted(kept, key=lambda item: item.nodeid.split("::")[0] not in long_modules)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

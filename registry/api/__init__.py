@@ -21,6 +21,7 @@ the same `Context`, one module each:
     reg.discovery     the Agent Skills discovery index and its artifacts  discovery.py
     reg.trust         signing keys; every version's attestation           trust.py
     reg.clawhub       the catalog as the `clawhub` client sees it         clawhub.py
+    reg.rescan        rescans when the content rules change; reviews      rescan.py
 
 Every method forwards to a service (`registry/services/<capability>/`); the docstrings here
 are the reference.

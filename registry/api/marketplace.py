@@ -18,6 +18,7 @@ from registry.domain.archive import EntryCallback
 from registry.domain.arguments import check_choice
 from registry.domain.model import ANY, ExpectedHead, FileInput, Publication, Scope
 from registry.services.context import Context
+from registry.services.history import rescan
 from registry.services.jobs import queue as jobs
 from registry.services.jobs.queue import Enqueued, JobOutcome, JobPage, Wait, Worker
 from registry.services.marketplace import catalog, copies
@@ -208,10 +209,10 @@ class Marketplace:
         poll: Wait | None = None,
         rng: random.Random | None = None,
     ) -> Worker:
-        """A job worker for the marketplace's job kinds, on this registry."""
+        """A job worker for every job kind (installs, updates, rescans), on this registry."""
         return Worker(
             self.ctx,
-            installer.HANDLERS,
+            {**installer.HANDLERS, **rescan.HANDLERS},
             worker_id=worker_id,
             heartbeat=heartbeat,
             poll=poll,

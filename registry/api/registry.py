@@ -22,6 +22,7 @@ from registry.api.gc import GarbageCollection
 from registry.api.learning import Learning
 from registry.api.marketplace import Marketplace
 from registry.api.ops import Operations
+from registry.api.rescan import Rescan
 from registry.api.search import Searching
 from registry.api.targets import Targets
 from registry.api.tokens import Tokens
@@ -32,7 +33,15 @@ from registry.db.engine import UnsupportedDatabaseURL, parse_database_url
 from registry.db.migrate import current_revision, ensure_database, head_revision, upgrade
 from registry.domain.approvals import FindingRef
 from registry.domain.clock import Clock, SystemClock
-from registry.domain.model import ExpectedHead, FileInput, Origin, PackageFile, Publication, Scope
+from registry.domain.model import (
+    ArchivedVersion,
+    ExpectedHead,
+    FileInput,
+    Origin,
+    PackageFile,
+    Publication,
+    Scope,
+)
 from registry.domain.scanner import DefaultScanner, Scanner
 from registry.errors import NotInitialized, StateConflict, StorageUnavailable
 from registry.failpoints import NO_FAILPOINTS, Failpoints
@@ -95,6 +104,7 @@ class Registry(OwnerControls, Searching):
     def _bind(self) -> None:
         """The namespaces, over this registry's context."""
         self.marketplace = Marketplace(self.ctx)
+        self.rescan = Rescan(self.ctx)
         self.gc = GarbageCollection(self.ctx)
         self.uploads = Uploads(self.ctx)
         self.tokens = Tokens(self.ctx)
@@ -347,7 +357,7 @@ class Registry(OwnerControls, Searching):
         self,
         scope: Scope,
         slug: str,
-        version: int,
+        version: int | ArchivedVersion,
         *,
         expected_head: ExpectedHead,
         actor: str,
@@ -359,6 +369,10 @@ class Registry(OwnerControls, Searching):
         automatic improvements off; refuses a version the content check blocks
         (`ContentBlocked`) or that lists an excluded source (`VersionUnavailable`).
         Restoring the head's own package is a no-op (`unchanged=True`).
+
+        An `ArchivedVersion` brings its deleted skill back: the same skill, live again,
+        its history continued by the new version; `expected_head` is the deleted skill's
+        head (or `ANY`). A slug that another live skill holds now is `SlugTaken`.
         """
         return await restore.restore(
             self.ctx,
@@ -386,14 +400,19 @@ class Registry(OwnerControls, Searching):
         """The loads recorded for `conversation`, in order (which versions it used)."""
         return await loads.loads_of(self.ctx, workspace, conversation)
 
-    async def read_package(self, scope: Scope, slug: str, version: int | None = None) -> Package:
-        """The package at the head (or a pinned version), every file verified."""
+    async def read_package(
+        self, scope: Scope, slug: str, version: int | ArchivedVersion | None = None
+    ) -> Package:
+        """The package at the head (or a pinned version), every file verified.
+
+        An `ArchivedVersion` reads a version of a deleted skill of the slug.
+        """
         return await read.read_package(self.ctx, scope, slug, version)
 
     async def package_info(
-        self, scope: Scope, slug: str, version: int | None = None
+        self, scope: Scope, slug: str, version: int | ArchivedVersion | None = None
     ) -> PackageInfo:
-        """A version's manifest and metadata, without reading blobs."""
+        """A version's manifest and metadata, without reading blobs (`ArchivedVersion` too)."""
         return await read.package_info(self.ctx, scope, slug, version)
 
     async def list_skills(
@@ -414,20 +433,29 @@ class Registry(OwnerControls, Searching):
         limit: int = 20,
         before: str | None = None,
         include_archived: bool = False,
+        skill_id: int | None = None,
     ) -> HistoryPage:
         """The versions of `slug`, newest first, a page at a time.
 
         With `include_archived`, the versions of earlier, deleted skills of the same slug
-        follow (marked `archived`). Pinned reads: `read_package(..., version=N)`.
+        follow (marked `archived`, each with its `skill_id`); `skill_id` lists one skill's
+        versions only. Pinned reads: `read_package(..., version=N)`, or
+        `version=ArchivedVersion(N, skill_id)` for an archived one.
         """
         return await history.history(
-            self.ctx, scope, slug, limit=limit, before=before, include_archived=include_archived
+            self.ctx,
+            scope,
+            slug,
+            limit=limit,
+            before=before,
+            include_archived=include_archived,
+            skill_id=skill_id,
         )
 
     async def diff(
         self, scope: Scope, slug: str, a: DiffTarget, b: DiffTarget, *, full: bool = False
     ) -> PackageDiff:
-        """What changed from `a` to `b` (version numbers, or `ProposalRef(id)`).
+        """What changed from `a` to `b` (version numbers, `ProposalRef(id)`, `ArchivedVersion`).
 
         Text files get a bounded unified-diff preview (`full=True`: the whole diff);
         binary files are reported as binary.

@@ -29,6 +29,13 @@ from registry.services.history.proposals import (
     ProposalPage,
     ProposalSummary,
 )
+from registry.services.history.rescan import (
+    EVERY_WORKSPACE,
+    RESCAN,
+    ApproveResult,
+    ReviewPage,
+    ReviewRow,
+)
 from registry.services.history.revocations import Revocation, YankReport
 from registry.services.history.versions import HistoryPage, VersionSummary
 from registry.services.jobs.queue import Enqueued, JobOutcome, JobPage, JobRow
@@ -61,10 +68,13 @@ __all__ = [
     "ACTIONS",
     "DEFAULT_ACTOR",
     "DEFAULT_LIMIT",
+    "EVERY_WORKSPACE",
     "MAX_LIMIT",
     "POLICIES",
     "PROPOSAL_KINDS",
+    "RESCAN",
     "UNCHANGED",
+    "ApproveResult",
     "Artifact",
     "Changes",
     "CopyStatus",
@@ -106,6 +116,8 @@ __all__ = [
     "ProposalRef",
     "ProposalSummary",
     "ReconcileReport",
+    "ReviewPage",
+    "ReviewRow",
     "Revocation",
     "RevokedVersion",
     "SearchHit",

@@ -15,6 +15,7 @@ from registry.api.types import (
     ProposalRef,
     VersionSummary,
 )
+from registry.cli.archived import archived_option, archived_side, pinned, split_slug
 from registry.cli.common import (
     VERSION,
     CliState,
@@ -29,7 +30,7 @@ from registry.cli.common import (
     version_number,
 )
 from registry.cli.output import Output, count, human_size, shown
-from registry.domain.model import Publication
+from registry.domain.model import ArchivedVersion, Publication
 
 actor_option = click.option("--actor", default="cli", show_default=True, help="Who acts.")
 
@@ -75,7 +76,7 @@ def _render_history(page: HistoryPage, console: Console) -> None:
         if v.restored_from is not None:
             marks.append(f"restored from {v.restored_from}")
         if v.archived:
-            marks.append("[dim]archived[/]")
+            marks.append(f"[dim]archived, {page.slug}~{v.skill_id}[/]")
         if not v.available:
             marks.append(f"[red]unavailable: {shown(v.unavailable_because or '')}[/]")
         if v.revoked:
@@ -99,7 +100,11 @@ def _render_history(page: HistoryPage, console: Console) -> None:
 @agent_option
 @click.option("--limit", default=20, show_default=True, type=DecimalRange(1, 500))
 @click.option("--before", help="Continue after this cursor (from the previous page).")
-@click.option("--archived", is_flag=True, help="Also list the versions of deleted skills.")
+@click.option(
+    "--archived",
+    is_flag=True,
+    help="Also list the versions of deleted skills, each with its SLUG~ID.",
+)
 @json_option
 @run_async
 async def history(
@@ -112,8 +117,12 @@ async def history(
     before: str | None,
     archived: bool,
 ) -> None:
-    """List the versions of REF (WORKSPACE/SLUG), newest first."""
-    workspace, slug = parse_skill(ref)
+    """List the versions of REF (WORKSPACE/SLUG), newest first.
+
+    WORKSPACE/SLUG~ID lists only the versions of that skill (a deleted one, by its id).
+    """
+    workspace, text = parse_skill(ref)
+    slug, skill_id = split_slug(ref, text)
     if before is not None and not _is_cursor(before):
         msg = f"{before!r}: not a cursor from a previous page"
         raise click.BadParameter(msg, param_hint="--before")
@@ -124,6 +133,7 @@ async def history(
             limit=limit,
             before=before,
             include_archived=archived,
+            skill_id=skill_id,
         )
     out.emit(page, lambda c: _render_history(page, c))
 
@@ -194,20 +204,47 @@ def _render_diff(diff: PackageDiff, workspace: str, console: Console) -> None:
     render_changes(diff.files, console)
 
 
+def _side(value: str, skill_id: int | None, *, archived: bool) -> DiffTarget:
+    """A diff side: `~ID@N` (a deleted skill's version), `pN`, or a number of REF's skill."""
+    named = archived_side(value)
+    if named is not None:
+        return named
+    target = parse_target(value)
+    if isinstance(target, int) and (archived or skill_id is not None):
+        return ArchivedVersion(target, skill_id)
+    return target
+
+
 @click.command()
 @click.argument("ref")
 @click.argument("a")
 @click.argument("b")
 @agent_option
 @click.option("--full", is_flag=True, help="The whole unified diff of every text file.")
+@archived_option
 @json_option
 @run_async
 async def diff(
-    state: CliState, out: Output, *, ref: str, a: str, b: str, agent: str, full: bool
+    state: CliState,
+    out: Output,
+    *,
+    ref: str,
+    a: str,
+    b: str,
+    agent: str,
+    full: bool,
+    archived: bool,
 ) -> None:
-    """Compare versions A and B of REF (WORKSPACE/SLUG); a proposal is written pN."""
-    workspace, slug = parse_skill(ref)
-    side_a, side_b = parse_target(a), parse_target(b)
+    """Compare versions A and B of REF (WORKSPACE/SLUG); a proposal is written pN.
+
+    With SLUG~ID (or --archived) the numbers are the deleted skill's versions; a side
+    written ~ID@N is version N of deleted skill ID, so `diff W/SLUG ~7@2 5` compares it
+    with the live skill's version 5.
+    """
+    workspace, text = parse_skill(ref)
+    slug, skill_id = split_slug(ref, text)
+    side_a = _side(a, skill_id, archived=archived)
+    side_b = _side(b, skill_id, archived=archived)
     async with state.open() as reg:
         result = await reg.diff(make_scope(workspace, agent), slug, side_a, side_b, full=full)
     out.emit(result, lambda c: _render_diff(result, workspace, c))
@@ -229,10 +266,17 @@ def publication_dict(pub: Publication) -> dict[str, Any]:
 @click.command()
 @click.argument("ref")
 @click.argument("version", type=VERSION)
-@click.option("--expect-head", "expect", required=True, type=VERSION, help="The current head.")
+@click.option(
+    "--expect-head",
+    "expect",
+    required=True,
+    type=VERSION,
+    help="The current head (a deleted skill's: its last version).",
+)
 @agent_option
 @actor_option
 @click.option("-m", "--message", default="", help="A message stored with the new version.")
+@archived_option
 @json_option
 @run_async
 async def restore(
@@ -245,24 +289,40 @@ async def restore(
     agent: str,
     actor: str,
     message: str,
+    archived: bool,
 ) -> None:
-    """Make VERSION of REF (WORKSPACE/SLUG) the head again, as a new version."""
-    workspace, slug = parse_skill(ref)
+    """Make VERSION of REF (WORKSPACE/SLUG) the head again, as a new version.
+
+    SLUG~ID (or --archived) brings a deleted skill back: the same skill, live again, its
+    history continued; refused (exit 4) if another live skill has the slug now.
+    """
+    workspace, text = parse_skill(ref)
+    slug, skill_id = split_slug(ref, text)
+    restored = pinned(ref, skill_id, version, archived=archived)
+    assert restored is not None
     async with state.open() as reg, interrupt_safe_write(f"{workspace}/{slug}"):
         pub = await reg.restore(
             make_scope(workspace, agent),
             slug,
-            version,
+            restored,
             expected_head=expect,
             actor=actor,
             message=message,
         )
-    data = {"workspace": workspace, "agent": agent, "slug": slug, "restored_from": version}
+    revived = isinstance(restored, ArchivedVersion)
+    data = {
+        "workspace": workspace,
+        "agent": agent,
+        "slug": slug,
+        "restored_from": version,
+        "revived": revived,
+    }
     if pub.unchanged:
         line = f"{slug}: version {version} is already the head's package (version {pub.version})"
     else:
         line = (
-            f"{slug}: restored version {version} as version {pub.version} "
+            f"{slug}: {'brought the deleted skill back, ' if revived else ''}"
+            f"restored version {version} as version {pub.version} "
             f"({pub.manifest_hash[:12]}; {count(pub.uploaded, 'blob')} uploaded)"
         )
     out.emit({**data, **publication_dict(pub)}, lambda c: c.print(line))

@@ -96,6 +96,14 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "loads": ("learning", "List the versions loaded for CONVERSATION in WORKSPACE, in order."),
     "gc": ("gc", "Reclaim orphaned blobs (safe while writers run); `gc stats` shows the figures."),
     "fsck": ("gc", "Check the registry end to end; exit 1 on any inconsistency."),
+    "rescan": (
+        "rescan",
+        "Check every head and installed listing version with the current content rules.",
+    ),
+    "reviews": (
+        "rescan",
+        "Content reviews: blocking findings a rescan found in heads, for the owner to decide.",
+    ),
     "reconcile": (
         "reconcile",
         "Make TARGET hold the skills of WORKSPACE in use, package-atomically; repair drift.",

@@ -26,7 +26,7 @@ from rich.table import Table
 
 from registry.api import Registry
 from registry.api.folders import read_folder
-from registry.api.types import DEFAULT_ACTOR, POLICIES, JobOutcome, JobRow, Policy
+from registry.api.types import DEFAULT_ACTOR, POLICIES, RESCAN, JobOutcome, JobRow, Policy
 from registry.cli.common import (
     FOLDER,
     ROW_ID,
@@ -43,6 +43,7 @@ from registry.cli.common import (
 from registry.cli.exits import EXIT_CODES, UNEXPECTED, exit_code
 from registry.cli.output import Output, human_size, to_jsonable
 from registry.cli.packages import _pub, _publication_line, parse_expect
+from registry.cli.rescan import rescan_line
 from registry.domain.numbers import MAX_VERSION
 from registry.errors import RegistryError, by_code
 
@@ -242,6 +243,8 @@ def _job_dict(job: JobRow) -> dict[str, Any]:
 
 
 def _outcome_line(job: JobRow) -> str:
+    if job.kind == RESCAN and job.status != "failed":
+        return rescan_line(job)
     result = job.result or {}
     where = f"{result.get('workspace')}/{result.get('slug')}"
     outcome = result.get("outcome", job.status)
@@ -431,7 +434,8 @@ async def jobs_run(
 ) -> None:
     """Run due jobs: forever (Ctrl-C stops and hands the current job back), or --once/--drain.
 
-    Many workers may run at once on PostgreSQL; on SQLite run one at a time.
+    Many workers may run at once on PostgreSQL; on SQLite run one at a time. A worker
+    that runs forever first queues a rescan if the content rules changed.
     """
     done: list[JobRow] = []
 
@@ -441,6 +445,10 @@ async def jobs_run(
             out.console.print(_outcome_line(outcome.job), soft_wrap=True)
 
     async with state.open() as reg:
+        if not (once or drain):
+            # A worker process that starts with other content rules than the last
+            # rescan's queues one (a one-off `--once`/`--drain` run leaves that to it).
+            await reg.rescan.start_if_rules_changed()
         worker = reg.marketplace.worker(worker_id=worker_id)
         ran = await worker.run(once=once, drain=drain, on_outcome=report)
     out.emit(
@@ -481,6 +489,8 @@ async def jobs_list(
         for job in page.items:
             if job.status == "succeeded":
                 detail = str((job.result or {}).get("outcome", ""))
+            elif job.status == "running" and job.progress:
+                detail = f"{job.progress.get('done')} of {job.progress.get('total')} done"
             else:
                 detail = str((job.last_error or {}).get("message", ""))
             table.add_row(

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from registry.api.folders import read_folder, write_folder
 from registry.api.types import PackageInfo, SkillPage
+from registry.cli.archived import archived_option, parse_skill_ref, pinned
 from registry.cli.common import (
     FOLDER,
     OUTPUT_FOLDER,
@@ -24,7 +25,6 @@ from registry.cli.common import (
     json_option,
     make_scope,
     nonblank,
-    parse_ref,
     run_async,
     version_number,
 )
@@ -195,6 +195,8 @@ def _info_dict(info: PackageInfo) -> dict[str, Any]:
         "slug": info.slug,
         "version": info.version,
         "head": info.head,
+        "skill_id": info.skill_id,
+        "archived": info.archived,
         "manifest_hash": info.manifest.hash,
         "origin": info.origin,
         "actor": info.actor,
@@ -211,9 +213,13 @@ def _info_dict(info: PackageInfo) -> dict[str, Any]:
 
 
 def _render_info(info: PackageInfo, console: Console) -> None:
-    pinned = "" if info.version == info.head else f" (head is {info.head})"
+    if info.archived:
+        where = f"~{info.skill_id}"
+        head = f" (deleted skill; its last version is {info.head})"
+    else:
+        where, head = "", "" if info.version == info.head else f" (head is {info.head})"
     console.print(
-        f"[bold]{info.scope.workspace}/{info.slug}[/] version {info.version}{pinned}  "
+        f"[bold]{info.scope.workspace}/{info.slug}{where}[/] version {info.version}{head}  "
         f"{info.manifest.file_count} files, {human_size(info.manifest.total_size)}"
     )
     console.print(f"manifest {info.manifest.hash}")
@@ -236,11 +242,16 @@ def _render_info(info: PackageInfo, console: Console) -> None:
 @click.command()
 @click.argument("ref")
 @agent_option
+@archived_option
 @json_option
 @run_async
-async def show(state: CliState, out: Output, *, ref: str, agent: str) -> None:
-    """Show REF (WORKSPACE/SLUG[@VERSION]): its version, manifest and files."""
-    workspace, slug, version = parse_ref(ref)
+async def show(state: CliState, out: Output, *, ref: str, agent: str, archived: bool) -> None:
+    """Show REF (WORKSPACE/SLUG[@VERSION]): its version, manifest and files.
+
+    SLUG~ID@N (or SLUG@N --archived) is version N of the deleted skill ID.
+    """
+    workspace, slug, skill_id, number = parse_skill_ref(ref)
+    version = pinned(ref, skill_id, number, archived=archived)
     async with state.open() as reg:
         info = await reg.package_info(make_scope(workspace, agent), slug, version)
     out.emit(_info_dict(info), lambda c: _render_info(info, c))
@@ -250,18 +261,26 @@ async def show(state: CliState, out: Output, *, ref: str, agent: str) -> None:
 @click.argument("ref")
 @click.option("--out", "target", required=True, type=OUTPUT_FOLDER)
 @agent_option
+@archived_option
 @json_option
 @run_async
-async def get(state: CliState, out: Output, *, ref: str, target: Path, agent: str) -> None:
-    """Write the package REF (WORKSPACE/SLUG[@VERSION]) into an empty folder."""
-    workspace, slug, version = parse_ref(ref)
+async def get(
+    state: CliState, out: Output, *, ref: str, target: Path, agent: str, archived: bool
+) -> None:
+    """Write the package REF (WORKSPACE/SLUG[@VERSION]) into an empty folder.
+
+    SLUG~ID@N (or SLUG@N --archived) is version N of the deleted skill ID.
+    """
+    workspace, slug, skill_id, number = parse_skill_ref(ref)
+    version = pinned(ref, skill_id, number, archived=archived)
     async with state.open() as reg:
         package = await reg.read_package(make_scope(workspace, agent), slug, version)
     await asyncio.to_thread(write_folder, target, package.files)
     out.emit(
         {**_info_dict(package), "out": str(target)},
         lambda c: c.print(
-            f"wrote {workspace}/{slug} version {package.version} "
+            f"wrote {workspace}/{slug}{f'~{package.skill_id}' if package.archived else ''} "
+            f"version {package.version} "
             f"({package.manifest.file_count} files) to {target}"
         ),
     )

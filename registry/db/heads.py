@@ -50,11 +50,13 @@ async def swap(
     now: datetime,
     auto_improve: bool | None = None,
     baseline: tuple[str, int, str] | None = None,
+    revive: bool = False,
 ) -> None:
     """Move the head from `skill.head` (as read under the lock) to `new_head`.
 
     `size` is the new head package's bytes (the quota counter follows it, by trigger);
     `auto_improve` (unless None) and `baseline` (unless None) change with the head.
+    `revive` makes a deleted skill live again with it (its counters follow, by trigger).
     """
     values: dict[str, Any] = {
         "skill_id": skill.id,
@@ -64,6 +66,8 @@ async def swap(
         "head_size": size,
         "updated_at": now,
     }
+    if revive:
+        values["state"], values["deleted_at"] = "active", None
     if auto_improve is not None:
         values["auto_improve"] = auto_improve
     if baseline is not None:

@@ -45,6 +45,7 @@ class JobRow:
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None
+    progress: dict[str, Any] | None = None
 
     @property
     def finished(self) -> bool:
@@ -231,6 +232,24 @@ async def renew(
         sa.update(Job)
         .where(_fenced(job_id, owner, attempt))
         .values(lease_expires_at=lease_until, updated_at=now)
+    )
+    return bool(result.rowcount == 1)
+
+
+async def report_progress(
+    conn: AsyncConnection,
+    job_id: int,
+    *,
+    owner: str,
+    attempt: int,
+    progress: dict[str, Any],
+    now: datetime,
+) -> bool:
+    """Record what the job has done so far (fenced); False if the lease is no longer held."""
+    result = await conn.execute(
+        sa.update(Job)
+        .where(_fenced(job_id, owner, attempt))
+        .values(progress=progress, updated_at=now)
     )
     return bool(result.rowcount == 1)
 

@@ -147,6 +147,18 @@ async def live_skill(conn: AsyncConnection, scope: Scope, slug: str) -> SkillRow
     return None if row is None else _skill(row)
 
 
+async def deleted_skills(
+    conn: AsyncConnection, scope: Scope, slug: str, *, skill_id: int | None = None
+) -> list[SkillRow]:
+    """The deleted skills of `scope` that had `slug` (only `skill_id`, if given), newest first."""
+    query = sa.select(*_SKILL_COLUMNS).where(
+        in_scope(scope), Skill.slug == slug, Skill.state == "deleted"
+    )
+    if skill_id is not None:
+        query = query.where(Skill.id == skill_id)
+    return [_skill(row) for row in await conn.execute(query.order_by(Skill.id.desc()))]
+
+
 async def skill_by_id(conn: AsyncConnection, workspace: str, skill_id: int) -> SkillRow | None:
     row = (
         await conn.execute(

@@ -115,6 +115,22 @@ async def lift(
     return result.rowcount == 1
 
 
+async def lift_deleted(
+    conn: AsyncConnection, workspace: str, skill_id: int, *, actor: str, now: datetime
+) -> None:
+    """Lift the active suppressions a skill's delete recorded (the skill came back)."""
+    await conn.execute(
+        sa.update(Suppression)
+        .where(
+            Suppression.workspace == workspace,
+            Suppression.skill_id == skill_id,
+            Suppression.cause == "delete",
+            Suppression.status == "active",
+        )
+        .values(status="lifted", lifted_at=now, lifted_by=actor)
+    )
+
+
 async def listed(
     conn: AsyncConnection, workspace: str, *, agent: str | None, active_only: bool
 ) -> list[SuppressionRow]:

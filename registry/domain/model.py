@@ -18,7 +18,7 @@ from registry.domain.arguments import (
     check_flag,
     type_name,
 )
-from registry.domain.numbers import MAX_VERSION
+from registry.domain.numbers import MAX_VERSION, check_int
 from registry.errors import ArgumentInvalid, InvalidName
 
 DEFAULT_AGENT: Final = "personal"
@@ -132,6 +132,30 @@ def check_expected_head(value: object) -> ExpectedHead:
         where = "negative" if value < 0 else f"above {MAX_VERSION}"
         raise ArgumentInvalid("expected_head", RULE_RANGE, f"a version number, not {where}")
     return value
+
+
+@dataclass(frozen=True, slots=True)
+class ArchivedVersion:
+    """A version of a deleted (archived) skill, as a read, a diff or a restore names it.
+
+    A deleted skill keeps its id, its versions and their numbers (docs/history.md,
+    "Deleted skills"). `skill_id` names the deleted skill (history lists it with each
+    archived version; the command line writes `SLUG~ID`); None names the slug's only
+    deleted skill, and several are `ArchivedSkillAmbiguous`, listing them. Both are ints
+    (`ArgumentInvalid` otherwise); one no row can have is simply not found.
+    """
+
+    number: int
+    skill_id: int | None = None
+
+    def __post_init__(self) -> None:
+        check_int("number", self.number)
+        if self.skill_id is not None:
+            check_int("skill_id", self.skill_id)
+
+    def __str__(self) -> str:
+        which = "" if self.skill_id is None else str(self.skill_id)
+        return f"~{which}@{self.number}"
 
 
 @dataclass(frozen=True, slots=True)

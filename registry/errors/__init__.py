@@ -26,6 +26,7 @@ import them from `registry.errors`.
 
 from registry.errors.base import ATTRIBUTE_ONLY, RegistryError, all_errors, by_code
 from registry.errors.conflicts import (
+    ArchivedSkillAmbiguous,
     Conflict,
     DraftKept,
     EntryInTheWay,
@@ -38,6 +39,7 @@ from registry.errors.conflicts import (
     ProposalStale,
     SkillExists,
     SlugLookAlike,
+    SlugTaken,
     StateConflict,
     TargetBusy,
     TargetMismatch,
@@ -45,6 +47,7 @@ from registry.errors.conflicts import (
 )
 from registry.errors.missing import (
     AccessDenied,
+    ArchivedSkillNotFound,
     AttestationMissing,
     BlobUnknown,
     Forbidden,
@@ -55,6 +58,7 @@ from registry.errors.missing import (
     NotInitialized,
     PendingWriteNotFound,
     ProposalNotFound,
+    ReviewNotFound,
     ScopeNotFound,
     SigningKeyUnavailable,
     SkillNotFound,
@@ -96,6 +100,8 @@ __all__ = [
     "ATTRIBUTE_ONLY",
     "AccessDenied",
     "ArchiveRejected",
+    "ArchivedSkillAmbiguous",
+    "ArchivedSkillNotFound",
     "ArgumentInvalid",
     "AttestationInvalid",
     "AttestationMissing",
@@ -134,11 +140,13 @@ __all__ = [
     "RefusedInput",
     "RegistryError",
     "RemoteRefused",
+    "ReviewNotFound",
     "ScopeNotFound",
     "SigningKeyUnavailable",
     "SkillExists",
     "SkillNotFound",
     "SlugLookAlike",
+    "SlugTaken",
     "SourceExcluded",
     "StateConflict",
     "StorageUnavailable",

@@ -56,6 +56,45 @@ class SlugLookAlike(Conflict, code="slug_look_alike"):
 
 
 @dataclass(eq=False, repr=False)
+class SlugTaken(Conflict, code="slug_taken"):
+    """A deleted skill cannot come back: a new live skill has its slug (docs/history.md).
+
+    `skill_id` is the deleted skill asked for; `live_skill` and `live_head` are the skill
+    that holds the slug now. Delete or rename the live skill first, or read the deleted
+    one's versions (they stay readable) and publish what is needed under another slug.
+    """
+
+    template = (
+        "deleted skill {slug}~{skill_id} cannot come back: the slug {slug!r} is the live "
+        "skill {live_skill} (version {live_head})"
+    )
+    slug: str
+    skill_id: int
+    live_skill: int
+    live_head: int
+
+
+@dataclass(eq=False, repr=False)
+class ArchivedSkillAmbiguous(Conflict, code="archived_skill_ambiguous"):
+    """Several deleted skills had the slug, and the request did not say which.
+
+    `candidates` lists them, newest first: `skill_id`, `head` (its last version) and
+    `deleted_at` (ISO 8601). Name one by its id (`ArchivedVersion(n, skill_id=...)`,
+    `SLUG~ID` on the command line, `skill_id=` over HTTP).
+    """
+
+    slug: str
+    candidates: list[dict[str, object]]
+
+    def __str__(self) -> str:
+        named = ", ".join(f"{self.slug}~{c.get('skill_id')}" for c in self.candidates)
+        return (
+            f"{len(self.candidates)} deleted skills had the slug {self.slug!r}: "
+            f"name one by its id ({named})"
+        )
+
+
+@dataclass(eq=False, repr=False)
 class OwnershipConflict(Conflict, code="ownership_conflict"):
     """A marketplace write would replace an owner-saved skill (or the reverse)."""
 

@@ -22,6 +22,17 @@ class SkillNotFound(NotFound, code="skill_not_found"):
 
 
 @dataclass(eq=False, repr=False)
+class ArchivedSkillNotFound(SkillNotFound, code="archived_skill_not_found"):
+    """No deleted skill of the slug (with that id, if one was named) in the scope."""
+
+    skill_id: int | None
+
+    def __str__(self) -> str:
+        which = "" if self.skill_id is None else f"~{self.skill_id}"
+        return f"no deleted skill {self.workspace}/{self.slug}{which} (agent {self.agent!r})"
+
+
+@dataclass(eq=False, repr=False)
 class ScopeNotFound(NotFound, code="scope_not_found"):
     """A scope has no skills, no history and no target: probably a misspelt name."""
 
@@ -96,6 +107,14 @@ class VersionRevoked(NotFound, code="version_revoked"):
 class ProposalNotFound(NotFound, code="proposal_not_found"):
     template = "proposal {proposal} not found"
     proposal: int
+
+
+@dataclass(eq=False, repr=False)
+class ReviewNotFound(NotFound, code="review_not_found"):
+    """No content review (a rescan's decision) with this id in the workspace."""
+
+    template = "content review {review} not found"
+    review: int
 
 
 @dataclass(eq=False, repr=False)

@@ -35,6 +35,7 @@ from registry.http.routes import (
     marketplace,
     operations,
     proposals,
+    rescan,
     revocations,
     search,
     skills,
@@ -46,6 +47,7 @@ from registry.http.routes.discovery import DiscoverySettingsBody
 from registry.http.routes.history import RestoreBody, StateChange
 from registry.http.routes.learning import DecisionBatch, LoadBody
 from registry.http.routes.proposals import DecisionBody
+from registry.http.routes.rescan import RescanRequest, ReviewApproval
 from registry.http.schemas import (
     InstallRequest,
     ManifestBody,
@@ -69,6 +71,8 @@ _EXTRA_SCHEMAS: Final = (
     RestoreBody,
     StateChange,
     DecisionBody,
+    RescanRequest,
+    ReviewApproval,
     InstallRequest,
     UpdateRequest,
     DecisionBatch,
@@ -106,6 +110,9 @@ def create_app(
         await registry.check_schema()
         # Pending writes wait for room; a capacity raised with this start is room.
         await registry.learning.apply_pending_writes()
+        # Content rules other than the last rescan's: queue a rescan of everything (a
+        # worker, this one with `jobs` or `skillreg jobs run`, runs it).
+        await registry.rescan.start_if_rules_changed()
         if not jobs:
             yield
             return
@@ -149,6 +156,7 @@ def create_app(
         blobs.router,
         targets.router,
         *marketplace.routers,
+        rescan.router,
         search.router,
         discovery.router,
         wellknown.router,

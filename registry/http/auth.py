@@ -95,6 +95,11 @@ ROLES: Final[dict[str, Role | None]] = {
     "update_skill": Role.WRITE,
     "list_jobs": Role.READ,
     "get_job": Role.READ,
+    # the rescan when the content rules change (service-wide: admin), and its reviews
+    "start_rescan": Role.ADMIN,
+    "get_rescan": Role.ADMIN,
+    "list_reviews": Role.READ,
+    "approve_review": Role.OWNER,
     # search
     "search_skills": Role.READ,
     # discovery: the owner's settings, and the index and its artifacts (a scope the owner

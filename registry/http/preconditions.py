@@ -19,6 +19,11 @@ A decision on a proposal whose skill was deleted has no tag to name
 (`deleted_skill_precondition`): applying it creates the skill, so it takes
 `If-None-Match: *`; keeping it out changes no skill and needs no precondition.
 
+A restore that brings a deleted skill back (`revival_precondition`) takes `If-Match` with
+the tag of the deleted skill's last version (its representation, `GET .../versions/{n}
+?skill_id=`, carries it), a compare-and-swap on that head; or `If-None-Match: *`, which
+asks only that the slug be free (the restore refuses a taken slug with 409 either way).
+
 A publish or a restore whose `If-Match` names an earlier head may be a retry whose reply
 was lost: RFC 9110 (13.1.1) lets a server answer 2xx when the requested change was already
 made. Such a write goes to the write path with `ALREADY_APPLIED` as its expected head, a
@@ -36,9 +41,9 @@ from blake3 import blake3
 from fastapi import Request
 
 from registry.api import Registry
-from registry.domain.model import Scope
+from registry.domain.model import ANY, AnyHead, Scope
 from registry.domain.numbers import MAX_VERSION, decimal
-from registry.errors import HeadConflict, SkillExists, SkillNotFound
+from registry.errors import ArchivedSkillNotFound, HeadConflict, SkillExists, SkillNotFound
 from registry.http.problems import HttpProblem
 
 _TAG: Final = re.compile(r'\s*(W/)?"([^"]*)"\s*')
@@ -176,6 +181,43 @@ async def expected_head(
         return None
     needed = "If-Match or If-None-Match: *" if allow_create else "If-Match"
     raise HttpProblem("precondition_required", f"this write needs {needed}")
+
+
+async def deleted_head(registry: Registry, scope: Scope, slug: str, skill_id: int) -> Head:
+    """The last version of the deleted skill `skill_id` of `slug`, tagged as its head."""
+    page = await registry.history(scope, slug, skill_id=skill_id, limit=1)
+    last = page.items[0]
+    if not last.archived:
+        raise ArchivedSkillNotFound(scope.workspace, scope.agent, slug, skill_id)
+    return Head(last.number, entity_tag(skill_id, last.number, last.manifest_hash))
+
+
+async def revival_precondition(
+    request: Request, registry: Registry, scope: Scope, slug: str, skill_id: int
+) -> int | AnyHead:
+    """The expected head of a restore that brings the deleted skill `skill_id` back.
+
+    See the module docstring: `If-Match` (the deleted head's tag; 412 with that tag if it
+    does not match), `If-None-Match: *` (`ANY`: only a free slug), neither: 428.
+    """
+    if_match = request.headers.get("if-match")
+    if if_match is not None:
+        condition = parse_condition(if_match)
+        head = await deleted_head(registry, scope, slug, skill_id)
+        if not condition.matches(head.etag):
+            wanted = next((tag_version(t) for t in condition.tags), None)
+            raise precondition_failed(HeadConflict(wanted, head.version), head)
+        return head.version
+    if_none_match = request.headers.get("if-none-match")
+    if if_none_match is not None:
+        if if_none_match.strip() != "*":
+            raise HttpProblem("precondition_invalid", "a free slug is If-None-Match: * only")
+        return ANY
+    raise HttpProblem(
+        "precondition_required",
+        "bringing a deleted skill back needs If-Match (its last version's ETag) "
+        "or If-None-Match: *",
+    )
 
 
 async def deleted_skill_precondition(

@@ -150,6 +150,8 @@ class SkillVersion(_Model):
     total_size: int
     triggers: list[str] = Field(description="discovery triggers (`metadata.triggers`)")
     files: list[FileEntry]
+    skill_id: int = Field(description="the skill's id (a deleted skill's versions are named by it)")
+    archived: bool = Field(description="a version of a deleted skill; `head` is its last version")
 
     @classmethod
     def of(cls, info: PackageInfo, etag: str) -> SkillVersion:
@@ -169,6 +171,8 @@ class SkillVersion(_Model):
             total_size=info.manifest.total_size,
             triggers=list(info.triggers),
             files=FileEntry.list_of(info.manifest),
+            skill_id=info.skill_id,
+            archived=info.archived,
         )
 
 
@@ -355,6 +359,9 @@ class JobBody(_Model):
     payload: dict[str, Any]
     result: dict[str, Any] | None = Field(description="the outcome of a job that succeeded")
     last_error: dict[str, Any] | None = Field(description="code, message, attempt, permanent")
+    progress: dict[str, Any] | None = Field(
+        default=None, description="what a long job has done so far (a rescan: done, total)"
+    )
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None
@@ -372,6 +379,7 @@ class JobBody(_Model):
             payload=job.payload,
             result=job.result,
             last_error=public_error(job.last_error),
+            progress=job.progress,
             created_at=job.created_at,
             updated_at=job.updated_at,
             finished_at=job.finished_at,

@@ -22,9 +22,11 @@ from registry.db import skills as db_skills
 from registry.domain.arguments import check_optional_text
 from registry.domain.frontmatter import parse_skill_md
 from registry.domain.manifest import Manifest
-from registry.domain.model import PackageFile, Scope, check_slug
-from registry.domain.numbers import MAX_VERSION, names_row
+from registry.domain.model import ArchivedVersion, PackageFile, Scope, check_slug
+from registry.domain.numbers import MAX_ID, MAX_VERSION, names_row
 from registry.errors import (
+    ArchivedSkillAmbiguous,
+    ArchivedSkillNotFound,
     Inconsistency,
     RegistryError,
     SkillNotFound,
@@ -54,6 +56,9 @@ class PackageInfo:
     # so entity tags built from it (registry/http) cannot confuse the two.
     skill_id: int
     triggers: tuple[str, ...]
+    # True for a version of a deleted skill (`ArchivedVersion`); `head` is then the
+    # deleted skill's last version.
+    archived: bool
 
     @property
     def manifest_hash(self) -> str:
@@ -94,10 +99,43 @@ class SkillPage:
     next_after: str | None
 
 
+VersionRef = int | ArchivedVersion | None
+"""A version of the live skill (None: its head), or of a deleted one (`ArchivedVersion`)."""
+
+
+async def archived_skill(
+    conn: AsyncConnection, scope: Scope, slug: str, skill_id: int | None
+) -> db_skills.SkillRow:
+    """The deleted skill of `slug` with `skill_id`, or the slug's only deleted skill.
+
+    `ArchivedSkillNotFound` if there is none (an id that is live, another slug's or another
+    scope's included); `ArchivedSkillAmbiguous`, listing them, if `skill_id` is None and
+    several deleted skills had the slug.
+    """
+    if skill_id is not None and not names_row("skill_id", skill_id, MAX_ID):
+        raise ArchivedSkillNotFound(scope.workspace, scope.agent, slug, skill_id)
+    found = await db_skills.deleted_skills(conn, scope, slug, skill_id=skill_id)
+    if not found:
+        raise ArchivedSkillNotFound(scope.workspace, scope.agent, slug, skill_id)
+    if len(found) > 1:
+        candidates: list[dict[str, object]] = [
+            {
+                "skill_id": s.id,
+                "head": s.head,
+                "deleted_at": None if s.deleted_at is None else s.deleted_at.isoformat(),
+            }
+            for s in found
+        ]
+        raise ArchivedSkillAmbiguous(slug, candidates)
+    return found[0]
+
+
 async def locate(
-    conn: AsyncConnection, scope: Scope, slug: str, version: int | None
+    conn: AsyncConnection, scope: Scope, slug: str, version: VersionRef
 ) -> tuple[db_skills.SkillRow, db_skills.VersionRow]:
     """The live skill and the requested version (the head if `version` is None).
+
+    An `ArchivedVersion` names a version of a deleted skill instead (`archived_skill`).
 
     A version that lists a source excluded from the workspace is unavailable: reading or
     restoring it raises `VersionUnavailable` (docs/history.md). A number no version has
@@ -105,10 +143,15 @@ async def locate(
     an int is `ArgumentInvalid`, before any.
     """
     check_slug(slug)
+    if isinstance(version, ArchivedVersion):
+        skill = await archived_skill(conn, scope, slug, version.skill_id)
+        version = version.number
+    else:
+        found = await db_skills.live_skill(conn, scope, slug)
+        if found is None:
+            raise SkillNotFound(scope.workspace, scope.agent, slug)
+        skill = found
     stored = version is None or names_row("version", version, MAX_VERSION)
-    skill = await db_skills.live_skill(conn, scope, slug)
-    if skill is None:
-        raise SkillNotFound(scope.workspace, scope.agent, slug)
     number = skill.head if version is None else version
     row = await db_skills.version(conn, skill, number) if stored else None
     if row is None:
@@ -120,7 +163,7 @@ async def locate(
 
 
 async def package_info(
-    ctx: Context, scope: Scope, slug: str, version: int | None = None
+    ctx: Context, scope: Scope, slug: str, version: VersionRef = None
 ) -> PackageInfo:
     """The manifest and metadata of a version, without reading any blob."""
 
@@ -141,6 +184,7 @@ async def package_info(
             created_at=row.created_at,
             skill_id=skill.id,
             triggers=_indexed_triggers(indexed, manifest.hash),
+            archived=skill.state == "deleted",
         )
 
     info = await ctx.read(work)
@@ -234,7 +278,7 @@ async def read_files(
 
 
 async def read_package(
-    ctx: Context, scope: Scope, slug: str, version: int | None = None
+    ctx: Context, scope: Scope, slug: str, version: VersionRef = None
 ) -> Package:
     """The package at the head, or at a pinned version, with every digest verified."""
     info = await package_info(ctx, scope, slug, version)

@@ -128,3 +128,38 @@ def test_delete_asks_on_a_terminal_refuses_without_one_and_compares_the_head(emb
         assert ("not deleted" in out.decode()) is kept
         history = run_json("history", "acme/csv-cleaner", code=0 if kept else 5)
         assert ("items" in history) is kept
+
+
+def test_a_deleted_skill_is_read_compared_and_brought_back_by_its_id(embedded):
+    run("init")
+    skill = embedded / "pdf-report"
+    shutil.copytree(example_root() / "pdf-report", skill)
+    original = tree(skill)
+    run("publish", skill, "-w", "acme", "-m", "first")
+    (skill / "SKILL.md").write_bytes((skill / "SKILL.md").read_bytes() + b"\nA second thought.\n")
+    run("publish", skill, "-w", "acme", "-m", "second")
+    run("delete", "acme/pdf-report", "--yes")
+    run("publish", skill, "-w", "acme", "-m", "a new skill, same slug")
+
+    listed = run_json("history", "acme/pdf-report", "--archived")
+    old = {v["skill_id"] for v in listed["items"] if v["archived"]}
+    assert len(old) == 1
+    (old_id,) = old
+    assert f"archived, pdf-report~{old_id}" in run("history", "acme/pdf-report", "--archived")
+    shown = run_json("show", f"acme/pdf-report~{old_id}@1")
+    assert (shown["version"], shown["head"], shown["archived"]) == (1, 2, True)
+    run("get", "acme/pdf-report@1", "--archived", "--out", embedded / "old-v1")
+    assert tree(embedded / "old-v1") == original
+    diff = run_json("diff", "acme/pdf-report", f"~{old_id}@1", 1)
+    assert [f["path"] for f in diff["files"]] == ["SKILL.md"]
+
+    # The slug is the new skill's: refused, exit 4, naming it.
+    taken = run_json("restore", f"acme/pdf-report~{old_id}", 1, "--expect-head", 2, code=4)
+    assert (taken["error"], taken["details"]["skill_id"]) == ("slug_taken", old_id)
+    run("delete", "acme/pdf-report", "--yes")
+    ambiguous = run_json("show", "acme/pdf-report@1", "--archived", code=4)
+    assert ambiguous["error"] == "archived_skill_ambiguous"
+    back = run_json("restore", f"acme/pdf-report~{old_id}", 1, "--expect-head", 2)
+    assert (back["version"], back["restored_from"], back["revived"]) == (3, 1, True)
+    run("get", "acme/pdf-report", "--out", embedded / "back")
+    assert tree(embedded / "back") == original

@@ -44,6 +44,39 @@ async def test_restore_names_the_head_it_saw_and_never_overwrites_a_moved_one(si
     assert history.items[0].restored_from == 1
 
 
+async def test_a_deleted_skill_is_viewed_and_brought_back_from_its_history(site):
+    await _two_versions(site)
+    skill_id = (await site.registry.package_info(SCOPE, "hello")).skill_id
+    await site.registry.delete(SCOPE, "hello", actor="owner")
+    await site.signin("owner")
+    listed = (await site.client.get(skill_path("hello", "history"))).text
+    assert f"archived/{skill_id}?version=1" in listed
+    assert "Bring back" in listed
+    view = await site.client.get(
+        skill_path("hello", "archived", str(skill_id)), params={"version": 1}
+    )
+    assert view.status_code == 200
+    assert 'name="expected_head" value="2"' in view.text
+    one = await site.client.get(
+        skill_path("hello", "file"), params={"path": "a.txt", "version": 1, "skill_id": skill_id}
+    )
+    assert "<pre>one</pre>" in one.text
+    revive = skill_path("hello", "archived", str(skill_id), "restore")
+    # A head the deleted skill does not have: refused, nothing changes.
+    stale = await site.post(revive, {"version": "1", "expected_head": "1"})
+    assert stale.status_code == 409
+    answer = await site.post(revive, {"version": "1", "expected_head": "2"})
+    assert answer.status_code == 303
+    history = await site.registry.history(SCOPE, "hello")
+    assert [(v.number, v.skill_id, v.restored_from) for v in history.items] == [
+        (3, skill_id, 1),
+        (2, skill_id, None),
+        (1, skill_id, None),
+    ]
+    back = await site.client.get(skill_path("hello", "archived", str(skill_id)))
+    assert (back.status_code, back.headers["location"]) == (303, skill_path("hello"))
+
+
 async def test_an_edit_saves_a_version_with_the_text_as_typed(site):
     await _two_versions(site)
     await site.signin("owner")

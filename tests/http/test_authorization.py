@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from registry.db import pending as db_pending
+from registry.db import rescan as db_rescan
 from registry.db import skills as db_skills
 from registry.domain.access import Role
 from registry.domain.model import Origin
@@ -215,6 +216,33 @@ async def _get_job(served, w: str, n: str):
     return "GET", f"/v1/workspaces/{w}/jobs/{queued.job.id}", {}
 
 
+async def _get_rescan(served, _w: str, _n: str):
+    queued = await served.registry.rescan.start()
+    return "GET", f"/v1/rescan/{queued.job.id}", {}
+
+
+async def _approve_review(served, w: str, n: str):
+    slug = await _fresh_skill(served, n)
+    info = await served.registry.package_info(ACME, slug, 1)
+
+    async def work(conn):
+        return await db_rescan.insert_review(
+            conn,
+            workspace="acme",
+            skill_id=info.skill_id,
+            version=1,
+            manifest_hash=info.manifest_hash,
+            package_digest=info.manifest_hash,
+            ruleset=served.registry.rescan.ruleset,
+            findings=[],
+            paused_use=False,
+            opened_at=served.registry.ctx.clock.now(),
+        )
+
+    review = await served.registry.ctx.locked("acme", work)
+    return "POST", f"/v1/workspaces/{w}/reviews/{review}/approve", {"json": {}}
+
+
 def _target_id(n: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"target-{n}"))
 
@@ -303,6 +331,10 @@ MATRIX: dict[str, Request] = {
     "update_skill": _update,
     "list_jobs": fixed("GET", "/v1/workspaces/{w}/jobs"),
     "get_job": _get_job,
+    "start_rescan": fixed("POST", "/v1/rescan", json={}),
+    "get_rescan": _get_rescan,
+    "list_reviews": fixed("GET", "/v1/workspaces/{w}/reviews"),
+    "approve_review": _approve_review,
     "list_decisions": fixed("GET", "/v1/workspaces/{w}/decisions"),
     "decide_many": _decide_many,
     "list_pending_writes": fixed("GET", "/v1/workspaces/{w}/pending-writes"),
@@ -327,7 +359,15 @@ MATRIX: dict[str, Request] = {
     "head_discovery_file": _artifact("HEAD", "/SKILL.md"),
 }
 # Endpoints outside any workspace: every workspace's token is "own" there.
-UNSCOPED = {"service_status", "list_listings", "get_listing", "get_listing_archive", "put_listing"}
+UNSCOPED = {
+    "service_status",
+    "list_listings",
+    "get_listing",
+    "get_listing_archive",
+    "put_listing",
+    "start_rescan",
+    "get_rescan",
+}
 
 
 @pytest.fixture

@@ -139,6 +139,46 @@ async def test_delete_then_recreate_gets_tags_the_old_skill_cannot_match(served)
     assert [(v["number"], v["archived"]) for v in r.json()["items"]] == [(1, False), (1, True)]
 
 
+async def test_a_deleted_skill_is_read_and_brought_back_by_its_id(served):
+    await three_versions(served, "lazarus")
+    owner = served.auth("owner")
+    gone = await served.client.delete(
+        f"{SKILLS}/lazarus", headers={"If-Match": await etag_of(served, "lazarus"), **owner}
+    )
+    assert gone.status_code == 200, gone.text
+    assert (await publish(served, "lazarus", package("lazarus", tag="new"))).status_code == 201
+    listed = await served.client.get(
+        f"{SKILLS}/lazarus/history", params={"include_archived": "true"}, headers=owner
+    )
+    (old_id,) = {v["skill_id"] for v in listed.json()["items"] if v["archived"]}
+    last = await served.client.get(
+        f"{SKILLS}/lazarus/versions/3", params={"skill_id": old_id}, headers=owner
+    )
+    assert (last.status_code, last.json()["archived"], last.json()["head"]) == (200, True, 3)
+    r = await served.client.get(
+        f"{SKILLS}/lazarus/diff", params={"from": f"~{old_id}@1", "to": "1"}, headers=owner
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["a"]["archived_skill"] == old_id
+    revive = {"version": 1, "skill_id": old_id}
+    tagged = {"If-Match": last.headers["etag"], **owner}
+    taken = await served.client.post(f"{SKILLS}/lazarus/restore", json=revive, headers=tagged)
+    assert (taken.status_code, taken.json()["code"]) == (409, "slug_taken")
+    new_tag = await etag_of(served, "lazarus")
+    r = await served.client.delete(f"{SKILLS}/lazarus", headers={"If-Match": new_tag, **owner})
+    assert r.status_code == 200
+    stale = {"If-Match": new_tag, **owner}
+    r = await served.client.post(f"{SKILLS}/lazarus/restore", json=revive, headers=stale)
+    assert (r.status_code, r.json()["current_head"]) == (412, 3)
+    back = await served.client.post(f"{SKILLS}/lazarus/restore", json=revive, headers=tagged)
+    assert back.status_code == 200, back.text
+    assert back.json()["version"] == 4
+    assert back.headers["etag"] == await etag_of(served, "lazarus")
+    history = (await served.client.get(f"{SKILLS}/lazarus/history", headers=owner)).json()
+    newest = history["items"][0]
+    assert (newest["skill_id"], newest["restored_from"], newest["archived"]) == (old_id, 1, False)
+
+
 async def test_state_changes_are_conditional_and_checked_against_the_state_machine(served):
     assert (await publish(served, "stately", package("stately"))).status_code == 201
     owner = served.auth("owner")

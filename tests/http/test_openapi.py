@@ -26,7 +26,7 @@ from tests.http.helpers import digest, publish
 from tests.support.packages import package
 
 DOCUMENT = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
-EXAMPLES = 10  # per operation: what a fuzz run finds, it finds in the first few
+EXAMPLES = 5  # per operation: what a fuzz run finds, it finds in the first few
 
 
 async def test_the_served_document_is_the_checked_in_one(served):

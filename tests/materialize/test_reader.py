@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
+@pytest.mark.one_database  # files swapped under a reader: the database plays no part
 async def test_a_reader_only_ever_sees_published_packages(registry, target):
     published: list[str] = []
     locks = []

@@ -43,7 +43,9 @@ def test_both_stages_start_from_the_slim_python_image():
 def test_the_image_installs_the_locked_dependencies_and_the_wheel_and_runs_as_a_user():
     runtime = stages()[-1]
     runs = [args for kw, args in runtime if kw == "RUN"]
-    install = "/tmp/install.sh /opt/skillreg /tmp/dist/*.whl /tmp/requirements.txt"
+    install = (
+        "UV=/tmp/uv/bin/uv sh /tmp/install.sh /opt/skillreg /tmp/dist/*.whl /tmp/requirements.txt"
+    )
     assert any(install in run for run in runs)
     copies = [args.split()[:-1] for kw, args in runtime if kw == "COPY"]
     assert ["deploy/install.sh", "deploy/requirements.txt"] in copies

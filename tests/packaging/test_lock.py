@@ -102,7 +102,9 @@ def test_the_container_requirements_pin_the_locked_runtime_with_hashes():
         assert LOCKED[name]["version"] == version, name
 
 
-def test_the_makefile_bootstraps_the_uv_pyproject_requires():
+def test_the_makefile_and_the_dockerfile_use_the_uv_pyproject_requires():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     (version,) = re.findall(r"^UV_VERSION := (\S+)$", makefile, re.MULTILINE)
     assert PYPROJECT["tool"]["uv"]["required-version"] == f"=={version}"
+    dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    assert re.findall(r"^ARG UV_VERSION=(\S+)$", dockerfile, re.MULTILINE) == [version]

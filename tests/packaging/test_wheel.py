@@ -3,8 +3,8 @@ empty folder.
 
 The wheel is built from exactly what the Dockerfile's build stage copies, and installed by
 `deploy/install.sh`, the script the Dockerfile's runtime stage runs, into a fresh virtual
-environment, with the dependencies as uv.lock pins them (deploy/requirements.txt, from the
-package index through pip's cache, each file checked against its hash). Its metadata keeps
+environment, with the dependencies as uv.lock pins them (deploy/requirements.txt, installed
+by the pinned uv from its cache, each file checked against its hash). Its metadata keeps
 pyproject.toml's ranges: the lock pins installs, never what the package declares. Then, in a
 clean shell whose only Python packages are that environment's: `skillreg init`, `skillreg
 demo`, a publish, reads, `skillreg fsck`, the library, and `skillreg serve` answering
@@ -38,10 +38,13 @@ from tests.support.shell import clean_env
 
 pytestmark = pytest.mark.slow
 
+# The uv the Makefile installs beside the test environment's Python (the pinned version).
+UV = Path(sys.executable).parent / "uv"
+
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    """The wheel, built like the Dockerfile's build stage: `pip wheel --no-deps` of its COPYs."""
+    """The wheel, built like the Dockerfile's build stage: `uv build --wheel` of its COPYs."""
     context = tmp_path_factory.mktemp("context")
     for source in copied(stages()[0]):
         origin = ROOT / source
@@ -52,7 +55,7 @@ def wheel(tmp_path_factory) -> Path:
             shutil.copy2(origin, context / source)
     out = tmp_path_factory.mktemp("dist")
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", out, "."],
+        [UV, "build", "--quiet", "--wheel", "--out-dir", out, "."],
         cwd=context,
         capture_output=True,
         text=True,
@@ -71,7 +74,7 @@ def prefix(wheel, tmp_path_factory) -> Path:
     requirements = ROOT / "deploy" / "requirements.txt"
     done = subprocess.run(
         ["sh", ROOT / "deploy" / "install.sh", venv, wheel, requirements],
-        env={**env, "PYTHON": sys.executable},
+        env={**env, "PYTHON": sys.executable, "UV": str(UV)},
         capture_output=True,
         text=True,
         check=False,

@@ -63,6 +63,10 @@ async def make_registry(
         return registry
 
     yield make
+    # close() waits for the cleanups a failed or cancelled write started (they hold a
+    # connection); disposing of the engine first would leave theirs open.
+    for registry in built:
+        await registry.close()
     for engine in engines:
         await engine.dispose()
 

@@ -133,6 +133,9 @@ def packages(cases: tuple[Case, ...]) -> list[tuple[str, dict[str, bytes]]]:
 
 NEAR_MISS_PACKAGES = packages(NEAR_MISSES)
 
+# The event loop while files are scanned: the database plays no part.
+pytestmark = pytest.mark.one_database
+
 
 @pytest.mark.parametrize(
     ("slug", "files"), NEAR_MISS_PACKAGES, ids=[slug for slug, _ in NEAR_MISS_PACKAGES]

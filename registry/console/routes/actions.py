@@ -29,7 +29,7 @@ from registry.console.routing import (
     viewer_of,
 )
 from registry.domain.approvals import FindingRef
-from registry.domain.model import PackageFile, Scope
+from registry.domain.model import ArchivedVersion, PackageFile, Scope
 from registry.domain.numbers import MAX_VERSION, decimal
 from registry.domain.states import Action
 from registry.domain.textdiff import is_text
@@ -38,6 +38,7 @@ from registry.errors import (
     DraftKept,
     HeadConflict,
     RefusedInput,
+    SlugTaken,
     StateConflict,
 )
 
@@ -210,6 +211,48 @@ async def restore(request: Request, workspace: str, agent: str, slug: str) -> Re
         )
     notice = "unchanged" if published.unchanged else "restored"
     return see_other(skill_url(workspace, agent, slug, "history", notice=notice))
+
+
+@router.post(SKILL + "/archived/{skill_id}/restore", name="console_revive")
+async def revive(
+    request: Request, workspace: str, agent: str, slug: str, skill_id: int
+) -> Response:
+    """Bring a deleted skill back with one of its versions (docs/history.md, "Deleted skills").
+
+    A compare-and-swap on the deleted skill's last version, as the page showed it; a slug
+    another live skill holds now is refused (409) and nothing changes.
+    """
+    reg = registry_of(request)
+    scope = Scope(workspace, agent)
+    form = await form_of(request)
+    version, expected = number(form, "version"), number(form, "expected_head")
+    if version is None or expected is None:
+        return message_page(request, 400, "Refused", "The form names no version or head.")
+    try:
+        await reg.restore(
+            scope,
+            slug,
+            ArchivedVersion(version, skill_id),
+            expected_head=expected,
+            actor=viewer_of(request).actor,
+        )
+    except SlugTaken as exc:
+        return message_page(
+            request,
+            409,
+            "Not brought back",
+            f"The slug {slug} is the live skill {exc.live_skill} now (v{exc.live_head}): the "
+            "deleted skill cannot come back under it. Nothing was changed.",
+        )
+    except HeadConflict:
+        return message_page(
+            request,
+            409,
+            "Not brought back",
+            f"{slug}~{skill_id} changed since the page was loaded (it may be back already). "
+            "Nothing was overwritten; open its history again.",
+        )
+    return see_other(skill_url(workspace, agent, slug, "history", notice="restored"))
 
 
 # ---------------------------------------------------------------- controls and delete

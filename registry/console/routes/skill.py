@@ -9,10 +9,17 @@ from starlette.responses import Response
 
 from registry.api.types import DiffTarget, Package, ProposalRef
 from registry.console.render import has_hidden
-from registry.console.routing import ConsoleRoute, message_page, page, registry_of
+from registry.console.routing import (
+    ConsoleRoute,
+    message_page,
+    page,
+    registry_of,
+    see_other,
+    skill_url,
+)
 from registry.console.tree import file_tree
 from registry.domain.frontmatter import parse_skill_md
-from registry.domain.model import Scope
+from registry.domain.model import ArchivedVersion, Scope
 from registry.domain.numbers import MAX_ID, MAX_VERSION, decimal
 from registry.domain.textdiff import is_text
 from registry.errors import NotInstalled, RegistryError, VersionUnavailable
@@ -81,9 +88,11 @@ async def file(
     *,
     path: str,
     version: int | None = None,
+    skill_id: int | None = None,
 ) -> Response:
     scope = Scope(workspace, agent)
-    package = await registry_of(request).read_package(scope, slug, version)
+    pinned = version if skill_id is None or version is None else ArchivedVersion(version, skill_id)
+    package = await registry_of(request).read_package(scope, slug, pinned)
     found = package.files.get(path)
     if found is None:
         return message_page(request, 404, "Not found", f"v{package.version} has no file {path}.")
@@ -116,6 +125,42 @@ async def history(
     )
     return page(
         request, "history.html", title=f"History of {slug}", agent=agent, slug=slug, history=found
+    )
+
+
+@router.get(SKILL + "/archived/{skill_id}", name="console_archived")
+async def archived(
+    request: Request,
+    workspace: str,
+    agent: str,
+    slug: str,
+    skill_id: int,
+    *,
+    version: int | None = None,
+) -> Response:
+    """A version of a deleted skill of the slug (its last by default), and its files.
+
+    The owner may bring the skill back from here while the slug is free.
+    """
+    reg = registry_of(request)
+    scope = Scope(workspace, agent)
+    versions = await reg.history(scope, slug, skill_id=skill_id, limit=HISTORY_PAGE)
+    last = versions.items[0]
+    if not last.archived:  # brought back since: it is the live skill
+        return see_other(skill_url(workspace, agent, slug))
+    number = last.number if version is None else version
+    package = await reg.read_package(scope, slug, ArchivedVersion(number, skill_id))
+    return page(
+        request,
+        "archived.html",
+        title=f"Deleted {slug}~{skill_id}, v{package.version}",
+        agent=agent,
+        slug=slug,
+        skill_id=skill_id,
+        package=package,
+        tree=file_tree(package.manifest),
+        versions=versions.items,
+        live_head=versions.head,
     )
 
 

@@ -11,7 +11,8 @@ may see is decided through its versions and manifests, never by digest alone.
 manifests, blobs and outbox; `history` proposals, approvals and exclusions; `learning`
 suppressions, pending writes, loads and the SKILL.md index; `ops` jobs, GC runs,
 materialisations, tokens and ended console sessions; `discovery` what a scope publishes
-in its Agent Skills index; `search` the full-text documents; `trust` signing keys and
+in its Agent Skills index; `rescan` the rule set that checked each package and the
+decisions a rescan opened; `search` the full-text documents; `trust` signing keys and
 attestations. Every table is importable from `registry.db.tables`.
 """
 
@@ -71,6 +72,7 @@ from registry.db.tables.ops import (
     Materialization,
     MaterializationTarget,
 )
+from registry.db.tables.rescan import REVIEW_STATUSES, ContentReview, PackageCheck, RescanRuleset
 from registry.db.tables.search import SearchCursor, SearchDocument
 from registry.db.tables.trust import Attestation, SigningKey
 
@@ -87,6 +89,7 @@ __all__ = [
     "PROPOSAL_DECISIONS",
     "PROPOSAL_KINDS",
     "PROPOSAL_STATUSES",
+    "REVIEW_STATUSES",
     "SKILL_KINDS",
     "SKILL_STATES",
     "SUPPRESSION_CAUSES",
@@ -99,6 +102,7 @@ __all__ = [
     "Blob",
     "BlobClaim",
     "ContentApproval",
+    "ContentReview",
     "DiscoveryArtifact",
     "DiscoveryScope",
     "DiscoverySkill",
@@ -111,8 +115,10 @@ __all__ = [
     "ManifestEntry",
     "Materialization",
     "MaterializationTarget",
+    "PackageCheck",
     "PendingWrite",
     "Proposal",
+    "RescanRuleset",
     "Revocation",
     "ScanResult",
     "ScopeCount",

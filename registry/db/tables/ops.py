@@ -43,6 +43,9 @@ class Job(Base):
     lease_expires_at: Mapped[datetime | None]
     last_error: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)
     result: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)
+    # What a long job has done so far (a rescan: packages `done` of `total`), written by
+    # its handler under the lease.
+    progress: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
     finished_at: Mapped[datetime | None]

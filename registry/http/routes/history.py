@@ -13,9 +13,11 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import Field, TypeAdapter
 
+from registry.api import Registry
 from registry.api.types import DiffTarget, HistoryPage, PackageDiff, ProposalRef, SkillStatus
 from registry.domain.arguments import TEXT_PATTERN
-from registry.domain.numbers import MAX_VERSION
+from registry.domain.model import ArchivedVersion, Scope
+from registry.domain.numbers import MAX_ID, MAX_VERSION
 from registry.domain.states import Action
 from registry.errors import HeadConflict
 from registry.http.auth import Caller, authorize, registry_of
@@ -25,6 +27,7 @@ from registry.http.preconditions import (
     expected_head,
     lost_precondition,
     precondition_failed,
+    revival_precondition,
 )
 from registry.http.routes.common import (
     DEFAULT,
@@ -43,8 +46,13 @@ from registry.http.schemas import ActorOptions, PublishResult
 router = APIRouter(prefix="/v1/workspaces/{workspace}/skills/{slug}", tags=["history"])
 
 Authorized = Annotated[Caller, Depends(authorize)]
+SkillId = Annotated[
+    int | None, Query(ge=1, le=MAX_ID, description="a skill's id, as history lists it")
+]
 # Bounded so a number always fits its column (versions: 32 bits; proposal ids: 64 bits).
-_TARGET = r"^([1-9][0-9]{0,8}|p[1-9][0-9]{0,17})$"
+# `~ID@N`: version N of the deleted skill ID (docs/history.md, "Deleted skills").
+_TARGET = r"^([1-9][0-9]{0,8}|p[1-9][0-9]{0,17}|~[1-9][0-9]{0,17}@[1-9][0-9]{0,8})$"
+_TARGET_HELP = "`N`, `p<proposal>` or `~<skill_id>@N` (a deleted skill's version)"
 
 
 def _metrics(request: Request) -> Metrics:
@@ -71,10 +79,13 @@ async def get_history(
         str | None, Query(pattern=r"^[0-9]{1,18}\.[0-9]{1,9}$", description="`next_before`")
     ] = None,
     include_archived: bool = False,
+    skill_id: SkillId = None,
 ) -> HistoryPage:
     """Number, origin, actor, time, message, sources, parent, `restored_from`, sizes, hash.
 
-    `include_archived`: the versions of earlier, deleted skills of the same slug follow.
+    `include_archived`: the versions of earlier, deleted skills of the same slug follow,
+    each with its `skill_id`. `skill_id`: only that skill's versions (a deleted one's, by
+    the id history lists).
     """
     del caller
     return await registry_of(request).history(
@@ -83,10 +94,14 @@ async def get_history(
         limit=limit,
         before=before,
         include_archived=include_archived,
+        skill_id=skill_id,
     )
 
 
 def _target(value: str) -> DiffTarget:
+    if value.startswith("~"):
+        skill_id, _, number = value[1:].partition("@")
+        return ArchivedVersion(int(number), int(skill_id))
     return ProposalRef(int(value[1:])) if value.startswith("p") else int(value)
 
 
@@ -103,8 +118,8 @@ async def get_diff(
     slug: Slug,
     caller: Authorized,
     *,
-    a: Annotated[str, Query(alias="from", pattern=_TARGET, description="`N` or `p<proposal>`")],
-    b: Annotated[str, Query(alias="to", pattern=_TARGET, description="`N` or `p<proposal>`")],
+    a: Annotated[str, Query(alias="from", pattern=_TARGET, description=_TARGET_HELP)],
+    b: Annotated[str, Query(alias="to", pattern=_TARGET, description=_TARGET_HELP)],
     agent: Agent = DEFAULT,
     full: bool = False,
 ) -> PackageDiff:
@@ -120,10 +135,14 @@ async def get_diff(
 
 
 class RestoreBody(ActorOptions):
-    """`POST .../restore`: the version to make the head again."""
+    """`POST .../restore`: the version to make the head again.
+
+    With `skill_id` (a deleted skill of the slug), its `version` brings that skill back.
+    """
 
     version: int = Field(strict=True, ge=1, le=MAX_VERSION)
     message: str = Field(default="", max_length=10_000, pattern=TEXT_PATTERN)
+    skill_id: int | None = Field(default=None, strict=True, ge=1, le=MAX_ID)
 
 
 @router.post(
@@ -142,11 +161,18 @@ async def restore_skill(
     caller: Authorized,
     agent: Agent = DEFAULT,
 ) -> Response:
-    """A new version with origin `restore`; uploads nothing; automatic improvements off."""
+    """A new version with origin `restore`; uploads nothing; automatic improvements off.
+
+    With `skill_id`, the deleted skill comes back (same id, its history continued):
+    `If-Match` its last version's ETag, or `If-None-Match: *`; 409 `slug_taken` if another
+    live skill has the slug now.
+    """
     body = await json_body(request, RestoreBody)
     refuse_credentials(request, actor=body.actor)
     registry = registry_of(request)
     scope = make_scope(workspace, agent)
+    if body.skill_id is not None:
+        return await _revive(request, registry, scope, slug, body, caller)
     expected = await expected_head(
         request, registry, scope, slug, allow_create=False, already_applied_ok=True
     )
@@ -164,6 +190,31 @@ async def restore_skill(
         raise await lost_precondition(
             request, registry, scope, slug, conflict=conflict, expected=expected
         ) from None
+    return await published(request, registry, scope, slug, pub)
+
+
+async def _revive(  # noqa: PLR0917 - the route's state, passed on as it is
+    request: Request,
+    registry: Registry,
+    scope: Scope,
+    slug: str,
+    body: RestoreBody,
+    caller: Caller,
+) -> Response:
+    assert body.skill_id is not None
+    expected = await revival_precondition(request, registry, scope, slug, body.skill_id)
+    try:
+        with _metrics(request).write("restore"):
+            pub = await registry.restore(
+                scope,
+                slug,
+                ArchivedVersion(body.version, body.skill_id),
+                expected_head=expected,
+                actor=body.actor or caller.actor,
+                message=body.message,
+            )
+    except HeadConflict as conflict:
+        raise precondition_failed(conflict, await current_head(registry, scope, slug)) from None
     return await published(request, registry, scope, slug, pub)
 
 

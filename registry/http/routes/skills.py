@@ -19,9 +19,10 @@ from registry.api import Registry
 from registry.api.types import PackageInfo
 from registry.domain.access import Role
 from registry.domain.approvals import FindingRef
-from registry.domain.model import ExpectedHead, Origin, Publication, Scope
-from registry.domain.numbers import MAX_VERSION
-from registry.errors import AttestationMissing, Forbidden, HeadConflict
+from registry.domain.arguments import RULE_MALFORMED
+from registry.domain.model import ArchivedVersion, ExpectedHead, Origin, Publication, Scope
+from registry.domain.numbers import MAX_ID, MAX_VERSION
+from registry.errors import ArgumentInvalid, AttestationMissing, Forbidden, HeadConflict
 from registry.http.archive import tar_gz
 from registry.http.auth import Caller, authorize, registry_of
 from registry.http.metrics import Metrics
@@ -66,6 +67,26 @@ Authorized = Annotated[Caller, Depends(authorize)]
 Version = Annotated[
     int | None, Query(ge=1, le=MAX_VERSION, description="a pinned version (default: the head)")
 ]
+
+
+SkillId = Annotated[
+    int | None,
+    Query(ge=1, le=MAX_ID, description="a deleted skill's id (history lists it): its version"),
+]
+Archived = Annotated[
+    bool, Query(description="the version of the slug's only deleted skill (several: 409)")
+]
+
+
+def _pinned(
+    version: int | None, skill_id: int | None, *, archived: bool
+) -> int | ArchivedVersion | None:
+    """The version a read names: the live skill's, or a deleted skill's (docs/history.md)."""
+    if skill_id is None and not archived:
+        return version
+    if version is None:
+        raise ArgumentInvalid("version", RULE_MALFORMED, "a deleted skill's version is named")
+    return ArchivedVersion(version, skill_id)
 
 
 def _metrics(request: Request) -> Metrics:
@@ -154,7 +175,7 @@ async def head_skill(
     name="get_version",
     summary="A pinned version: manifest and metadata",
     response_model=SkillVersion,
-    responses={304: {"description": "If-None-Match matched"}, **problems(400, 403, 404)},
+    responses={304: {"description": "If-None-Match matched"}, **problems(400, 403, 404, 409, 422)},
 )
 async def get_version(
     request: Request,
@@ -164,10 +185,17 @@ async def get_version(
     version: Annotated[int, Path(ge=1, le=MAX_VERSION)],
     caller: Authorized,
     agent: Agent = DEFAULT,
+    skill_id: SkillId = None,
+    archived: Archived = False,
 ) -> Response:
-    """A version's manifest; its ETag equals the skill's while it is the head."""
+    """A version's manifest; its ETag equals the skill's while it is the head.
+
+    `skill_id` (or `archived=true`): a version of a deleted skill of the slug (`archived`
+    true in the body); its last version's ETag is what bringing it back takes (If-Match).
+    """
     del caller
-    info = await registry_of(request).package_info(make_scope(workspace, agent), slug, version)
+    pinned = _pinned(version, skill_id, archived=archived)
+    info = await registry_of(request).package_info(make_scope(workspace, agent), slug, pinned)
     return await _version_response(request, info)
 
 
@@ -178,7 +206,7 @@ async def get_version(
     response_class=StreamingResponse,
     responses={
         200: {"content": {"application/gzip": {"schema": {"type": "string", "format": "binary"}}}},
-        **problems(400, 403, 404),
+        **problems(400, 403, 404, 409, 422),
     },
 )
 async def get_archive(
@@ -189,32 +217,54 @@ async def get_archive(
     caller: Authorized,
     agent: Agent = DEFAULT,
     version: Version = None,
+    skill_id: SkillId = None,
+    archived: Archived = False,
 ) -> Response:
     """Every file of the head (or `version`) under `<slug>/`, verified, reproducible.
 
     `Skillreg-Attestation` names the version's signed attestation by its SHA-256, and a
-    `Link` (rel `attestation`) says where to fetch it (docs/trust.md).
+    `Link` (rel `attestation`) says where to fetch it (docs/trust.md). With `skill_id`
+    (or `archived=true`) and `version`: a version of a deleted skill, without those headers.
     """
     del caller
     registry, scope = registry_of(request), make_scope(workspace, agent)
-    package = await registry.read_package(scope, slug, version)
+    package = await registry.read_package(
+        scope, slug, _pinned(version, skill_id, archived=archived)
+    )
     tag = _tag(package)
     headers = {
         "ETag": f'"{tag.strip(chr(34))}.tgz"',
         "Content-Disposition": attachment(f"{slug}-{package.version}.tar.gz"),
     }
-    try:
-        sealed = await registry.trust.attestation(scope, slug, package.version)
-    except AttestationMissing:
-        pass  # published before versions were signed: no header names what does not exist
-    else:
-        where = path_for(
-            request, "get_attestation", workspace=workspace, slug=slug, version=package.version
-        )
-        headers["Skillreg-Attestation"] = sealed.digest
-        headers["Link"] = f'<{where}>; rel="attestation"'
+    # The attestation route addresses the live skill's versions: an archived one's
+    # archive names none.
+    if not package.archived:
+        await _name_attestation(request, registry, scope, package, headers)
     chunks = tar_gz(slug, package.files, int(package.created_at.timestamp()))
     return StreamingResponse(chunks, media_type="application/gzip", headers=headers)
+
+
+async def _name_attestation(
+    request: Request,
+    registry: Registry,
+    scope: Scope,
+    package: PackageInfo,
+    headers: dict[str, str],
+) -> None:
+    """Add the headers that name the version's attestation, if it has one."""
+    try:
+        sealed = await registry.trust.attestation(scope, package.slug, package.version)
+    except AttestationMissing:
+        return  # published before versions were signed: no header names what does not exist
+    where = path_for(
+        request,
+        "get_attestation",
+        workspace=scope.workspace,
+        slug=package.slug,
+        version=package.version,
+    )
+    headers["Skillreg-Attestation"] = sealed.digest
+    headers["Link"] = f'<{where}>; rel="attestation"'
 
 
 _PUT_BODY: dict[str, Any] = {

@@ -2,5 +2,6 @@
 
 Owns paged history (`versions`), diffs (`diff`), proposals and their decisions
 (`proposals`), content-check approvals (`approvals`), source exclusion (`exclusions`) and the
-owner controls with the skill's state (`controls`). Writes go through `services.write`.
+owner controls with the skill's state (`controls`), and the rescan when the content rules
+change with the reviews it opens (`rescan`). Writes go through `services.write`.
 """

@@ -228,6 +228,11 @@ _CHANGES: Final[dict[Action, Callable[[db_skills.SkillRow, str], dict[str, Any]]
 """The skill-row update each action makes."""
 
 
+def control_changes(action: Action, skill: db_skills.SkillRow, reason: str = "") -> dict[str, Any]:
+    """The skill-row update `action` makes (for a service that takes it in its own transaction)."""
+    return _CHANGES[action](skill, reason)
+
+
 class _HeadMoved(Exception):
     """The head changed between the content check and the locked transaction."""
 

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from registry.db import proposals as db_proposals
 from registry.db import skills as db_skills
 from registry.domain.manifest import Manifest, ManifestEntry
-from registry.domain.model import Scope, check_slug
+from registry.domain.model import ArchivedVersion, Scope, check_slug
 from registry.domain.numbers import MAX_ID, names_row
 from registry.domain.textdiff import PREVIEW_LINES, is_text, unified
 from registry.errors import ProposalNotFound
@@ -31,8 +31,8 @@ class ProposalRef:
     id: int
 
 
-DiffTarget = int | ProposalRef
-"""A version number, or a proposal."""
+DiffTarget = int | ProposalRef | ArchivedVersion
+"""A version number of the live skill, a proposal, or a version of a deleted skill."""
 
 
 @dataclass(frozen=True)
@@ -42,10 +42,16 @@ class DiffSide:
     kind: Literal["version", "proposal"]
     id: int
     manifest_hash: str
+    # The deleted skill a version belongs to (an `ArchivedVersion` side); None: the live one.
+    archived_skill: int | None = None
 
     @property
     def label(self) -> str:
-        return f"v{self.id}" if self.kind == "version" else f"proposal {self.id}"
+        if self.kind == "proposal":
+            return f"proposal {self.id}"
+        if self.archived_skill is not None:
+            return f"v{self.id} of deleted skill {self.archived_skill}"
+        return f"v{self.id}"
 
 
 @dataclass(frozen=True)
@@ -100,9 +106,10 @@ async def _side(
             raise ProposalNotFound(target.id)
         manifest = await db_skills.manifest_entries(conn, scope.workspace, proposal.manifest_id)
         return DiffSide("proposal", proposal.id, manifest.hash), manifest
-    _, row = await locate(conn, scope, slug, target)
+    skill, row = await locate(conn, scope, slug, target)
     manifest = await db_skills.manifest_entries(conn, scope.workspace, row.manifest_id)
-    return DiffSide("version", row.number, manifest.hash), manifest
+    archived = skill.id if isinstance(target, ArchivedVersion) else None
+    return DiffSide("version", row.number, manifest.hash, archived), manifest
 
 
 async def diff(
@@ -115,7 +122,7 @@ async def diff(
     full: bool = False,
     preview_lines: int = PREVIEW_LINES,
 ) -> PackageDiff:
-    """The diff from `a` to `b` (versions of the live skill, or its proposals)."""
+    """The diff from `a` to `b`, each a `DiffTarget` (an archived version pairs with any)."""
     check_slug(slug)
 
     async def work(conn: AsyncConnection) -> tuple[DiffSide, Manifest, DiffSide, Manifest]:

@@ -2,10 +2,13 @@
 
 The live skill's versions come first; with `include_archived`, the versions of earlier,
 deleted skills that had the same slug in the scope follow, newest skill first, each marked
-`archived`. A version that lists a source excluded from the workspace is listed (its
-metadata is not the excluded content) but marked unavailable.
+`archived`. Every version carries its skill's id, so two deleted skills' versions of the
+same number are told apart; `skill_id` lists one skill's versions only (the live skill's
+or a deleted one's). A version that lists a source excluded from the workspace is listed
+(its metadata is not the excluded content) but marked unavailable.
 
-Pinned reads of a version are `read.read_package(..., version=N)`.
+Pinned reads of a version are `read.read_package(..., version=N)`, of an archived one
+`read.read_package(..., version=ArchivedVersion(N, skill_id))`.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ from registry.db import revocations as db_revocations
 from registry.db import skills as db_skills
 from registry.domain.arguments import RULE_MALFORMED, check_type
 from registry.domain.model import Scope, check_slug
-from registry.domain.numbers import MAX_ID, MAX_VERSION, decimal
-from registry.errors import ArgumentInvalid, SkillNotFound
+from registry.domain.numbers import MAX_ID, MAX_VERSION, check_int, decimal
+from registry.errors import ArchivedSkillNotFound, ArgumentInvalid, SkillNotFound
 from registry.services.context import Context
 
 MAX_PAGE: Final = 500
@@ -47,6 +50,9 @@ class VersionSummary:
     head: bool
     archived: bool
     available: bool
+    # The skill the version belongs to: an archived version is read, compared and
+    # restored by it (`ArchivedVersion(number, skill_id)`; `SLUG~ID@N` on the command line).
+    skill_id: int
     unavailable_because: str | None
     # Who really wrote it (`token:<id>`, `os:<user>`): authenticated, signed with the
     # version. None for versions written before versions were signed.
@@ -103,16 +109,28 @@ async def history(
     limit: int = 20,
     before: str | None = None,
     include_archived: bool = False,
+    skill_id: int | None = None,
 ) -> HistoryPage:
-    """The versions of `slug` in `scope`, newest first; `SkillNotFound` if there are none."""
+    """The versions of `slug` in `scope`, newest first; `SkillNotFound` if there are none.
+
+    With `skill_id`, only that skill's versions (`ArchivedSkillNotFound` if no skill of
+    the slug has that id); `include_archived` is then implied.
+    """
     check_slug(slug)
     limit = max(1, min(limit, MAX_PAGE))
     cursor = None if before is None else _parse_cursor(before)
+    if skill_id is not None:
+        check_int("skill_id", skill_id)
 
     async def work(conn: AsyncConnection) -> HistoryPage:
         skills = await db_history.skills_of_slug(conn, scope, slug)
         live = next((s for s in skills if s.state != "deleted"), None)
-        wanted = [s for s in skills if include_archived or s.state != "deleted"]
+        if skill_id is not None:
+            wanted = [s for s in skills if s.id == skill_id]
+            if not wanted:
+                raise ArchivedSkillNotFound(scope.workspace, scope.agent, slug, skill_id)
+        else:
+            wanted = [s for s in skills if include_archived or s.state != "deleted"]
         if not wanted:
             raise SkillNotFound(scope.workspace, scope.agent, slug)
         rows = await db_history.versions_page(
@@ -138,6 +156,7 @@ async def history(
                 manifest_hash=r.manifest_hash,
                 head=live is not None and r.skill_id == live.id and r.number == live.head,
                 archived=live is None or r.skill_id != live.id,
+                skill_id=r.skill_id,
                 available=r.id not in unavailable,
                 unavailable_because=unavailable.get(r.id),
                 **_revoked(revoked.get((r.skill_id, r.number))),

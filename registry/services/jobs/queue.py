@@ -188,6 +188,24 @@ async def list_jobs(
     return JobPage(items, items[-1].id if len(rows) > limit else None)
 
 
+async def report_progress(ctx: Context, job: JobRow, progress: dict[str, Any]) -> None:
+    """Record what the running `job` has done so far (`JobRow.progress`), under its lease.
+
+    Raises `JobLeaseLost` if the lease is no longer this attempt's: the handler stops,
+    as its worker would cancel it at the next renewal.
+    """
+    now = ctx.clock.now()
+    owner = job.lease_owner or ""
+
+    async def work(conn: AsyncConnection) -> bool:
+        return await db_jobs.report_progress(
+            conn, job.id, owner=owner, attempt=job.attempts, progress=progress, now=now
+        )
+
+    if not await ctx.write(work):
+        raise JobLeaseLost(job.id, owner)
+
+
 def default_worker_id() -> str:
     """host:pid:random, unique per worker object."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"

@@ -123,6 +123,7 @@ async def version(
             now=now,
             auto_improve=request.changes.auto_improve,
             baseline=_baseline(request, decided, skill),
+            revive=request.revives is not None,
         )
     if request.revokes is not None:
         assert skill is not None, "a yank moves an existing head"
@@ -186,6 +187,7 @@ def _event_payload(
         "decided_by": None if decides is None else decides.actor,
         "pending": request.applies_pending,
         "repair": request.repair,
+        "revived": request.revives is not None,
         "staled_proposals": staled,
     }
 

@@ -115,6 +115,33 @@ async def blob_findings(ctx: Context, digest: str, data: bytes) -> list[Finding]
     return await offloaded_above(SCAN_INLINE_BYTES, len(data), ctx.scanner.scan, digest, data)
 
 
+async def package_findings(
+    ctx: Context, manifest: Manifest, *, vanished: Vanished | None = None
+) -> tuple[list[Finding], tuple[str, ...]]:
+    """Every finding in `manifest`'s files under the current rules, approvals aside.
+
+    What a rescan needs (history/rescan.py): the findings themselves, to weigh against
+    each version's own approvals, and the digests this call scanned and found clean, which
+    the caller remembers (`db.scans.remember_clean`) in its own transaction. Digests
+    cached clean are not read.
+    """
+    clean = await _clean_digests(ctx, (e.digest for e in manifest.entries))
+    todo = [e for e in manifest.entries if e.digest not in clean]
+    if not todo:
+        return [], ()
+    files = await read_files(ctx, Manifest(todo), vanished=vanished)
+    data = {e.path: files[e.path].data for e in todo}
+
+    def scan_all() -> list[Finding]:
+        return [f for path, content in data.items() for f in ctx.scanner.scan(path, content)]
+
+    size = sum(len(d) for d in data.values())
+    findings = await offloaded_above(SCAN_INLINE_BYTES, size, scan_all)
+    paths = {f.path for f in findings}
+    dirty = {e.digest for e in todo if e.path in paths}
+    return findings, tuple(sorted({e.digest for e in todo} - dirty))
+
+
 Inherited = Iterable[Approval] | Callable[[], Awaitable[Iterable[Approval]]]
 """Approvals, or a function that loads them: called only if the scan finds something, so
 a clean package (the common case) costs no extra query."""

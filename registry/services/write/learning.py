@@ -422,6 +422,11 @@ async def version_added(
             actor=request.decides.actor if request.decides else request.actor,
             now=now,
         )
+    if request.revives is not None:
+        # The owner took the delete back: its suppression no longer says what they want.
+        await db_suppressions.lift_deleted(
+            conn, request.scope.workspace, skill_id, actor=request.actor, now=now
+        )
     if request.undoes is not None and not request.repair:
         await db_suppressions.record(
             conn,

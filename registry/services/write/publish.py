@@ -324,6 +324,9 @@ async def _apply(
     """
     scope, now = request.scope, ctx.clock.now()
     write_id, uploaded = staged.write_id, staged.uploaded
+    if request.revives is not None:
+        # A deleted skill coming back: from here on it stands where a live skill would.
+        found = await rootchecks.reopen(conn, request, found)
     skill = found.skill
     if skill is not None and request.may_be_unchanged and found.head_hash == manifest.hash:
         # Another writer published this package first: the head references every blob

@@ -25,7 +25,7 @@ from registry.domain.arguments import (
     type_name,
 )
 from registry.domain.model import ExpectedHead, Origin, Scope, check_expected_head
-from registry.domain.numbers import MAX_ID, check_int
+from registry.domain.numbers import MAX_ID, check_int, names_row
 from registry.domain.similarity import ChangedFile, Sketch
 from registry.errors import ArgumentInvalid
 
@@ -126,6 +126,12 @@ class WriteRequest:
     another skill under the slug is a `HeadConflict`. None (the default) checks no identity.
 
     `revokes` makes this write the yank of the head it replaces (origin `revocation`).
+
+    `revives` is the id of a deleted skill of the slug that this write brings back (a
+    restore of an archived version, docs/history.md "Deleted skills"): the same skill row
+    becomes live again with the new version as its head, its history continuing. The slug
+    must have no live skill (`SlugTaken` otherwise), `expected_head` is compared with the
+    deleted skill's head, and the write always appends a version.
     """
 
     scope: Scope
@@ -147,6 +153,7 @@ class WriteRequest:
     undoes: Undone | None = None
     expected_skill: int | None = None
     revokes: Revoking | None = None
+    revives: int | None = None
 
     def __post_init__(self) -> None:
         """Refuse what a caller got wrong before any work (docs/write-path.md, "Arguments").
@@ -160,6 +167,8 @@ class WriteRequest:
         check_type("slug", self.slug, str, "a str")
         object.__setattr__(self, "expected_head", check_expected_head(self.expected_head))
         _check_expected_skill(self.expected_skill, self.expected_head)
+        if self.revives is not None and not names_row("revives", self.revives, MAX_ID):
+            raise ArgumentInvalid("revives", RULE_RANGE, f"a skill id, from 1 to {MAX_ID}")
         check_type("origin", self.origin, Origin, "an Origin")
         check_text("actor", self.actor)
         check_text("message", self.message, multiline=True)
@@ -193,7 +202,12 @@ class WriteRequest:
     @property
     def may_be_unchanged(self) -> bool:
         """True if re-saving the head's package is a no-op for this write."""
-        return self.decides is None and not self.repair and self.applies_pending is None
+        return (
+            self.decides is None
+            and not self.repair
+            and self.applies_pending is None
+            and self.revives is None
+        )
 
     @property
     def kind(self) -> str:

@@ -6,18 +6,28 @@ nothing (docs/write-path.md). Each rule is written once: the compare-and-swap is
 `registry/db/heads.py`'s (`compare` here, `swap` when the head moves), capacity is
 `check_capacity`, the quota `check_quota`; the figures they compare come from the usage
 counters (`registry/db/skills.py`), read with the write context under the lock.
+
+A write that brings a deleted skill back (`WriteRequest.revives`, docs/history.md "Deleted
+skills") has its own root check: the slug must have no live skill (`SlugTaken`), and under
+the lock `reopen` puts the deleted skill where the live one would be, so the
+compare-and-swap, capacity (a slot of its budget again) and quota (its whole package)
+follow the same rules.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import heads as db_heads
+from registry.db import proposals as db_proposals
 from registry.db import publication as db_publication
 from registry.db import skills as db_skills
 from registry.domain.manifest import Manifest
 from registry.domain.model import AnyHead, Origin
 from registry.errors import (
+    ArchivedSkillNotFound,
     CapacityExceeded,
     HeadConflict,
     OwnershipConflict,
@@ -25,6 +35,7 @@ from registry.errors import (
     SkillExists,
     SkillNotFound,
     SlugLookAlike,
+    SlugTaken,
 )
 from registry.services.context import Context
 from registry.services.write.request import WriteRequest
@@ -42,6 +53,9 @@ def early_checks(request: WriteRequest, head: db_skills.SkillRow | None) -> None
 def check_root(
     request: WriteRequest, skill: db_skills.SkillRow | None, *, cas: bool = True
 ) -> None:
+    if request.revives is not None:
+        _check_revival(request, skill, cas=cas)
+        return
     expected = request.expected_head
     if skill is None:
         if isinstance(expected, int):
@@ -63,6 +77,55 @@ def check_root(
         # A marketplace write made from an older read: the copy follows a newer listing
         # version since (its baseline moved without a new head). Never back.
         raise HeadConflict(expected if isinstance(expected, int) else None, skill.head)
+
+
+def _check_revival(request: WriteRequest, skill: db_skills.SkillRow | None, *, cas: bool) -> None:
+    """The root check of a write that brings a deleted skill back (`WriteRequest.revives`).
+
+    `skill` is the slug's live skill as the write read it (None: the slug is free), or,
+    under the lock, the deleted skill itself once `reopen` put it in place.
+    """
+    if skill is None:
+        return
+    expected = request.expected_head
+    if skill.id != request.revives:
+        assert request.revives is not None
+        raise SlugTaken(request.slug, request.revives, skill.id, skill.head)
+    if skill.state != "deleted":
+        # Another restore brought it back since it was read: its head has moved on.
+        raise HeadConflict(expected if isinstance(expected, int) else None, skill.head)
+    if cas and isinstance(expected, int):
+        db_heads.compare(expected, skill.head)
+
+
+async def reopen(
+    conn: AsyncConnection, request: WriteRequest, found: db_publication.WriteContext
+) -> db_publication.WriteContext:
+    """Under the lock, the write context of a revival: the deleted skill in the live one's place.
+
+    If the slug has a live skill, `found` is returned as it is and the root check refuses
+    it (`SlugTaken`, or `HeadConflict` if it is this very skill, brought back meanwhile).
+    Otherwise the deleted skill must still be one of the slug's (`ArchivedSkillNotFound`)
+    and its slug must not look like a live skill's (`SlugLookAlike`, checked here, while
+    the context still says the slug has no live skill). Costs three statements, only for
+    a revival.
+    """
+    if found.skill is not None or request.revives is None:
+        return found
+    scope = request.scope
+    rows = await db_skills.deleted_skills(conn, scope, request.slug, skill_id=request.revives)
+    if not rows:
+        raise ArchivedSkillNotFound(scope.workspace, scope.agent, request.slug, request.revives)
+    check_look_alike(request, found)
+    skill = rows[0]
+    head = await db_skills.version(conn, skill, skill.head)
+    pending = await db_proposals.pending(conn, skill)
+    return replace(
+        found,
+        skill=skill,
+        head_hash=None if head is None else head.manifest_hash,
+        has_pending_proposal=pending is not None,
+    )
 
 
 def check_look_alike(request: WriteRequest, found: db_publication.WriteContext) -> None:
@@ -117,6 +180,8 @@ def slot_needed(request: WriteRequest, skill: db_skills.SkillRow | None) -> str 
     """
     if skill is None:
         return request.kind
+    if request.revives is not None:
+        return skill.kind  # a deleted skill coming back takes a slot of its budget again
     if request.origin is Origin.LEARNING and skill.kind == "installed":
         return "saved"
     return None
@@ -176,7 +241,8 @@ async def check_quota(
 
     The growth is net of the package the write replaces.
     """
-    replaced = 0 if skill is None else skill.head_size
+    # A deleted skill's package is not counted: one coming back adds all of its bytes.
+    replaced = 0 if skill is None or request.revives is not None else skill.head_size
     growth = manifest.total_size - replaced
     if growth <= 0:
         return
