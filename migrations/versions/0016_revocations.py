@@ -13,7 +13,7 @@ the stored table definition instead, the procedure SQLite documents for changes 
 every stored row valid ("ALTER TABLE", section 7).
 
 Revision ID: 0016
-Revises: 0014
+Revises: 0017 (numbered before it, merged after it)
 Create Date: 2026-12-06 00:30:00.000000
 """
 
@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0016"
-down_revision: str | None = "0014"
+down_revision: str | None = "0017"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
