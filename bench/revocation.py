@@ -212,7 +212,9 @@ async def revocation(run: Run) -> Result:
         targets = [root / f"host-{n:03d}" for n in range(count)]
         try:
             await _until(lambda: all(_holds(t, revoked) for t in targets), 60 + count)
-            await asyncio.sleep(2 * interval)  # every host past its first runs
+            # Every host past its first runs: their records and trust reports grow the
+            # workspace's sequence, and each new sequence is one more report per host.
+            await asyncio.sleep(6 * interval)
             steady_start = time.perf_counter()
             await asyncio.sleep(3 * interval)
             steady = _rates(app.seen, steady_start, time.perf_counter())
