@@ -35,6 +35,7 @@ from bench import (  # noqa: F401
     profiling,
     reads,
     reconcile,
+    revocation,
     scale,
     search,
     startup,

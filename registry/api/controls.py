@@ -7,6 +7,7 @@ readable table of contents; every method delegates to `registry.services.history
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from registry import lazy
@@ -17,14 +18,19 @@ from registry.domain.states import Action
 
 if TYPE_CHECKING:
     from registry.services.context import Context
-    from registry.services.history import approvals, controls, exclusions
+    from registry.services.history import approvals, controls, exclusions, revocations
     from registry.services.history.approvals import ApprovalResult
     from registry.services.history.controls import SkillStatus
     from registry.services.history.exclusions import ExclusionReport
+    from registry.services.history.revocations import Revocation, YankReport
+    from registry.services.marketplace import catalog, revoked
 else:  # imported when first used (registry/lazy.py)
     approvals = lazy.module("registry.services.history.approvals")
     controls = lazy.module("registry.services.history.controls")
     exclusions = lazy.module("registry.services.history.exclusions")
+    revocations = lazy.module("registry.services.history.revocations")
+    catalog = lazy.module("registry.services.marketplace.catalog")
+    revoked = lazy.module("registry.services.marketplace.revoked")
 
 
 class OwnerControls:
@@ -68,6 +74,33 @@ class OwnerControls:
         on = check_flag("enabled", enabled)
         action = Action.AUTO_IMPROVE_ON if on else Action.AUTO_IMPROVE_OFF
         return await controls.act(self.ctx, scope, slug, action, actor=actor)
+
+    async def yank(
+        self, scope: Scope, slug: str, version: int, *, kind: str, reason: str, actor: str
+    ) -> YankReport:
+        """Revoke `version` (docs/revocation.md): it is never served as something to use.
+
+        `kind` is `security`, `broken` or `policy`; `reason` says why. A revoked head moves
+        to the newest version still allowed, as a new version (origin `revocation`); if
+        none is left, the skill's use stops. Signed, recorded in history, one event.
+        """
+        report = await revocations.yank(
+            self.ctx, scope, slug, version, kind=kind, reason=reason, actor=actor
+        )
+        if scope != catalog.catalog_scope(self.ctx):
+            return report
+        # A catalog listing's version: its installed copies move off it (or stop), in
+        # every workspace; asked again, it queues nothing new (docs/revocation.md).
+        moved = await revoked.move_copies(self.ctx, slug, report.revocation.version, actor=actor)
+        return replace(report, copies_updated=len(moved.updates), copies_stopped=len(moved.stopped))
+
+    async def unyank(self, scope: Scope, slug: str, version: int, *, actor: str) -> Revocation:
+        """Take back the revocation of `version` (the head does not move back by itself)."""
+        return await revocations.unyank(self.ctx, scope, slug, version, actor=actor)
+
+    async def revoked_versions(self, scope: Scope, slug: str) -> dict[int, Revocation]:
+        """The revocations in force of `slug`'s versions, by version number."""
+        return await revocations.revoked_versions(self.ctx, scope, slug)
 
     async def delete(
         self, scope: Scope, slug: str, *, actor: str, expected_head: int | None = None

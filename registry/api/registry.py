@@ -71,7 +71,8 @@ if TYPE_CHECKING:
     from registry.services.materialize.forget import ForgetReport
     from registry.services.materialize.lockfile import LockFile
     from registry.services.materialize.report import ReconcileReport
-    from registry.services.ops import status
+    from registry.services.ops import revoked, status
+    from registry.services.ops.revoked import RevokedVersion
     from registry.services.ops.status import Status
     from registry.services.read import Package, PackageInfo, SkillPage
     from registry.services.trust import attest
@@ -94,6 +95,7 @@ else:
     lockfile = lazy.module("registry.services.materialize.lockfile")
     reconcile = lazy.module("registry.services.materialize.reconcile")
     status = lazy.module("registry.services.ops.status")
+    revoked = lazy.module("registry.services.ops.revoked")
     attest = lazy.module("registry.services.trust.attest")
     trust_keys = lazy.module("registry.services.trust.keys")
     content = lazy.module("registry.services.write.content")
@@ -644,6 +646,14 @@ class Registry(OwnerControls, Searching):
     async def status(self, workspace: str | None = None, agent: str | None = None) -> Status:
         """Targets and pending materialisations, of one workspace (and agent) or of all."""
         return await status.status(self.ctx, workspace, agent)
+
+    async def revoked_status(self, workspace: str | None = None) -> tuple[RevokedVersion, ...]:
+        """Each revoked version in force and the targets that still hold it (or converged).
+
+        Of one workspace, or of all; a target silent past a state's validity is `stale`
+        (docs/revocation.md).
+        """
+        return await revoked.revoked_status(self.ctx, workspace)
 
 
 def _check_database_url(url: str) -> None:

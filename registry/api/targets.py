@@ -71,6 +71,8 @@ class Targets:
         now = self.ctx.clock.now()
         at_epoch = signed_state.epoch(self.ctx, now) if signed else None
         served = await desired.serve(self.ctx, scope, target_id, matches, epoch=at_epoch)
+        if target_id is not None and served.target_known:
+            await desired.seen(self.ctx, scope.workspace, target_id, served.seen_at)
         if served.unchanged:
             return ServedState(served.tag, None)
         state = DesiredState(

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         ReviewPage,
         ReviewRow,
     )
+    from registry.services.history.revocations import Revocation, YankReport
     from registry.services.history.versions import HistoryPage, VersionSummary
     from registry.services.jobs.queue import Enqueued, JobOutcome, JobPage, JobRow
     from registry.services.learning.loads import LoadRecord
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
         SkillOutcome,
     )
     from registry.services.ops.health import JobFigures, MaterializationFigures
+    from registry.services.ops.revoked import RevokedVersion, TargetHold
     from registry.services.ops.status import Status, TargetTrust
     from registry.services.ops.tokens import TokenInfo
     from registry.services.read import Package, PackageInfo, SkillPage, SkillSummary
@@ -126,6 +128,8 @@ _HOMES: Final = {
     "ReconcileReport": ("registry.services.materialize.report", "ReconcileReport"),
     "ReviewPage": ("registry.services.history.rescan", "ReviewPage"),
     "ReviewRow": ("registry.services.history.rescan", "ReviewRow"),
+    "Revocation": ("registry.services.history.revocations", "Revocation"),
+    "RevokedVersion": ("registry.services.ops.revoked", "RevokedVersion"),
     "SearchHit": ("registry.services.search.query", "SearchHit"),
     "SearchResults": ("registry.services.search.query", "SearchResults"),
     "SkillOutcome": ("registry.services.materialize.report", "SkillOutcome"),
@@ -136,12 +140,14 @@ _HOMES: Final = {
     "SnapshotList": ("registry.services.discovery.snapshots", "SnapshotList"),
     "Status": ("registry.services.ops.status", "Status"),
     "SuppressionInfo": ("registry.services.learning.suppressions", "SuppressionInfo"),
+    "TargetHold": ("registry.services.ops.revoked", "TargetHold"),
     "TargetTrust": ("registry.services.ops.status", "TargetTrust"),
     "TokenInfo": ("registry.services.ops.tokens", "TokenInfo"),
     "UNCHANGED": ("registry.services.materialize.report", "UNCHANGED"),
     "Verified": ("registry.domain.attestation", "Verified"),
     "VersionAttestation": ("registry.services.trust.attest", "VersionAttestation"),
     "VersionSummary": ("registry.services.history.versions", "VersionSummary"),
+    "YankReport": ("registry.services.history.revocations", "YankReport"),
 }
 
 __getattr__ = lazy.names(__name__, _HOMES)
@@ -201,6 +207,8 @@ __all__ = [
     "ReconcileReport",
     "ReviewPage",
     "ReviewRow",
+    "Revocation",
+    "RevokedVersion",
     "SearchHit",
     "SearchResults",
     "SkillOutcome",
@@ -211,9 +219,11 @@ __all__ = [
     "SnapshotList",
     "Status",
     "SuppressionInfo",
+    "TargetHold",
     "TargetTrust",
     "TokenInfo",
     "Verified",
     "VersionAttestation",
     "VersionSummary",
+    "YankReport",
 ]

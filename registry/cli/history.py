@@ -79,6 +79,8 @@ def _render_history(page: HistoryPage, console: Console) -> None:
             marks.append(f"[dim]archived, {page.slug}~{v.skill_id}[/]")
         if not v.available:
             marks.append(f"[red]unavailable: {shown(v.unavailable_because or '')}[/]")
+        if v.revoked:
+            marks.append(f"[red]revoked ({v.revoked_kind}): {shown(v.revoked_reason or '')}[/]")
         label = f" ({', '.join(marks)})" if marks else ""
         sources = f"  sources: {shown(', '.join(v.sources))}" if v.sources else ""
         console.print(

@@ -61,6 +61,11 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
         "proposals",
         "List, inspect and decide proposals (automated changes waiting for the owner).",
     ),
+    "yank": (
+        "revocations",
+        "Revoke REF (SLUG@N with -w): never served for use again; a revoked head moves back.",
+    ),
+    "unyank": ("revocations", "Take back the revocation of REF (SLUG@N with -w)."),
     "state": (
         "controls",
         "Show the state of REF (WORKSPACE/SLUG): controls, pending proposal, content check.",

@@ -6,11 +6,13 @@ figures of garbage collection (docs/gc.md), and each workspace's learning (docs/
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import click
 from rich.console import Console
 from rich.table import Table
 
-from registry.api.types import Status, TargetTrust
+from registry.api.types import RevokedVersion, Status, TargetTrust
 from registry.cli.common import CliState, json_option, make_scope, run_async, workspace_option
 from registry.cli.gc import render_figures
 from registry.cli.output import Output, shown
@@ -21,15 +23,56 @@ from registry.cli.output import Output, shown
     "Only this workspace (default: every workspace).", required=False, must_exist=True
 )
 @click.option("--agent", help="Only this agent of the workspace.")
+@click.option(
+    "--revoked",
+    is_flag=True,
+    help="Only revoked versions: which targets still hold each, and how fast others converged.",
+)
 @json_option
 @run_async
-async def status(state: CliState, out: Output, *, workspace: str | None, agent: str | None) -> None:
+async def status(
+    state: CliState, out: Output, *, workspace: str | None, agent: str | None, revoked: bool
+) -> None:
     """Show storage figures, materialisation targets and each workspace's learning."""
     if workspace is not None:
         make_scope(workspace, agent or "personal")
     async with state.open() as reg:
+        if revoked:
+            found = await reg.revoked_status(workspace)
+            out.emit(list(found), lambda c: render_revoked(found, c))
+            return
         report = await reg.status(workspace, agent)
     out.emit(report, lambda c: _render_status(report, c))
+
+
+def render_revoked(found: Sequence[RevokedVersion], console: Console) -> None:
+    """Each revoked version: its targets holding it (with when last seen), the others' times."""
+    if not found:
+        console.print("no revoked versions")
+        return
+    for r in found:
+        converged = [t for t in r.targets if t.state == "converged"]
+        slowest = "" if r.slowest is None else f", slowest {r.slowest:.1f} s"
+        console.print(
+            f"[bold]{shown(f'{r.workspace}/{r.slug}@{r.version}')}[/] {r.kind}: "
+            f"{shown(r.reason)} (revoked {r.revoked_at:%Y-%m-%d %H:%M:%S}Z by {shown(r.actor)}); "
+            f"{r.holding} holding, {len(converged)} converged{slowest}"
+        )
+        table = Table(show_header=True, header_style="bold", box=None)
+        for column in ("target", "host", "state", "holds", "last seen", "took"):
+            table.add_column(column)
+        for t in r.targets:
+            if t.state == "clear" and not t.stale:
+                continue
+            table.add_row(
+                shown(t.path),
+                shown(t.host),
+                t.state + (" (stale)" if t.stale else ""),
+                "" if t.holds is None else f"v{t.holds}",
+                "never" if t.last_seen is None else f"{t.last_seen:%Y-%m-%d %H:%M:%S}Z",
+                "" if t.seconds is None else f"{t.seconds:.1f} s",
+            )
+        console.print(table)
 
 
 def _render_status(report: Status, console: Console) -> None:

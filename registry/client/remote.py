@@ -155,9 +155,11 @@ class RemoteSource:
             self._saved.pins = self._pins  # this lock's pins; those of an earlier lock go
             await self._save(target)
         blocked = {**wanted.blocked, **admitted.blocked}
-        wants = {s: w for s, w in wanted.wants.items() if s not in blocked}
+        # A revoked version is never applied: not wanted, so the engine removes it.
+        revoked = {s for s, w in wanted.wants.items() if self.trust.revoked(s, w.version)}
+        wants = {s: w for s, w in wanted.wants.items() if s not in blocked and s not in revoked}
         blocked |= await self._check_packages(wants)
-        wants = {s: w for s, w in wanted.wants.items() if s not in blocked}
+        wants = {s: w for s, w in wants.items() if s not in blocked}
         signed = self.trust.state
         assert signed is not None, "checked by _desired"
         self.trust.applied(signed)

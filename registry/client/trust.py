@@ -22,6 +22,9 @@ Every run then checks, before the engine sees anything:
     attestation   each version's attestation (fetched once, then known by its digest) has
                   the digest the state names, a signature by a key the host followed to,
                   and is about that slug, version and package
+    revocation    a version the signed state lists as revoked is never applied, even if
+                  an entry or a pin names it; nor one the last applied state listed,
+                  unless a newer state no longer does (docs/revocation.md)
 
 A refused state changes nothing on the host; a refused package blocks its skill only.
 What the host concluded (verified, stale since, refused and why) is kept in `trust.json`,
@@ -52,6 +55,7 @@ from registry.domain.attestation import (
 from registry.domain.display import visible
 from registry.domain.manifest import Manifest
 from registry.domain.model import Scope
+from registry.domain.revocation import Revoked
 from registry.domain.signed_state import (
     RULE_EXPIRED,
     RULE_MIXED,
@@ -118,6 +122,8 @@ class Pinned:
     since: datetime | None = None
     detail: str | None = None
     reported: list[Any] | None = None  # what the registry was last told
+    # The versions the last applied state listed as revoked: (slug, version).
+    revoked: set[tuple[str, int]] = field(default_factory=set)
 
     def dumps(self) -> bytes:
         body = {
@@ -132,6 +138,7 @@ class Pinned:
             "since": None if self.since is None else self.since.isoformat(),
             "detail": self.detail,
             "reported": self.reported,
+            "revoked": sorted([slug, version] for slug, version in self.revoked),
         }
         return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
@@ -154,6 +161,7 @@ class Pinned:
                 since=_when(body["since"]),
                 detail=body["detail"],
                 reported=body["reported"],
+                revoked={(str(s), int(v)) for s, v in body.get("revoked", [])},
             )
         except (ValueError, KeyError, TypeError) as exc:
             detail = f"trust.json is unreadable ({exc}); nothing is trusted until it is fixed"
@@ -287,6 +295,22 @@ class HostTrust:
         except AttestationInvalid as exc:
             raise RemoteRefused(f"GET {KEYS_PATH}", exc.rule, exc.detail) from None
 
+    def revoked(self, slug: str, version: int) -> Revoked | None:
+        """Why `slug@version` may not be applied, if the state (or the last one) revoked it.
+
+        The last applied state's list counts while this state is not newer (the same
+        state served again); a newer one that no longer lists a version took it back.
+        """
+        state = self.state
+        assert state is not None, "check_state() first"
+        found = state.revoked.get((slug, version))
+        if found is not None:
+            return found
+        pins = self._pins
+        if (slug, version) in pins.revoked and (pins.last is None or state.freshness <= pins.last):
+            return Revoked(slug, version, "", "", "revoked by the state applied last")
+        return None
+
     def entry(self, slug: str) -> StateEntry | None:
         return None if self.state is None else self.state.entries.get(slug)
 
@@ -352,6 +376,7 @@ class HostTrust:
         pins = self._pins
         pins.last, pins.expires = state.freshness, state.expires
         pins.verified &= self.used
+        pins.revoked = set(state.revoked)
         if pins.status != "verified" or pins.since is None:
             pins.status, pins.since = "verified", self.clock()
         pins.detail = None

@@ -44,6 +44,8 @@ ROLES: Final[dict[str, Role | None]] = {
     "console_update": Role.WRITE,
     # the owner's actions
     "console_restore": Role.OWNER,
+    "console_yank": Role.OWNER,
+    "console_unyank": Role.OWNER,
     "console_revive": Role.OWNER,
     "console_control": Role.OWNER,
     "console_delete": Role.OWNER,

@@ -51,6 +51,8 @@ NOTICES: Final[Mapping[str, str]] = {
     "edited": "Saved: the edit is the new head.",
     "restored": "Restored: the version is the new head.",
     "unchanged": "Nothing changed: the head already has that package.",
+    "yanked": "Revoked: that version is never served for use again.",
+    "unyanked": "The revocation was taken back; the head did not move.",
     "pause": "Learning paused: automated changes become proposals.",
     "resume": "Learning resumed.",
     "stop_using": "Stopped: runtimes no longer load this skill.",

@@ -17,7 +17,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from registry.db import exclusions
+from registry.db import exclusions, revocations
 from registry.db.discovery import IN_USE, published
 from registry.db.skills import in_scope
 from registry.db.tables import DiscoverySnapshot, DiscoverySnapshotEntry, Skill, Version
@@ -158,8 +158,8 @@ async def withdrawn(conn: AsyncConnection, scope: Scope, *, everything: bool) ->
     """The numbers of the snapshots of `scope` that name a version no longer served.
 
     A version is served while its skill is published by the scope and in use, the
-    version exists with the manifest the snapshot recorded, and no source it lists is
-    excluded: the rules of `published_version` and of the artifacts.
+    version exists with the manifest the snapshot recorded, no source it lists is
+    excluded and it is not revoked: the rules of `published_version` and of the artifacts.
     """
     E = DiscoverySnapshotEntry  # noqa: N806 (a table alias)
     named = (
@@ -190,11 +190,14 @@ async def withdrawn(conn: AsyncConnection, scope: Scope, *, everything: bool) ->
     unavailable = await exclusions.unavailable(
         conn, scope.workspace, [r.version_id for r in rows if r.version_id is not None]
     )
+    revoked = await revocations.of_skills(conn, scope.workspace, {r.skill_id for r in rows})
     gone = sorted(
         {
             (r.skill_id, r.version)
             for r in rows
-            if r.version_id is None or r.version_id in unavailable
+            if r.version_id is None
+            or r.version_id in unavailable
+            or (r.skill_id, r.version) in revoked
         }
     )
     if not gone:

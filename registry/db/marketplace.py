@@ -102,3 +102,23 @@ async def move_baseline(
     if result.rowcount != 1:
         msg = f"compare-and-swap of skill {skill.id}'s baseline lost under the workspace lock"
         raise RuntimeError(msg)
+
+
+async def copies_of(conn: AsyncConnection, listing: str, version: int) -> list[SkillRow]:
+    """The live installed copies whose baseline is `listing@version`, in every workspace.
+
+    The one query here that crosses workspaces: a catalog listing is installed into many,
+    and a revocation of one of its versions reaches them all (docs/revocation.md).
+    """
+    columns = (getattr(Skill, f) for f in SkillRow.__slots__)
+    rows = await conn.execute(
+        sa.select(*columns)
+        .where(
+            Skill.baseline_listing == listing,
+            Skill.baseline_version == version,
+            Skill.kind == "installed",
+            Skill.state != "deleted",
+        )
+        .order_by(Skill.workspace, Skill.agent, Skill.slug)
+    )
+    return [SkillRow(**r._asdict()) for r in rows]

@@ -17,6 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from registry.db.revocations import revoked_head
 from registry.db.skills import in_scope
 from registry.db.tables import (
     Manifest,
@@ -48,6 +49,7 @@ class TargetRow:
     trust_since: datetime | None = None
     trust_detail: str | None = None
     trust_seq: int | None = None
+    seen_at: datetime | None = None  # when its host last asked for its state (a granularity)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,11 +76,12 @@ class HeadRow:
     version: int
     manifest_id: int
     manifest_hash: str
+    revoked: bool = False  # the head has a revocation in force (docs/revocation.md)
 
     @property
     def in_use(self) -> bool:
-        """Agents load this skill: active, and its use is not paused."""
-        return self.state == "active" and not self.use_paused
+        """Agents load this skill: active, its use not paused, its head not revoked."""
+        return self.state == "active" and not self.use_paused and not self.revoked
 
 
 _TARGET_COLUMNS = tuple(getattr(MaterializationTarget, f) for f in TargetRow.__slots__)
@@ -221,6 +224,7 @@ async def heads(conn: AsyncConnection, scope: Scope) -> list[HeadRow]:
             Version.number.label("version"),
             Version.manifest_id,
             Version.manifest_hash,
+            revoked_head().label("revoked"),
         )
         .join(Version, sa.and_(Version.skill_id == Skill.id, Version.number == Skill.head))
         .where(in_scope(scope), Skill.state != "deleted", Version.workspace == scope.workspace)

@@ -69,12 +69,17 @@ def pae(payload_type: str, payload: bytes) -> bytes:
     return b"DSSEv1 %d %s %d %s" % (len(kind), kind, len(payload), payload)
 
 
-def statement(subject: str, digest: str, predicate: Mapping[str, Any]) -> dict[str, Any]:
+def statement(
+    subject: str,
+    digest: str,
+    predicate: Mapping[str, Any],
+    predicate_type: str = PREDICATE_TYPE,
+) -> dict[str, Any]:
     """An in-toto Statement (v1) about one package, by its canonical digest."""
     return {
         "_type": STATEMENT_TYPE,
         "subject": [{"name": subject, "digest": {DIGEST_ALGORITHM: digest}}],
-        "predicateType": PREDICATE_TYPE,
+        "predicateType": predicate_type,
         "predicate": dict(predicate),
     }
 
@@ -110,15 +115,21 @@ class Verified:
     predicate: dict[str, Any]
 
 
-def verify(envelope: bytes, keys: Mapping[str, Ed25519PublicKey]) -> Verified:
+def verify(
+    envelope: bytes,
+    keys: Mapping[str, Ed25519PublicKey],
+    predicate_type: str = PREDICATE_TYPE,
+) -> Verified:
     """Check `envelope`'s signature by one of `keys` (by id); its statement, or refuse.
 
     `AttestationInvalid(rule)`: the envelope or the statement is malformed, no signature
     is by a known key (`unknown_key`), or a known key's signature does not verify
-    (`bad_signature`). The payload is parsed only after its signature verified.
+    (`bad_signature`). The payload is parsed only after its signature verified. A
+    statement of another predicate than `predicate_type` (a revocation's, when a
+    version's is asked for) is refused.
     """
     kid, payload = open_envelope(envelope, keys, PAYLOAD_TYPE)
-    return _statement(kid, payload)
+    return _statement(kid, payload, predicate_type)
 
 
 def open_envelope(
@@ -153,7 +164,7 @@ def open_envelope(
     raise AttestationInvalid(RULE_SIGNATURE, "the signature does not verify")
 
 
-def _statement(kid: str, payload: bytes) -> Verified:
+def _statement(kid: str, payload: bytes, predicate_type: str) -> Verified:
     try:
         document = json.loads(payload)
         kinds = (document["_type"], document["predicateType"])
@@ -164,7 +175,7 @@ def _statement(kid: str, payload: bytes) -> Verified:
         )  # fmt: skip
     except (ValueError, KeyError, TypeError) as exc:
         raise AttestationInvalid(RULE_STATEMENT, str(exc)) from None
-    if kinds != (STATEMENT_TYPE, PREDICATE_TYPE):
+    if kinds != (STATEMENT_TYPE, predicate_type):
         raise AttestationInvalid(RULE_STATEMENT, f"not a version statement: {kinds!r}")
     return verified
 

@@ -102,6 +102,7 @@ class Origin(StrEnum):
     MARKETPLACE_INSTALL = "marketplace_install"
     MARKETPLACE_UPDATE = "marketplace_update"
     OUT_OF_BAND = "out_of_band"
+    REVOCATION = "revocation"  # the head moved off a revoked version (docs/revocation.md)
 
 
 @final

@@ -10,7 +10,12 @@ A **signed state** says, under the registry's key, what a scope wants at one mom
      "issued", "expires": UTC, ISO 8601,
      "skills": [{"slug", "state", "use_paused", "version", "manifest_hash",
                  "package_digest", "attestation"}, ...],
-     "keys": {keyid: public key hex, ...}}   every key the registry signed versions with
+     "keys": {keyid: public key hex, ...},   every key the registry signed versions with
+     "revoked": [{"slug", "version", "manifest_hash", "kind", "reason"}, ...]}
+
+`revoked` lists the scope's versions revoked and in force (docs/revocation.md): a host
+never applies a version it lists, even if an entry names it, and can show why it removed
+one. A state without the list (a registry before revocations) revokes nothing.
 
 `keys` lets a host verify the attestations of versions signed before a rotation: a key it
 learns there verifies attestations only (whose digests the state names), never a state.
@@ -32,7 +37,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
@@ -46,6 +51,7 @@ from registry.domain.attestation import (
     raw_public,
     sign,
 )
+from registry.domain.revocation import Revoked
 from registry.errors import AttestationInvalid
 
 STATE_PAYLOAD_TYPE: Final = "application/vnd.skillreg.state+json"
@@ -101,6 +107,7 @@ class SignedState:
     expires: datetime
     entries: dict[str, StateEntry]
     keys: dict[str, Ed25519PublicKey]  # the registry's keys, past and present
+    revoked: dict[tuple[str, int], Revoked] = field(default_factory=dict)
 
     def check_fresh(self, last: Freshness | None, now: datetime) -> None:
         """Refuse a state older than `last` (rollback) or past its expiry at `now` (freeze)."""
@@ -122,8 +129,10 @@ def state_document(
     entries: Iterable[StateEntry],
     *,
     keys: Mapping[str, str],
+    revoked: Iterable[Revoked] = (),
 ) -> dict[str, Any]:
     return {
+        "revoked": [r.document() for r in sorted(revoked)],
         "keys": dict(sorted(keys.items())),
         "format": STATE_FORMAT,
         "workspace": workspace,
@@ -172,6 +181,7 @@ def parse_state(kid: str, payload: bytes) -> SignedState:
                 str(k): Ed25519PublicKey.from_public_bytes(bytes.fromhex(str(v)))
                 for k, v in body["keys"].items()
             },
+            revoked={(r.slug, r.version): r for r in map(Revoked.parse, body.get("revoked", []))},
         )
         kind = body["format"]
     except (ValueError, KeyError, TypeError) as exc:

@@ -115,6 +115,21 @@ class VersionUnavailable(NotFound, code="version_unavailable"):
 
 
 @dataclass(eq=False, repr=False)
+class VersionRevoked(NotFound, code="version_revoked"):
+    """The version was revoked (yanked): it is never served as something to use.
+
+    History, diffs and `get` still show it, marked; HTTP answers 410 Gone where it would
+    have served it (docs/revocation.md).
+    """
+
+    template = "version {version} of skill {slug!r} is revoked ({kind}): {reason}"
+    slug: str
+    version: int
+    kind: str
+    reason: str
+
+
+@dataclass(eq=False, repr=False)
 class ProposalNotFound(NotFound, code="proposal_not_found"):
     template = "proposal {proposal} not found"
     proposal: int

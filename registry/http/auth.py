@@ -56,6 +56,10 @@ ROLES: Final[dict[str, Role | None]] = {
     "restore_skill": Role.OWNER,
     "change_state": Role.OWNER,
     "delete_skill": Role.OWNER,
+    # revocations: yank, unyank (the owner), and who still holds a revoked version
+    "yank_version": Role.OWNER,
+    "unyank_version": Role.OWNER,
+    "list_revocations": Role.READ,
     # proposals
     "list_proposals": Role.READ,
     "get_proposal": Role.READ,

@@ -45,6 +45,7 @@ STATUS_BY_ERROR: Final[tuple[tuple[type[BaseException], int], ...]] = (
     (errors.LimitExceeded, 413),
     (errors.InvalidName, 400),
     (errors.RefusedInput, 422),
+    (errors.VersionRevoked, 410),  # gone for good, with its reason (docs/revocation.md)
     (errors.NotFound, 404),
     (errors.WorkspaceBusy, 429),
     (errors.StorageUnavailable, 503),

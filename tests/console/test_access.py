@@ -45,6 +45,8 @@ REQUESTS = {
     "console_install": ("POST", f"/console/{WS}/marketplace", {"listing": "x", "agent": "-"}),
     "console_update": ("POST", f"{SKILL}/update", {}),
     "console_restore": ("POST", f"{SKILL}/restore", {"version": "1", "expected_head": "1"}),
+    "console_yank": ("POST", f"{SKILL}/yank", {"version": "x"}),
+    "console_unyank": ("POST", f"{SKILL}/unyank", {"version": "x"}),
     "console_revive": (
         "POST",
         f"{SKILL}/archived/999/restore",

@@ -14,7 +14,7 @@ from registry.domain.model import Scope
 from registry.http.app import create_app
 from registry.settings import Settings
 from registry.wire import TargetRegistration, TrustReport
-from tests.console.site import WS, make_site, publish, skill_md
+from tests.console.site import WS, make_site, publish, skill_md, skill_path
 from tests.support.learning import learn, learned
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,3 +113,20 @@ async def test_the_operator_page_shows_each_targets_trust_state(site):
     assert "refused: rollback &lt;b&gt;" in page
     local = "/h/local (h)</td><td>acme/personal</td><td>link</td><td>0</td><td>1</td><td>0</td>"
     assert f"{local}<td>local</td>" in page
+
+
+async def test_a_yank_from_the_history_page_shows_on_the_operator_page(site):
+    await publish(site.registry, "one", {"SKILL.md": skill_md("one")})
+    registration = TargetRegistration(agent="personal", path="/h/silent", host="h", mode="link")
+    await site.registry.targets.register(WS, "4" * 8 + "-0000-4000-8000-000000000000", registration)
+    await site.signin("admin")
+    form = {"version": "1", "kind": "security", "reason": "leaks <b>"}
+    answer = await site.post(skill_path("one", "yank"), form)
+    assert answer.status_code == 303
+    shown = (await site.client.get(answer.headers["location"])).text
+    assert "revoked (security): leaks &lt;b&gt;" in shown
+    assert "Unyank" in shown
+    page = (await site.client.get(f"/console/{WS}/operator")).text
+    assert "personal/one v1: security" in page
+    assert "leaks &lt;b&gt;" in page
+    assert "/h/silent (h)</td><td>clear (stale)</td>" in page  # never seen: stale

@@ -106,6 +106,18 @@ async def _delete(served, w: str, n: str):
     return "DELETE", f"/v1/workspaces/{w}/skills/{slug}", {"headers": {"If-Match": "*"}}
 
 
+async def _yank(served, w: str, n: str):
+    slug = await _fresh_skill(served, n)
+    body = {"kind": "broken", "reason": "matrix"}
+    return "POST", f"/v1/workspaces/{w}/skills/{slug}/versions/1/yank", {"json": body}
+
+
+async def _unyank(served, w: str, n: str):
+    slug = await _fresh_skill(served, n)
+    await served.registry.yank(ACME, slug, 1, kind="broken", reason="matrix", actor="t")
+    return "POST", f"/v1/workspaces/{w}/skills/{slug}/versions/1/unyank", {"json": {}}
+
+
 async def _proposal(served, n: str) -> tuple[str, int]:
     slug = await _fresh_skill(served, n)
     await served.registry.pause_learning(ACME, slug, actor="t")
@@ -310,6 +322,9 @@ MATRIX: dict[str, Request] = {
     "restore_skill": _restore,
     "change_state": _change_state,
     "delete_skill": _delete,
+    "yank_version": _yank,
+    "unyank_version": _unyank,
+    "list_revocations": fixed("GET", "/v1/workspaces/{w}/revocations"),
     "list_proposals": fixed("GET", "/v1/workspaces/{w}/proposals"),
     "get_proposal": _get_proposal,
     "decide_proposal": _decide,

@@ -32,6 +32,7 @@ EXPECTED_STATUS = {
     errors.HeadConflict: 412,
     errors.ProposalStale: 409,
     errors.NotFound: 404,
+    errors.VersionRevoked: 410,
     errors.AccessDenied: 403,
     errors.Unauthenticated: 401,
     errors.WorkspaceBusy: 429,

@@ -1,4 +1,4 @@
-"""The owner's actions on a skill: edit, restore, controls, delete, approvals, update.
+"""The owner's actions on a skill: edit, restore, yank, controls, delete, approvals, update.
 
 Each action is one `Registry` call. The page it came from says which head it was looking
 at, and the call is a compare-and-swap on that head wherever the registry offers one: a
@@ -144,6 +144,38 @@ async def edit(request: Request, workspace: str, agent: str, slug: str) -> Respo
         return _edit_page(request, agent, slug, status=422, error=str(exc), **draft)
     notice = "unchanged" if published.unchanged else "edited"
     return see_other(skill_url(workspace, agent, slug, notice=notice))
+
+
+# ---------------------------------------------------------------- yank and unyank
+
+
+@router.post(SKILL + "/yank", name="console_yank")
+async def yank(request: Request, workspace: str, agent: str, slug: str) -> Response:
+    """Revoke a version (docs/revocation.md); a revoked head moves back as a new version."""
+    form = await form_of(request)
+    version = number(form, "version")
+    if version is None:
+        return message_page(request, 400, "Refused", "The form names no version.")
+    await registry_of(request).yank(
+        Scope(workspace, agent),
+        slug,
+        version,
+        kind=field(form, "kind"),
+        reason=field(form, "reason"),
+        actor=viewer_of(request).actor,
+    )
+    return see_other(skill_url(workspace, agent, slug, "history", notice="yanked"))
+
+
+@router.post(SKILL + "/unyank", name="console_unyank")
+async def unyank(request: Request, workspace: str, agent: str, slug: str) -> Response:
+    form = await form_of(request)
+    version = number(form, "version")
+    if version is None:
+        return message_page(request, 400, "Refused", "The form names no version.")
+    scope = Scope(workspace, agent)
+    await registry_of(request).unyank(scope, slug, version, actor=viewer_of(request).actor)
+    return see_other(skill_url(workspace, agent, slug, "history", notice="unyanked"))
 
 
 # ---------------------------------------------------------------- restore

@@ -131,6 +131,7 @@ async def operator(request: Request, workspace: str) -> Response:
     ]
     status = await reg.status(workspace)
     jobs = await reg.marketplace.list_jobs(workspace=workspace, limit=50)
+    revoked = await reg.revoked_status(workspace)
     return page(
         request,
         "operator.html",
@@ -140,5 +141,6 @@ async def operator(request: Request, workspace: str) -> Response:
         pending=status.materialization.pending,
         targets=status.materialization.targets,
         jobs=jobs.items,
+        revoked=revoked,
         job_url=lambda job_id: url(workspace, "jobs", job_id),
     )

@@ -53,6 +53,7 @@ from registry.db.tables.history import (
     PROPOSAL_STATUSES,
     ContentApproval,
     Proposal,
+    Revocation,
     SourceExclusion,
 )
 from registry.db.tables.learning import (
@@ -126,6 +127,7 @@ __all__ = [
     "PendingWrite",
     "Proposal",
     "RescanRuleset",
+    "Revocation",
     "ScanResult",
     "ScopeCount",
     "SearchCursor",

@@ -33,6 +33,10 @@ ORIGINS = (
     "marketplace_update",
     "out_of_band",
 )
+# A version's origin may also be `revocation`: the head moved off a revoked version. Only
+# versions take it (a proposal or a pending write is never made by a revocation).
+VERSION_ORIGINS = (*ORIGINS, "revocation")
+REVOCATION_KINDS = ("security", "broken", "policy")
 SKILL_STATES = ("active", "archived", "deleted")
 SKILL_KINDS = ("saved", "installed")
 BLOB_STATUSES = ("pending", "live", "deleting")

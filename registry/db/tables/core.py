@@ -10,9 +10,9 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from registry.db.tables.base import (
     BLOB_STATUSES,
-    ORIGINS,
     SKILL_KINDS,
     SKILL_STATES,
+    VERSION_ORIGINS,
     Base,
     BigId,
     hex64_check,
@@ -240,7 +240,7 @@ class Version(Base):
         sa.Index("ix_versions_manifest_id", "manifest_id"),
         sa.CheckConstraint("number >= 1", name="number_positive"),
         sa.CheckConstraint("parent IS NULL OR parent < number", name="parent_before"),
-        sa.CheckConstraint(in_check("origin", ORIGINS), name="origin"),
+        sa.CheckConstraint(in_check("origin", VERSION_ORIGINS), name="origin"),
         sa.CheckConstraint(hex64_check("manifest_hash"), name="manifest_hash_hex"),
     )
 

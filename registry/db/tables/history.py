@@ -1,4 +1,4 @@
-"""History rows: proposals, content-check approvals and source exclusions (docs/history.md)."""
+"""History rows: proposals, approvals, source exclusions and revocations (docs/history.md)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from registry.db.tables.base import (
     ORIGINS,
+    REVOCATION_KINDS,
     Base,
     BigId,
     hex64_check,
@@ -139,3 +140,39 @@ class SourceExclusion(Base):
     created_at: Mapped[datetime]
 
     __table_args__ = (sa.UniqueConstraint("workspace", "source"),)
+
+
+class Revocation(Base):
+    """A version an owner or an admin revoked (yanked), with why, and whether it was taken back.
+
+    Written in the locked transaction that revokes (with the head's move when the version
+    was the head); `envelope` is the registry's signed statement of the revocation, and
+    `unyank_envelope` that of its withdrawal. A version has at most one revocation in
+    force (`unyanked_at` null), checked under the workspace lock; withdrawn ones stay as
+    history.
+    """
+
+    __tablename__ = "revocations"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    workspace: Mapped[str] = mapped_column(sa.String(128))
+    agent: Mapped[str] = mapped_column(sa.String(128))
+    skill_id: Mapped[int] = mapped_column(sa.ForeignKey("skills.id"))
+    slug: Mapped[str] = mapped_column(sa.String(64))
+    version: Mapped[int] = mapped_column(sa.Integer)
+    manifest_hash: Mapped[str] = mapped_column(sa.String(64))
+    kind: Mapped[str] = mapped_column(sa.String(16))
+    reason: Mapped[str] = mapped_column(sa.Text)
+    actor: Mapped[str] = mapped_column(sa.String(200))
+    principal: Mapped[str] = mapped_column(sa.String(200))
+    revoked_at: Mapped[datetime]
+    envelope: Mapped[bytes] = mapped_column(sa.LargeBinary)
+    unyanked_at: Mapped[datetime | None]
+    unyanked_by: Mapped[str | None] = mapped_column(sa.String(200))
+    unyank_envelope: Mapped[bytes | None] = mapped_column(sa.LargeBinary)
+
+    __table_args__ = (
+        sa.Index("ix_revocations_workspace_skill_id_version", "workspace", "skill_id", "version"),
+        sa.CheckConstraint(in_check("kind", REVOCATION_KINDS), name="kind"),
+        sa.CheckConstraint("version >= 1", name="version_positive"),
+    )

@@ -130,6 +130,9 @@ class MaterializationTarget(Base):
     trust_since: Mapped[datetime | None]
     trust_detail: Mapped[str | None] = mapped_column(sa.String(500))
     trust_seq: Mapped[int | None] = mapped_column(sa.BigInteger)
+    # When its host last asked for its desired state, to a granularity (docs/revocation.md):
+    # what `status --revoked` shows as "last seen", and how it finds a silent host.
+    seen_at: Mapped[datetime | None]
 
     __table_args__ = (
         sa.Index("ix_materialization_targets_scope", "workspace", "agent"),

@@ -32,6 +32,7 @@ from registry.services.discovery.index import (
     artifact_of,
     artifact_row,
     enabled_settings,
+    refuse_revoked,
     remember,
 )
 from registry.services.discovery.settings import DiscoverySettings
@@ -78,6 +79,7 @@ async def _locate(
     excluded = await db_exclusions.unavailable(conn, scope.workspace, [head.version_id])
     if head.version_id in excluded:
         raise VersionUnavailable(slug, version, excluded[head.version_id])
+    await refuse_revoked(conn, scope, slug, head.skill_id, head.version)
     return settings, head
 
 

@@ -1,9 +1,10 @@
 """The discovery index of a scope: its published skills in use, each with its artifact.
 
 The index lists the head of every published skill that a reconcile would materialise
-(state active, use not paused, the head readable: no excluded source), and that a client
-would accept (registry/domain/discovery.py, `unlistable`). Each entry names its version
-and carries the SHA-256 and size of its artifact and the description in its `SKILL.md`.
+(state active, use not paused, the head readable: no excluded source, not revoked), and
+that a client would accept (registry/domain/discovery.py, `unlistable`). Each entry names
+its version and carries the SHA-256 and size of its artifact and the description in its
+`SKILL.md`.
 
 Those three are functions of the package state, cached per manifest hash and artifact
 format (`discovery_artifacts`): an index whose entries are all cached is served from two
@@ -24,11 +25,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import discovery as db_discovery
 from registry.db import exclusions as db_exclusions
+from registry.db import revocations as db_revocations
 from registry.db import skills as db_skills
 from registry.domain import discovery
 from registry.domain.discovery import ArtifactType
 from registry.domain.model import PackageFile, Scope
-from registry.errors import NotFound
+from registry.errors import NotFound, VersionRevoked
 from registry.services import read
 from registry.services.context import Context
 from registry.services.discovery.settings import DiscoverySettings, read_settings
@@ -107,6 +109,19 @@ async def artifact_of(
     return row
 
 
+async def refuse_revoked(
+    conn: AsyncConnection, scope: Scope, slug: str, skill_id: int, version: int
+) -> None:
+    """`VersionRevoked` (HTTP 410 Gone, with its kind and reason) if the version is revoked.
+
+    The one check every discovery URL of a version makes before it serves anything
+    (docs/revocation.md): a client holding an older index learns why the bytes are gone.
+    """
+    found = await db_revocations.of_version(conn, scope.workspace, skill_id, version)
+    if found is not None:
+        raise VersionRevoked(slug, version, found.kind, found.reason)
+
+
 Cached = dict[tuple[str, str], db_discovery.ArtifactRow]
 
 
@@ -119,7 +134,12 @@ async def listing(
     unavailable = await db_exclusions.unavailable(
         conn, scope.workspace, [h.version_id for h in heads]
     )
-    heads = [h for h in heads if h.version_id not in unavailable]
+    revoked = await db_revocations.of_skills(conn, scope.workspace, {h.skill_id for h in heads})
+    heads = [
+        h
+        for h in heads
+        if h.version_id not in unavailable and (h.skill_id, h.version) not in revoked
+    ]
     keys = [(h.manifest_hash, _format(h)) for h in heads]
     return settings, heads, await db_discovery.artifacts(conn, keys)
 

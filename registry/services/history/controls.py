@@ -29,13 +29,20 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from registry.db import approvals as db_approvals
 from registry.db import exclusions as db_exclusions
 from registry.db import proposals as db_proposals
+from registry.db import revocations as db_revocations
 from registry.db import skills as db_skills
 from registry.db import suppressions as db_suppressions
 from registry.domain.arguments import check_text
 from registry.domain.model import Scope, check_slug
 from registry.domain.similarity import ChangedFile
 from registry.domain.states import Action, Conditions, SkillState, check
-from registry.errors import ContentBlocked, HeadConflict, SkillNotFound, VersionUnavailable
+from registry.errors import (
+    ContentBlocked,
+    HeadConflict,
+    SkillNotFound,
+    VersionRevoked,
+    VersionUnavailable,
+)
 from registry.services.context import Context
 from registry.services.learning import pending
 from registry.services.read import triggers_of
@@ -143,25 +150,28 @@ class HeadCheck:
     blocked_by: ContentBlocked | None
     unavailable_because: str | None
     manifest_hash: str = ""
+    revoked: VersionRevoked | None = None
 
 
 async def head_check(ctx: Context, scope: Scope, slug: str) -> HeadCheck:
     """Check the live skill's head under its approvals (not scanned if it is unavailable)."""
 
-    async def work(conn: AsyncConnection) -> tuple[int, Any, Any, str | None]:
+    async def work(conn: AsyncConnection) -> tuple[int, Any, Any, str | None, Any]:
         skill = await live_skill(conn, scope, slug)
         row = await db_skills.version(conn, skill, skill.head)
         assert row is not None
         excluded = await db_exclusions.unavailable(conn, scope.workspace, [row.id])
         manifest = await db_skills.manifest_entries(conn, scope.workspace, row.manifest_id)
         approvals = await db_approvals.for_version(conn, scope.workspace, row.id)
-        return row.number, manifest, approvals, excluded.get(row.id)
+        revoked = await db_revocations.of_version(conn, scope.workspace, skill.id, row.number)
+        return row.number, manifest, approvals, excluded.get(row.id), revoked
 
-    number, manifest, approvals, unavailable = await ctx.read(work)
+    number, manifest, approvals, unavailable, found = await ctx.read(work)
+    revoked = None if found is None else VersionRevoked(slug, number, found.kind, found.reason)
     if unavailable is not None:
-        return HeadCheck(number, None, unavailable, manifest.hash)
+        return HeadCheck(number, None, unavailable, manifest.hash, revoked)
     result = await content.verdict(ctx, manifest, None, allowed=approvals)
-    return HeadCheck(number, result.blocked, None, manifest.hash)
+    return HeadCheck(number, result.blocked, None, manifest.hash, revoked)
 
 
 async def _status_of(
@@ -261,6 +271,8 @@ async def act(
             if checked.unavailable_because is not None:
                 # Runtimes would load a package that may not be read.
                 raise VersionUnavailable(slug, checked.head, checked.unavailable_because)
+            if checked.revoked is not None:
+                raise checked.revoked  # nor one that was revoked (docs/revocation.md)
         try:
             if action is Action.DELETE:
                 undone = await _deleted_behaviour(ctx, scope, slug, expected_head)

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final
+from typing import Any, Final
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import exclusions as db_exclusions
 from registry.db import history as db_history
+from registry.db import revocations as db_revocations
 from registry.db import skills as db_skills
 from registry.domain.arguments import RULE_MALFORMED, check_type
 from registry.domain.model import Scope, check_slug
@@ -56,6 +57,10 @@ class VersionSummary:
     # Who really wrote it (`token:<id>`, `os:<user>`): authenticated, signed with the
     # version. None for versions written before versions were signed.
     principal: str | None = None
+    # A revocation in force (docs/revocation.md): never served for use, still listed.
+    revoked: bool = False
+    revoked_kind: str | None = None
+    revoked_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,12 @@ def _parse_cursor(cursor: object) -> tuple[int, int]:
     if parsed[0] is None or parsed[1] is None:
         raise ArgumentInvalid("before", RULE_MALFORMED, "not a history cursor (SKILL_ID.VERSION)")
     return parsed[0], parsed[1]
+
+
+def _revoked(found: db_revocations.RevocationRow | None) -> dict[str, Any]:
+    if found is None:
+        return {}
+    return {"revoked": True, "revoked_kind": found.kind, "revoked_reason": found.reason}
 
 
 async def history(
@@ -128,6 +139,7 @@ async def history(
         page = rows[:limit]
         sources = await db_skills.version_sources(conn, (r.id for r in page))
         unavailable = await db_exclusions.unavailable(conn, scope.workspace, sources)
+        revoked = await db_revocations.of_skills(conn, scope.workspace, {r.skill_id for r in page})
         items = [
             VersionSummary(
                 number=r.number,
@@ -147,6 +159,7 @@ async def history(
                 skill_id=r.skill_id,
                 available=r.id not in unavailable,
                 unavailable_because=unavailable.get(r.id),
+                **_revoked(revoked.get((r.skill_id, r.number))),
             )
             for r in page
         ]

@@ -18,11 +18,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from registry.db import revocations as db_revocations
 from registry.domain.approvals import Approval, FindingRef
 from registry.domain.archive import RULE_TOO_LARGE, ArchiveLimits, EntryCallback, read_archive
 from registry.domain.manifest import Manifest
 from registry.domain.model import ANY, ExpectedHead, FileInput, Origin, Publication, Scope
-from registry.errors import ArchiveRejected, ListingNotFound, SkillNotFound, VersionNotFound
+from registry.errors import (
+    ArchiveRejected,
+    ListingNotFound,
+    SkillNotFound,
+    VersionNotFound,
+    VersionRevoked,
+)
 from registry.services import read
 from registry.services.context import Context, offloaded
 from registry.services.materialize.folder import read_folder
@@ -184,14 +191,29 @@ def _read_bounded(path: Path, limit: int) -> bytes:
     return data
 
 
-async def listing_version(ctx: Context, listing: str, version: int | None = None) -> ListingVersion:
-    """A listing's version (its newest if `version` is None), with its manifest."""
+async def listing_version(
+    ctx: Context, listing: str, version: int | None = None, *, for_use: bool = False
+) -> ListingVersion:
+    """A listing's version (its newest if `version` is None), with its manifest.
+
+    `for_use` (an install or an update): a revoked version is refused with
+    `VersionRevoked` (docs/revocation.md); it is still shown to readers.
+    """
+    scope = catalog_scope(ctx)
     try:
-        info = await read.package_info(ctx, catalog_scope(ctx), listing, version)
+        info = await read.package_info(ctx, scope, listing, version)
     except SkillNotFound:
         raise ListingNotFound(listing) from None
     except VersionNotFound:
         raise ListingNotFound(listing, version) from None
+    if for_use:
+        revoked = await ctx.read(
+            lambda conn: db_revocations.of_version(
+                conn, scope.workspace, info.skill_id, info.version
+            )
+        )
+        if revoked is not None:
+            raise VersionRevoked(listing, info.version, revoked.kind, revoked.reason)
     return ListingVersion(
         listing=listing,
         version=info.version,

@@ -99,7 +99,7 @@ async def enqueue_install(
     check_slug(listing)
     check_text("actor", actor)
     check_optional_text("key", key)
-    target = await catalog.listing_version(ctx, listing, version)
+    target = await catalog.listing_version(ctx, listing, version, for_use=True)
     payload = {
         "workspace": scope.workspace,
         "agent": scope.agent,
@@ -138,7 +138,7 @@ async def enqueue_update(
         raise ValueError(msg)
     copy = await _read_copy(ctx, scope, slug)
     listing = copy.listing
-    target = await catalog.listing_version(ctx, listing, version)
+    target = await catalog.listing_version(ctx, listing, version, for_use=True)
     payload = {
         "workspace": scope.workspace,
         "agent": scope.agent,
@@ -254,7 +254,7 @@ async def run_install(ctx: Context, job: JobRow) -> dict[str, Any]:
     done = await _already_applied(ctx, scope, job)
     if done is not None:
         return {"outcome": "installed", **base, **done}
-    target = await catalog.listing_version(ctx, listing, version)
+    target = await catalog.listing_version(ctx, listing, version, for_use=True)
     await _check_installable(ctx, scope, listing, target.manifest_hash)
     request = WriteRequest(
         scope=scope,
@@ -329,7 +329,7 @@ async def run_update(ctx: Context, job: JobRow) -> dict[str, Any]:
         return {"outcome": "updated", "listing_version": version, **done}
     copy = await _read_copy(ctx, scope, slug)
     listing, from_version, from_hash = copy.baseline
-    target = await catalog.listing_version(ctx, listing, version)
+    target = await catalog.listing_version(ctx, listing, version, for_use=True)
     await ctx.hit("marketplace.copy_read")
     update = _Update(
         scope=scope,

@@ -18,6 +18,7 @@ from typing import Final
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import materializations as db_materializations
+from registry.db import revocations as db_revocations
 from registry.db import skills as db_skills
 from registry.domain.arguments import check_optional_text, check_text
 from registry.domain.model import Scope
@@ -31,6 +32,7 @@ EVENT_KINDS: Final = {
     "failed": "materialize_failed",
 }
 TARGET_REGISTERED: Final = "materialize_target_registered"
+CONVERGED: Final = "target.converged"
 
 
 async def load(ctx: Context, scope: Scope, target_id: str) -> dict[str, Applied]:
@@ -160,9 +162,67 @@ async def record(
                 payload={**place.where(), **change.payload()},
                 now=now,
             )
+            if skill is not None:
+                await _converged(
+                    conn,
+                    scope,
+                    place,
+                    skill_id=skill.id,
+                    slug=slug,
+                    expected=expected,
+                    new=new,
+                    now=now,
+                )
         return changed
 
     return await ctx.locked(scope.workspace, work)
+
+
+async def _converged(
+    conn: AsyncConnection,
+    scope: Scope,
+    place: Place,
+    *,
+    skill_id: int,
+    slug: str,
+    expected: Applied | None,
+    new: Applied,
+    now: datetime,
+) -> None:
+    """One `target.converged` event if the target no longer holds a revoked version.
+
+    In the record's transaction: the record moved off a version with a revocation in
+    force (another version applied, or the skill removed). The event says which target,
+    which revocation, what it holds now and how long it took since the yank.
+    """
+    if expected is None or expected.version is None or expected.outcome != "applied":
+        return
+    if new.outcome == "applied" and new.version == expected.version:
+        return
+    if new.outcome == "failed":
+        return  # a failed attempt leaves the old package in place
+    revoked = await db_revocations.of_version(conn, scope.workspace, skill_id, expected.version)
+    if revoked is None:
+        return
+    await db_skills.insert_event(
+        conn,
+        scope,
+        slug,
+        skill_id=skill_id,
+        kind=CONVERGED,
+        version=expected.version,
+        manifest_hash=revoked.manifest_hash,
+        payload={
+            **place.where(),
+            "revocation": revoked.id,
+            "kind": revoked.kind,
+            "revoked_version": expected.version,
+            "holds": new.version if new.outcome == "applied" else None,
+            "revoked_at": revoked.revoked_at.isoformat(),
+            "seconds": round((now - revoked.revoked_at).total_seconds(), 3),
+        },
+        now=now,
+    )
 
 
 async def record_remote(

@@ -13,20 +13,26 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Final
 
 from blake3 import blake3
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from registry.db import keys as db_keys
 from registry.db import materializations as db_materializations
+from registry.db import revocations as db_revocations
 from registry.db import search as db_search
 from registry.db import skills as db_skills
 from registry.domain.manifest import Manifest
 from registry.domain.model import Scope
-from registry.errors import Inconsistency
+from registry.domain.revocation import Revoked
+from registry.errors import Inconsistency, VersionRevoked
 from registry.services import read
 from registry.services.context import Context
 from registry.services.materialize.source import Applied, Head, Place, Want
+
+SEEN_EVERY: Final = timedelta(seconds=60)
 
 
 def head_of(row: db_materializations.HeadRow, manifest: Manifest | None = None) -> Head:
@@ -39,6 +45,7 @@ def head_of(row: db_materializations.HeadRow, manifest: Manifest | None = None) 
         skill_id=row.skill_id,
         manifest_id=row.manifest_id,
         manifest=manifest,
+        revoked=row.revoked,
     )
 
 
@@ -52,10 +59,16 @@ async def heads(ctx: Context, scope: Scope) -> dict[str, Head]:
 
 
 async def pinned(ctx: Context, scope: Scope, slug: str, version: int, skill_id: int | None) -> Want:
-    """The package of one version of a live skill (`VersionNotFound` if it is gone)."""
+    """The package of one version of a live skill (`VersionNotFound` if it is gone).
+
+    A revoked version is never wanted: `VersionRevoked` blocks the pin.
+    """
 
     async def work(conn: AsyncConnection) -> Want:
-        _, row = await read.locate(conn, scope, slug, version)
+        skill, row = await read.locate(conn, scope, slug, version)
+        revoked = await db_revocations.of_version(conn, scope.workspace, skill.id, row.number)
+        if revoked is not None:
+            raise VersionRevoked(slug, row.number, revoked.kind, revoked.reason)
         return Want(skill_id, row.number, row.manifest_hash, row.manifest_id)
 
     return await ctx.read(work)
@@ -96,6 +109,11 @@ class Served:
     # The head's attestation digest and package digest, by skill id (signed heads only).
     attestations: dict[int, tuple[str, str]] = field(default_factory=dict)
     keys: dict[str, str] = field(default_factory=dict)  # every signing key: id -> hex
+    # The revocations in force of the scope's live skills (docs/revocation.md).
+    revoked: tuple[Revoked, ...] = ()
+    # The target asked about: registered in this scope, and when its host was last seen.
+    target_known: bool = False
+    seen_at: datetime | None = None
 
 
 async def serve(
@@ -117,19 +135,25 @@ async def serve(
 
     async def work(conn: AsyncConnection) -> Served:
         rows = await db_materializations.heads(conn, scope)
+        revoked = tuple(
+            Revoked(r.slug, r.version, r.manifest_hash, r.kind, r.reason)
+            for r in await db_revocations.of_live_scope(conn, scope)
+        )
         place: Place | None = None
         applied: list[Applied] = []
+        seen_at, known = None, False
         if target_id is not None:
             found = await db_materializations.target(conn, scope.workspace, target_id)
             if found is not None and found.agent == scope.agent:
+                seen_at, known = found.seen_at, True
                 place = Place(found.target_id, found.path, found.host, found.mode)
                 records = await db_materializations.applied(conn, scope, [target_id])
                 applied = [
                     Applied(r.slug, r.manifest_hash, r.version, r.outcome, r.error) for r in records
                 ]
-        tag = _tag(rows, place, applied, epoch)
+        tag = _tag(rows, place, applied, epoch, revoked)
         if matches(tag):
-            return Served(scope, tag, unchanged=True)
+            return Served(scope, tag, unchanged=True, target_known=known, seen_at=seen_at)
         ids = [r.manifest_id for r in rows if r.in_use]
         manifests = await db_materializations.manifests(conn, scope.workspace, ids)
         served = tuple(head_of(r, manifests.get(r.manifest_id)) for r in rows)
@@ -151,9 +175,28 @@ async def serve(
             seq=seq,
             attestations=attestations,
             keys=keys,
+            revoked=revoked,
+            target_known=known,
+            seen_at=seen_at,
         )
 
     return await ctx.read(work)
+
+
+async def seen(ctx: Context, workspace: str, target_id: str, last: datetime | None) -> None:
+    """Record that the target's host asked for its state, at most once a `SEEN_EVERY`.
+
+    "Last seen" is what `status --revoked` shows, and how it finds a host silent past its
+    state's expiry; a granularity keeps a host that polls every second from writing as
+    often.
+    """
+    now = ctx.clock.now()
+    every = min(SEEN_EVERY, timedelta(seconds=ctx.settings.state_validity / 16))
+    if last is not None and now - last < every:
+        return
+    await ctx.write(
+        lambda conn: db_revocations.seen(conn, workspace, target_id, now=now, before=now - every)
+    )
 
 
 def _tag(
@@ -161,6 +204,7 @@ def _tag(
     place: Place | None,
     applied: list[Applied],
     epoch: int | None,
+    revoked: tuple[Revoked, ...] = (),
 ) -> str:
     """A strong entity tag over everything the representation is made of.
 
@@ -175,6 +219,7 @@ def _tag(
         "place": None if place is None else [place.target_id, place.path, place.host, place.mode],
         "applied": [[a.slug, *a.key] for a in applied],
         "epoch": epoch,
+        "revoked": [r.document() for r in revoked],
     }
     encoded = json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()
     return f'"{blake3(encoded).hexdigest()[:32]}"'

@@ -45,7 +45,9 @@ def sign(ctx: Context, served: Served, now: datetime, at_epoch: int) -> bytes:
     scope = served.scope
     freshness = Freshness(served.seq, now)
     keys = {signer.key_id: signer.public_key_hex(), **served.keys}
-    document = state_document(scope.workspace, scope.agent, freshness, expires, entries, keys=keys)
+    document = state_document(
+        scope.workspace, scope.agent, freshness, expires, entries, keys=keys, revoked=served.revoked
+    )
     return sign_state(document, signer.private)
 
 

@@ -76,11 +76,12 @@ class Head:
     skill_id: int | None = None
     manifest_id: int | None = None
     manifest: Manifest | None = None
+    revoked: bool = False  # the head was revoked (docs/revocation.md): never wanted
 
     @property
     def in_use(self) -> bool:
-        """Agents load this skill: active, and its use is not paused."""
-        return self.state == "active" and not self.use_paused
+        """Agents load this skill: active, its use not paused, its head not revoked."""
+        return self.state == "active" and not self.use_paused and not self.revoked
 
     def want(self) -> Want:
         return Want(
@@ -242,8 +243,7 @@ async def resolve(heads: Mapping[str, Head], lock: LockFile | None, pinned: Pinn
             if head is None:
                 raise SkillNotFound(scope.workspace, scope.agent, pin.slug)
             if not head.in_use:
-                reason = "its use is paused" if head.use_paused else f"it is {head.state}"
-                raise NotInUse(pin.slug, reason)
+                raise NotInUse(pin.slug, _not_in_use(head))
             want = await pinned(pin.slug, pin.version, head.skill_id)
             if want.manifest_hash != pin.manifest_hash:
                 raise LockMismatch(pin.slug, pin.version, pin.manifest_hash, want.manifest_hash)
@@ -252,6 +252,12 @@ async def resolve(heads: Mapping[str, Head], lock: LockFile | None, pinned: Pinn
         else:
             wants[pin.slug] = want
     return Desired(wants, blocked)
+
+
+def _not_in_use(head: Head) -> str:
+    if head.revoked:
+        return f"its head v{head.version} is revoked"
+    return "its use is paused" if head.use_paused else f"it is {head.state}"
 
 
 def block_collisions(desired: Desired) -> Desired:

@@ -22,7 +22,7 @@ from registry.domain.manifest import Manifest
 from registry.domain.model import Publication
 from registry.services.context import Context
 from registry.services.trust import attest
-from registry.services.write import diversion, learning
+from registry.services.write import diversion, learning, revoke
 from registry.services.write.request import WriteRequest
 
 
@@ -124,6 +124,11 @@ async def version(
             auto_improve=request.changes.auto_improve,
             baseline=_baseline(request, decided, skill),
             revive=request.revives is not None,
+        )
+    if request.revokes is not None:
+        assert skill is not None, "a yank moves an existing head"
+        await revoke.record(
+            ctx, conn, scope, skill, request.revokes, head=number, use_stopped=False, now=now
         )
     staled = await _proposals_follow(conn, request, found, decided=decided, number=number, now=now)
     await learning.version_added(

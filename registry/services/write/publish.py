@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from registry.db import blobs as db_blobs
 from registry.db import errors as db_errors
 from registry.db import publication as db_publication
+from registry.db import revocations as db_revocations
 from registry.db import skills as db_skills
 from registry.db.unit import CommitOutcomeUnknown, Outcome
 from registry.domain.approvals import Approval
@@ -51,6 +52,7 @@ from registry.errors import (
     Inconsistency,
     StorageUnavailable,
     VersionNotFound,
+    VersionRevoked,
     WorkspaceBusy,
 )
 from registry.services.context import Context, offloaded
@@ -338,8 +340,13 @@ async def _apply(
     # Retention may have pruned the restored version since the restore read it (and GC its
     # blobs): decided here, under the lock, that is a missing version, not damage.
     restored = request.restored_from
-    if restored is not None and skill is not None and not await _has_version(conn, skill, restored):
-        raise VersionNotFound(request.slug, restored)
+    if restored is not None and skill is not None:
+        if not await _has_version(conn, skill, restored):
+            raise VersionNotFound(request.slug, restored)
+        # A revoked version is never made the head again, by a restore or a rollback.
+        revoked = await db_revocations.of_version(conn, scope.workspace, skill.id, restored)
+        if revoked is not None:
+            raise VersionRevoked(request.slug, restored, revoked.kind, revoked.reason)
     if found.has_excluded_source:
         await diversion.check_sources(conn, request)
     route = await learning.route(

@@ -86,6 +86,20 @@ class Undone:
     change: tuple[ChangedFile, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class Revoking:
+    """A yank of the head, made by the write that moves the head off it (docs/revocation.md).
+
+    Recorded in the write's locked transaction (`write/revoke.py`), with its statement and
+    its `version.revoked` event; `version` is the head the write's compare-and-swap names.
+    """
+
+    version: int
+    kind: str
+    reason: str
+    actor: str
+
+
 @dataclass(frozen=True)
 class WriteRequest:
     """Everything a package write needs to know besides the files, as its caller gives it.
@@ -110,6 +124,8 @@ class WriteRequest:
     write, the slug deleted and taken by another skill at the same head number (an
     update job that read a copy the owner then deleted and installed again) names it;
     another skill under the slug is a `HeadConflict`. None (the default) checks no identity.
+
+    `revokes` makes this write the yank of the head it replaces (origin `revocation`).
 
     `revives` is the id of a deleted skill of the slug that this write brings back (a
     restore of an archived version, docs/history.md "Deleted skills"): the same skill row
@@ -136,6 +152,7 @@ class WriteRequest:
     applies_pending: int | None = None
     undoes: Undone | None = None
     expected_skill: int | None = None
+    revokes: Revoking | None = None
     revives: int | None = None
 
     def __post_init__(self) -> None:

@@ -42,7 +42,7 @@ from registry.services.context import Context
 from registry.services.read import Vanished, locate
 from registry.services.write import content, learning, suppression
 from registry.services.write.publish import publish_manifest
-from registry.services.write.request import Screening, Undone, WriteRequest
+from registry.services.write.request import Revoking, Screening, Undone, WriteRequest
 
 # A restore whose head moved between reading it and the lock computes what it undoes
 # again, at most this often (only with `expected_head=ANY`: otherwise the CAS refuses).
@@ -91,9 +91,12 @@ async def republish(
     repair: bool = False,
     undoes: Undone | None = None,
     vanished: Vanished | None = None,
+    revokes: Revoking | None = None,
     revives: int | None = None,
 ) -> Publication:
     """Append `stored`'s package as a new version (origin `restore`); uploads nothing.
+
+    With `revokes`, the version is the yank of the head it replaces (origin `revocation`).
 
     `vanished` is asked, if the content check finds a blob of `stored` missing, whether
     the version is gone (`read.read_files`). `revives` names the deleted skill that the
@@ -106,13 +109,14 @@ async def republish(
         scope=scope,
         slug=slug,
         expected_head=expected_head,
-        origin=Origin.RESTORE,
+        origin=Origin.RESTORE if revokes is None else Origin.REVOCATION,
         actor=actor,
         message=message,
         sources=tuple(stored.sources),
         restored_from=stored.number,
-        repair=repair,
+        repair=repair or revokes is not None,
         undoes=undoes,
+        revokes=revokes,
         revives=revives,
     )
     return await publish_manifest(

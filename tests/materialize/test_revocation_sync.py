@@ -1,0 +1,143 @@
+"""Revocations reach hosts (docs/revocation.md): `skillreg sync` replaces or removes a revoked
+version on its next run, a killed run converges when restarted, a host that could not reach
+the registry is listed as stale; the registry shows who holds what (`status --revoked`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+import signal
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from registry.db.tables import Event
+from registry.errors import StorageUnavailable
+from registry.http.app import create_app
+from tests.materialize.conftest import Remote, expected_files, publish
+from tests.support import crash
+from tests.support.appserver import AppServer, Faults, Rule
+from tests.support.scopes import ACME
+from tests.support.targets import load_skill
+
+_FORKSERVER = multiprocessing.get_context("forkserver")
+_FORKSERVER.set_forkserver_preload(["tests.support.crash"])
+
+
+class SteppedClock:
+    def __init__(self) -> None:
+        self.current = datetime.now(UTC)
+
+    def now(self) -> datetime:
+        return self.current
+
+
+@pytest.fixture
+async def clocked(make_registry) -> AsyncIterator[tuple[Remote, SteppedClock]]:
+    """The `remote` fixture over a registry whose clock the test moves."""
+    clock = SteppedClock()
+    registry = await make_registry(clock=clock)
+    server = AppServer(Faults(create_app(registry)))
+    await server.start()
+    issued = await registry.tokens.create(ACME.workspace, "read", name="sync", actor="t")
+    yield Remote(registry, server, server.app, issued.token), clock
+    await server.stop()
+
+
+async def _converged_events(registry) -> list[dict[str, object]]:
+    async with registry.engine.connect() as conn:
+        rows = await conn.execute(
+            sa.select(Event.payload).where(Event.kind == "target.converged").order_by(Event.id)
+        )
+        return [dict(r.payload) for r in rows]
+
+
+async def test_a_host_replaces_a_revoked_head_on_its_next_run_and_the_registry_sees_it(
+    remote, target
+):
+    registry = remote.registry
+    await publish(registry, "alpha", tag="one")
+    await publish(registry, "alpha", tag="two")
+    await publish(registry, "beta", tag="one")
+    await remote.once(target)
+    await registry.yank(ACME, "alpha", 2, kind="security", reason="leaks", actor="o")
+    await registry.yank(ACME, "beta", 1, kind="broken", reason="crashes", actor="o")
+    (alpha, beta) = await registry.revoked_status(ACME.workspace)
+    assert [(t.state, t.holds) for t in alpha.targets] == [("holding", 2)]
+
+    report = await remote.once(target)
+    assert report.ok, report.failed
+    assert load_skill(target, "alpha") == expected_files("alpha", tag="one")
+    assert not (target / "beta").exists()  # nothing left to use: removed
+    # The host keeps the signed state's revocations, to refuse them in any later state.
+    kept = json.loads((target / ".skillreg" / "trust.json").read_bytes())["revoked"]
+    assert kept == [["alpha", 2], ["beta", 1]]
+
+    (alpha, beta) = await registry.revoked_status(ACME.workspace)
+    for revoked, holds in ((alpha, 3), (beta, None)):
+        (hold,) = revoked.targets
+        assert (hold.state, hold.holds, hold.stale) == ("converged", holds, False)
+        assert hold.seconds is not None
+        assert hold.last_seen is not None
+    events = await _converged_events(registry)
+    assert sorted((e["revoked_version"], e["holds"]) for e in events) == [(1, None), (2, 3)]
+
+
+@pytest.mark.slow
+async def test_a_host_killed_mid_apply_converges_when_it_runs_again(remote, target):
+    registry = remote.registry
+    await publish(registry, "alpha", tag="one")
+    await publish(registry, "alpha", tag="two")
+    await remote.once(target)
+    await registry.yank(ACME, "alpha", 2, kind="security", reason="leaks", actor="o")
+    process = _FORKSERVER.Process(
+        target=crash.sync_until_killed,
+        args=(remote.url, remote.token, str(target), ACME.workspace, ("materialize.swapped", 1)),
+    )
+    process.start()
+    await asyncio.to_thread(process.join, 120)
+    assert process.exitcode == -signal.SIGKILL
+    # Killed between the swap and its record: the disk may hold either, never a mix.
+    assert load_skill(target, "alpha") in (
+        expected_files("alpha", tag="one"),
+        expected_files("alpha", tag="two"),
+    )
+    report = await remote.once(target)
+    assert report.ok, report.failed
+    assert load_skill(target, "alpha") == expected_files("alpha", tag="one")
+    (revoked,) = await registry.revoked_status(ACME.workspace)
+    assert [(t.state, t.holds) for t in revoked.targets] == [("converged", 3)]
+    assert len(await _converged_events(registry)) == 1
+
+
+async def test_a_host_that_cannot_reach_the_registry_is_listed_stale_then_converges(
+    clocked, target
+):
+    remote, clock = clocked
+    registry = remote.registry
+    await publish(registry, "alpha", tag="one")
+    await publish(registry, "alpha", tag="two")
+    await remote.once(target, clock=clock.now)
+    await registry.yank(ACME, "alpha", 2, kind="security", reason="leaks", actor="o")
+
+    # The host cannot reach the registry past its state's expiry: it keeps what it has.
+    down = remote.faults.add(Rule("GET", "/desired", status=503))
+    clock.current += timedelta(seconds=registry.settings.state_validity + 60)
+    with pytest.raises(StorageUnavailable):
+        await remote.once(target, clock=clock.now)
+    assert load_skill(target, "alpha") == expected_files("alpha", tag="two")
+    (revoked,) = await registry.revoked_status(ACME.workspace)
+    (hold,) = revoked.targets
+    assert (hold.state, hold.stale) == ("holding", True)
+
+    remote.faults.rules.remove(down)
+    report = await remote.once(target, clock=clock.now)
+    assert report.ok, report.failed
+    assert load_skill(target, "alpha") == expected_files("alpha", tag="one")
+    (revoked,) = await registry.revoked_status(ACME.workspace)
+    (hold,) = revoked.targets
+    assert (hold.state, hold.stale, hold.holds) == ("converged", False, 3)
