@@ -13,7 +13,7 @@ the stored table definition instead, the procedure SQLite documents for changes 
 every stored row valid ("ALTER TABLE", section 7).
 
 Revision ID: 0018
-Revises: 0017 (numbered before it, merged after it)
+Revises: 0017
 Create Date: 2026-12-06 00:30:00.000000
 """
 
