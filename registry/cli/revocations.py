@@ -18,13 +18,12 @@ from registry.cli.common import (
     make_scope,
     parse_ref,
     run_async,
+    workspace_option,
 )
 from registry.cli.history import actor_option
 from registry.cli.output import Output, shown
 
-workspace_option = click.option(
-    "--workspace", "-w", help="The workspace (else REF is WORKSPACE/SLUG@N)."
-)
+_WORKSPACE = "The workspace (else REF is WORKSPACE/SLUG@N)."
 
 
 def parse_version_ref(ref: str, workspace: str | None) -> tuple[str, str, int]:
@@ -62,7 +61,7 @@ def _render_yank(report: YankReport, console: Console) -> None:
 
 @click.command()
 @click.argument("ref")
-@workspace_option
+@workspace_option(_WORKSPACE, required=False, must_exist=True)
 @click.option(
     "--kind",
     type=click.Choice(["security", "broken", "policy"]),
@@ -97,7 +96,7 @@ async def yank(
 
 @click.command()
 @click.argument("ref")
-@workspace_option
+@workspace_option(_WORKSPACE, required=False, must_exist=True)
 @agent_option
 @actor_option
 @json_option
