@@ -7,7 +7,10 @@ through four cases, each next to its reference from the same repetition:
 
 - `fill`: the first reconcile of an empty target writes every skill (per skill: a tree
   of fsynced files, verified, a link swapped in, the stat cache, one recorded
-  transaction). Reference: `copy`, writing the same files one at a time with fsync.
+  transaction). References: `copy`, writing the same files one at a time with fsync; and
+  `durable copy`, the same files with a materialised skill's durability (per skill, a
+  staging folder of fsynced files and directories renamed into place, the parent
+  fsynced: `bench/references.py`), one skill after the other.
 - `no drift`: reconcile again; the stat cache answers for every file, so nothing is
   hashed (checked: `hashed == 0`) and nothing is written. Reference: `walk`, `os.walk`
   of the target with an `lstat` of every entry: the floor of looking at the tree.
@@ -37,7 +40,7 @@ from blake3 import blake3
 
 from bench.content import KiB, package
 from bench.harness import Result, Run, compare, scenario, time_async
-from bench.references import naive_write
+from bench.references import durable_copy, naive_write
 from bench.seed import AGE, seed_packages
 from bench.services import SQLITE_LOCAL, Backend
 from registry.domain.model import Scope
@@ -115,8 +118,10 @@ async def _fill(
 ) -> tuple[Result, Path]:
     subject: list[float] = []
     copy: list[float] = []
+    durable: list[float] = []
     fsyncs: list[int] = []
     copy_fsyncs: list[int] = []
+    durable_fsyncs: list[int] = []
     hashed: list[int] = []
     flat = {
         f"{slug}/{path}": data for slug, files in packages.items() for path, data in files.items()
@@ -137,12 +142,18 @@ async def _fill(
             copy.append(await asyncio.to_thread(naive_write, folder, flat))
         copy_fsyncs.append(counter[0])
         await asyncio.to_thread(shutil.rmtree, folder)
+        folder = run.scratch / f"durable-copy-{rep}"
+        with counting_fsyncs() as counter:
+            durable.append(await asyncio.to_thread(durable_copy, folder, packages))
+        durable_fsyncs.append(counter[0])
+        await asyncio.to_thread(shutil.rmtree, folder)
     result = compare(
         {**case, "case": "fill"},
         subject,
-        {"copy": copy},
+        {"copy": copy, "durable copy": durable},
         fsyncs=fsyncs,
         copy_fsyncs=copy_fsyncs,
+        durable_copy_fsyncs=durable_fsyncs,
         hashed=hashed,
     )
     return result, target

@@ -6,6 +6,11 @@
   other contender here is durable; automatic gc is off so it never lands inside a sample.
 - `naive_write`: a writer that writes the files one at a time into a folder, each with
   fsync: what "save the skill folder" does without a registry.
+- `durable_copy`: the same files with the durability a materialised skill has, and
+  nothing else: per skill, its files written and fsynced into a private staging folder,
+  every directory of it fsynced, the folder renamed into place in one step and the
+  parent fsynced; one skill after the other, as a copying script would. No hashing, no
+  verification, no records.
 - `floor`: the storage floor of a registry write: the same number of blob puts of the same
   sizes, through the store's `put_many` as the registry's uploads go (in parallel up to the
   registry's upload concurrency; a local store takes the whole batch in one worker-thread
@@ -124,6 +129,40 @@ def naive_write(root: Path, files: Mapping[str, bytes]) -> float:
             handle.flush()
             os.fsync(handle.fileno())
     return time.perf_counter() - start
+
+
+def durable_copy(root: Path, packages: Mapping[str, Mapping[str, bytes]]) -> float:
+    """Time `durable_copy` (the module docstring) of `packages` into `root` (seconds)."""
+    start = time.perf_counter()
+    staging = root / ".staging"
+    staging.mkdir(parents=True)
+    _fsync_dir(root)
+    for slug, files in packages.items():
+        folder = staging / slug
+        folder.mkdir()
+        directories = {folder}
+        for path, data in files.items():
+            target = folder / path
+            if target.parent not in directories:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                directories.add(target.parent)
+            with target.open("wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        for directory in sorted(directories, key=lambda d: -len(d.parts)):
+            _fsync_dir(directory)  # deepest first: a folder's entries before the folder
+        folder.rename(root / slug)
+        _fsync_dir(root)
+    return time.perf_counter() - start
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def digests_of(files: Mapping[str, bytes]) -> dict[str, bytes]:

@@ -5,7 +5,8 @@ every write does; the reference is the same write in the same loop with the atte
 step replaced by nothing (patched in this process only: the registry has no unsigned
 mode). The ratio is the cost of signing per write. Verifying is timed per version: the
 signature and the canonical digest recomputed from the files, as `skillreg verify --dir`
-and a host do.
+and a host do. The sync's fill is also set against copying the same files
+(`bench/references.py`: `copy`, and `durable copy` with a materialised skill's durability).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import httpx
 
 from bench.content import KiB, package
 from bench.harness import Result, Run, compare, scenario, time_async, timed
+from bench.references import durable_copy, naive_write
 from bench.services import SQLITE_LOCAL
 from registry.api.trust import verify_package
 from registry.client import Sync
@@ -141,12 +143,13 @@ async def trust_sync(run: Run) -> Result:
     scope = Scope("bench-sync")
     async with run.services.backend(SQLITE_LOCAL) as backend:
         registry = backend.registry
-        for i in range(count):
-            slug = f"skill-{i:04d}"
-            await registry.write_package(
-                scope, slug, package(slug, files=3, size=KiB, tag=f"sync {i}"),
-                expected_head=ANY, actor="bench",
-            )  # fmt: skip
+        packages = {
+            f"skill-{i:04d}": package(f"skill-{i:04d}", files=3, size=KiB, tag=f"sync {i}")
+            for i in range(count)
+        }
+        for slug, files in packages.items():
+            await registry.write_package(scope, slug, files, expected_head=ANY, actor="bench")
+        flat = {f"{s}/{p}": d for s, files in packages.items() for p, d in files.items()}
         token = (await registry.tokens.create(scope.workspace, "read", name="b", actor="b")).token
         transport = httpx.ASGITransport(app=create_app(registry))
         signer = registry.ctx.signing.signer
@@ -157,6 +160,7 @@ async def trust_sync(run: Run) -> Result:
             return Sync("http://127.0.0.1", token, scope, target, trust=root, transport=transport)
 
         fills: dict[str, list[float]] = {"checked": [], "unchecked": []}
+        copies: dict[str, list[float]] = {"copy": [], "durable copy": []}
         steady: dict[str, list[float]] = {"checked": [], "unchecked": []}
         for rep in range(run.reps(3, 1)):
             for kind in ("checked", "unchecked"):
@@ -170,6 +174,12 @@ async def trust_sync(run: Run) -> Result:
                         for _ in range(3):
                             await time_async(steady[kind], sync.once())
                 await asyncio.to_thread(shutil.rmtree, target)
+            folder = run.scratch / f"copy-{rep}"
+            copies["copy"].append(await asyncio.to_thread(naive_write, folder, flat))
+            await asyncio.to_thread(shutil.rmtree, folder)
+            folder = run.scratch / f"durable-copy-{rep}"
+            copies["durable copy"].append(await asyncio.to_thread(durable_copy, folder, packages))
+            await asyncio.to_thread(shutil.rmtree, folder)
         signs: dict[str, list[float]] = {"signed": [], "unsigned": []}
         for _ in range(run.reps(20, 2)):
             for kind in ("signed", "unsigned"):
@@ -181,7 +191,7 @@ async def trust_sync(run: Run) -> Result:
             compare(
                 {**case, "what": "sync, fill an empty target"},
                 fills["checked"],
-                {"the same sync unchecked": fills["unchecked"]},
+                {"the same sync unchecked": fills["unchecked"], **copies},
             ),
             compare(
                 {**case, "what": "sync, nothing changed (304, the saved state re-checked)"},

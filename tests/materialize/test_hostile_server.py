@@ -28,6 +28,7 @@ from registry.errors import (
     RemoteRefused,
     StorageUnavailable,
 )
+from registry.services.materialize.reconcile import SKILLS_AT_ONCE
 from registry.services.materialize.report import ReconcileReport
 from tests.support.hostile import HostileRegistry, Reply, endless, skill_md, trickle
 from tests.support.targets import load_skill
@@ -255,11 +256,12 @@ async def test_a_trickled_desired_state_ends_at_the_request_deadline(hostile, ho
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_trickled_blobs_fail_their_skills_and_the_run_keeps_its_deadline(hostile, host, mode):
-    for n in range(8):
+    # Skills are fetched `SKILLS_AT_ONCE` at a time: five rounds of them, at one request
+    # deadline (1 s) each, would take 5 s; the run's deadline is 4 s.
+    for n in range(5 * SKILLS_AT_ONCE):
         hostile.add(f"slow-{n}", {"SKILL.md": skill_md(f"slow-{n}")})
     hostile.route("GET", "/blobs/", lambda _: Reply(200, trickle(b"-", 0.05)))
     refused = await _attack(hostile, host, mode)
-    # 8 skills at one request deadline (1 s) each would take 8 s; the run's is 4 s.
     assert isinstance(refused, RemoteRefused)
     assert refused.rule == "run_deadline"
     assert [p.name for p in _target(host).iterdir()] == [".skillreg"]

@@ -202,6 +202,28 @@ async def test_one_reconciler_per_target(make_registry, target):
     assert (await second.reconcile(ACME, target)).unchanged == ["alpha"]
 
 
+async def test_a_skill_that_waits_does_not_hold_up_the_others(make_registry, target):
+    """Skills are materialised side by side: one parked before its swap, another finishes."""
+    failpoints = ScriptedFailpoints()
+    registry = await make_registry(failpoints=failpoints)
+    for slug in ("alpha", "beta"):
+        await publish(registry, slug)
+    swapping = failpoints.park("materialize.swapped")
+    done = failpoints.park("reconcile.skill_done")
+    running = asyncio.create_task(registry.reconcile(ACME, target))
+    async with asyncio.timeout(60):  # one skill at a time would never get here
+        await swapping.reached.wait()
+        await done.reached.wait()
+    assert failpoints.hits["materialize.swapped"] == 2  # both skills
+    done.release.set()
+    swapping.release.set()
+    report = await running
+    assert report.written == ["alpha", "beta"]
+    assert {s: load_skill(target, s) for s in ("alpha", "beta")} == {
+        s: expected_files(s) for s in ("alpha", "beta")
+    }
+
+
 async def test_a_second_reconciler_can_wait_for_the_first(make_registry, target):
     first_points = ScriptedFailpoints()
     second_points = ScriptedFailpoints()

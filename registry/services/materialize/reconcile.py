@@ -18,6 +18,12 @@ Every change is written package-atomically (`swap`) and then recorded with one o
 event. A skill that fails is reported with its reason and recorded as failed; the others go
 on. One reconciler works on a target at a time (`target`). Drift is found by `drift`.
 
+Skills are independent: a few are worked on at once (`SKILLS_AT_ONCE`), each through the
+same steps in the same order (look, intent, build, swap, cache, record, retire). What
+they touch on disk is their own (`<slug>`, its trees, its cache file, its trash entries),
+so the steps of two skills never meet; overlapping them spends one skill's waits (an
+fsync, a blob read, the record's commit, a round trip to the registry) on the others.
+
 The desired state, the blobs and the records come from a `Source` (`source.py`): the
 engine here (`materialize`) is the same for both of them. `reconcile` reads the database and
 the blob store (`direct.py`); `skillreg sync` speaks the registry's HTTP API and keeps a
@@ -32,7 +38,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from blobstore import BlobStoreError
 from registry.db import materializations as db_materializations
@@ -71,6 +77,7 @@ from registry.services.materialize.report import (
 from registry.services.materialize.source import (
     Adopter,
     Applied,
+    Desired,
     Place,
     Source,
     Want,
@@ -79,6 +86,15 @@ from registry.services.materialize.source import (
 from registry.services.materialize.target import SkillCache, Target, wait_until_free
 
 T = TypeVar("T")
+
+SKILLS_AT_ONCE: Final = 8
+"""How many skills one run materialises at the same time.
+
+Enough to keep the disk's queue busy: concurrent fsyncs share the filesystem's journal
+commits (docs/benchmarks.md, section 9, has the figures), and a record's commit or a
+blob read of one skill overlaps the others' writes. The cost is memory: at most this many
+packages' bytes are held at once.
+"""
 
 
 async def reconcile(
@@ -301,7 +317,7 @@ class _Run:
         self.records = Records(source, {})
         self.hashed = 0
         self.entry = LINK if target.mode == "link" else DIR
-        self._inflight: asyncio.Future[Any] | None = None
+        self._inflight: set[asyncio.Future[Any]] = set()
 
     async def blocking(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """Run filesystem work on the target in a worker thread.
@@ -312,16 +328,26 @@ class _Run:
         whatever file a reused descriptor number names next.
         """
         future = _thread(fn, *args, **kwargs)
-        self._inflight = future
+        self._inflight.add(future)
+        future.add_done_callback(self._inflight.discard)
         return await asyncio.shield(future)
 
     def close_when_idle(self) -> None:
         """Close the target now, or when the filesystem work still running has finished."""
-        inflight = self._inflight
-        if inflight is not None and not inflight.done():
-            inflight.add_done_callback(lambda _: self.target.close())
-        else:
+        busy = [f for f in self._inflight if not f.done()]
+        if not busy:
             self.target.close()
+            return
+        left = len(busy)
+
+        def finished(_: asyncio.Future[Any]) -> None:
+            nonlocal left
+            left -= 1
+            if not left:
+                self.target.close()
+
+        for future in busy:
+            future.add_done_callback(finished)
 
     async def run(self, lock: LockFile | None) -> ReconcileReport:
         await self.hit("reconcile.locked")
@@ -331,16 +357,16 @@ class _Run:
         self.records = Records(self.source, snapshot.applied)
         recorded = {s for s, r in snapshot.applied.items() if r.manifest_hash is not None}
         slugs = {*wanted.wants, *wanted.blocked, *recorded, *self.target.cached_slugs()}
-        outcomes: list[SkillOutcome] = []
+        todo: list[str] = []
         for slug in sorted(slugs):
             try:
                 check_slug(slug)
             except InvalidName as exc:
                 refused.append(exc)  # nothing is done under a name that is no slug
                 continue
-            outcome = await self._one(slug, wanted.wants.get(slug), wanted.blocked.get(slug))
-            if outcome is not None:
-                outcomes.append(outcome)
+            todo.append(slug)
+        done = await self._each(todo, wanted)
+        outcomes = [o for slug in todo if (o := done.get(slug)) is not None]
         await self.source.finish(wanted)
         return ReconcileReport(
             target=str(self.target.path),
@@ -354,6 +380,36 @@ class _Run:
             hashed=self.hashed,
             fetched=self.source.fetched,
         )
+
+    async def _each(self, slugs: list[str], wanted: Desired) -> dict[str, SkillOutcome | None]:
+        """Converge every slug, `SKILLS_AT_ONCE` at a time; the outcome of each.
+
+        A few workers take the slugs in order. An error that is no skill's failure (a
+        cancellation, the run's deadline, a bug) stops the workers; each lets the
+        filesystem step it is in finish (`blocking`), as one skill at a time did.
+        """
+        outcomes: dict[str, SkillOutcome | None] = {}
+        queue = iter(slugs)
+
+        async def worker() -> None:
+            for slug in queue:  # one iterator for all: each slug is taken once
+                want, blocked = wanted.wants.get(slug), wanted.blocked.get(slug)
+                outcomes[slug] = await self._one(slug, want, blocked)
+
+        workers = [asyncio.ensure_future(worker()) for _ in range(min(SKILLS_AT_ONCE, len(slugs)))]
+        if not workers:
+            return outcomes
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            # Not a `TaskGroup` (`registry/client/remote.py`'s `_all` says why).
+            for task in workers:
+                task.cancel()
+            await asyncio.wait(workers)
+            for task in workers:
+                if not task.cancelled():
+                    task.exception()  # retrieved: the first one is what gather raised
+        return outcomes
 
     # ------------------------------------------------------------ one skill
 

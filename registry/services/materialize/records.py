@@ -3,10 +3,16 @@
 The records are read once, when the run begins (`Source.begin`); each change is then a
 compare-and-swap on the record as last read or written (`Source.record`), skipped when the
 record already says so, so a second run that finds everything in place records nothing.
+
+Skills are materialised side by side, but their records go one at a time: the registry
+takes them one at a time anyway (each holds the workspace's lock, or SQLite's one write
+lock), so sending several would only make them wait there, each against its lock timeout,
+and a run would take more of the lock from other writers than one skill at a time did.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 from registry.domain.display import visible
@@ -29,6 +35,7 @@ class Records:
     def __init__(self, source: Source, rows: dict[str, Applied]) -> None:
         self.source = source
         self.rows = dict(rows)
+        self._turn = asyncio.Lock()
 
     async def applied(
         self,
@@ -70,5 +77,6 @@ class Records:
         expected = self.rows.get(new.slug)
         if expected is not None and expected.key == new.key:
             return
-        await self.source.record(expected=expected, new=new, change=change)
+        async with self._turn:
+            await self.source.record(expected=expected, new=new, change=change)
         self.rows[new.slug] = new

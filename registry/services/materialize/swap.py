@@ -142,7 +142,7 @@ def remove(target: Target, slug: str, step: Step) -> bool:
     if removed:
         step("materialize.unlinked")
     target.remove_unlinked_trees(slug, step=step)
-    _empty_trash(target)
+    _empty_trash(target, slug)
     return removed
 
 
@@ -164,7 +164,7 @@ def _write_tree(
         # absent for a moment (never mixed) while a copy becomes a link again.
         _move_away(target, slug)
     swap_link(target, slug, tree, step)
-    _empty_trash(target)
+    _empty_trash(target, slug)
     return Written(tree, stamps)
 
 
@@ -188,7 +188,6 @@ def build_tree(
             try:
                 step("materialize.tree_created")
                 stamps = place_all(target.tmp_fd, tree_fd, manifest.entries, files=files, step=step)
-                fsops.fsync_fd(tree_fd)
             finally:
                 os.close(tree_fd)
             fsops.fsync_fd(slug_fd)
@@ -234,7 +233,6 @@ def _write_new_folder(
         try:
             step("materialize.tree_created")
             stamps = place_all(target.tmp_fd, staged_fd, manifest.entries, files=files, step=step)
-            fsops.fsync_fd(staged_fd)
         finally:
             os.close(staged_fd)
         step("materialize.tree_synced")
@@ -247,7 +245,7 @@ def _write_new_folder(
     step("materialize.swapped")
     fsops.fsync_fd(target.root_fd)
     target.remove_unlinked_trees(slug, step=step)
-    _empty_trash(target)
+    _empty_trash(target, slug)
     return Written(None, stamps)
 
 
@@ -298,7 +296,6 @@ def _write_in_place(
         dirs.fsync_all()
         if skill_md_gone or SKILL_MD in how.content:
             stamps |= place_all(target.tmp_fd, folder, [manifest[SKILL_MD]], files=files, step=step)
-            fsops.fsync_fd(folder)
             step("materialize.skill_md_placed")
     finally:
         dirs.close()
@@ -372,7 +369,9 @@ def place_all(
 ) -> dict[str, FileStamp]:
     """Write each entry under `root_fd` (creating directories), verify it, fsync directories.
 
-    `root_fd` itself is fsynced by the caller, which knows when its entries must be fsops.
+    Without `dirs`, every directory it changed is fsynced before it returns, `root_fd`
+    included (a package always has its `SKILL.md` there). With `dirs` (an update in
+    place), the caller fsyncs them when its entries must be durable.
     """
     own = dirs is None
     cache = dirs if dirs is not None else _DirCache(os.dup(root_fd))
@@ -433,6 +432,14 @@ def _move_away(target: Target, slug: str) -> bool:
     return True
 
 
-def _empty_trash(target: Target) -> None:
+def _empty_trash(target: Target, slug: str) -> None:
+    """Delete what `_move_away` put in the trash for `slug`.
+
+    Only the slug's own entries (`<slug>.<token>`; a slug has no dot): other skills are
+    written at the same time and empty their own. What a killed run left there is swept
+    when the target is opened.
+    """
+    prefix = f"{slug}."
     for name in fsops.names(target.trash_fd):
-        fsops.remove_entry(name, target.trash_fd, first=SKILL_MD)
+        if name.startswith(prefix):
+            fsops.remove_entry(name, target.trash_fd, first=SKILL_MD)
