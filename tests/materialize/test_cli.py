@@ -126,8 +126,9 @@ def test_a_misspelt_workspace_binds_nothing_and_a_binding_can_be_forgotten(on_da
     assert not (target / ".skillreg").exists()
     report = run_json(*on_database, "reconcile", "-w", "demo", "-t", target)
     assert report["written"] == EXAMPLES
-    targets = run_json(*on_database, "status", "-w", "nosuch")["materialization"]["targets"]
-    assert targets == []
+    # The binding forgotten, nothing names the misspelt workspace any more.
+    gone = run_json(*on_database, "status", "-w", "nosuch", code=5)
+    assert gone["error"] == "workspace_not_found"
 
 
 def test_forgetting_a_target_removes_what_reconcile_put_there_and_its_records(
