@@ -33,8 +33,6 @@ local blob cache (`registry.client`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -54,7 +52,6 @@ from registry.errors import (
     NotInUse,
     RegistryError,
     StorageUnavailable,
-    TargetBusy,
 )
 from registry.failpoints import NO_FAILPOINTS, Failpoints
 from registry.services.context import Context, blob_store_failed
@@ -83,7 +80,8 @@ from registry.services.materialize.source import (
     Want,
     block_collisions,
 )
-from registry.services.materialize.target import SkillCache, Target, wait_until_free
+from registry.services.materialize.target import SkillCache, Target
+from registry.services.materialize.threads import in_thread, open_target
 
 T = TypeVar("T")
 
@@ -169,7 +167,7 @@ async def materialize(
     if lock is not None:
         lock.check_scope(scope)
     step = _step_hook(failpoints)
-    target = await _open(failpoints, path, scope, mode=mode, wait=wait, bind=bind)
+    target = await open_target(failpoints, path, scope, mode=mode, wait=wait, bind=bind)
     run = _Run(
         source,
         scope,
@@ -202,75 +200,6 @@ class RunTimeout(TimeoutError):
     def __init__(self, seconds: float) -> None:
         super().__init__(f"the run did not finish within {seconds:g}s")
         self.seconds = seconds
-
-
-def _thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> asyncio.Future[T]:
-    """Run blocking work in a worker thread, as a future that outlives a cancelled caller."""
-    future = asyncio.ensure_future(asyncio.to_thread(fn, *args, **kwargs))
-    # Retrieve the outcome even if nobody awaits it any more (the caller was cancelled).
-    future.add_done_callback(lambda f: f.cancelled() or f.exception())
-    return future
-
-
-async def _open(
-    failpoints: Failpoints,
-    path: Path | str,
-    scope: Scope,
-    *,
-    mode: str | None,
-    wait: bool,
-    bind: bool,
-) -> Target:
-    """Open and lock the target; with `wait`, wait for another reconciler to finish first."""
-    while True:
-        opening = _thread(Target.open, path, scope, mode=mode, bind=bind)
-        try:
-            return await asyncio.shield(opening)
-        except TargetBusy:
-            if not wait:
-                raise
-        except asyncio.CancelledError:
-            # The open goes on in its thread: release the target as soon as it is had,
-            # rather than hold its lock for the rest of the process's life.
-            opening.add_done_callback(_close_opened)
-            raise
-        await failpoints.hit("reconcile.lock_wait")
-        await _in_daemon_thread(wait_until_free, path)
-
-
-def _in_daemon_thread(fn: Callable[..., None], /, *args: Any) -> asyncio.Future[None]:
-    """Run blocking work that may never end (waiting for a lock) without holding up exit.
-
-    The default executor's threads are joined when the interpreter exits; a reconciler
-    interrupted while it waits for another one's lock must not hang on that join.
-    """
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[None] = loop.create_future()
-
-    def settle(error: BaseException | None) -> None:
-        if future.done():
-            return  # the waiter was cancelled meanwhile
-        if error is None:
-            future.set_result(None)
-        else:
-            future.set_exception(error)
-
-    def run() -> None:
-        error: BaseException | None = None
-        try:
-            fn(*args)
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiting coroutine
-            error = exc
-        with contextlib.suppress(RuntimeError):  # the event loop is gone: nobody waits
-            loop.call_soon_threadsafe(settle, error)
-
-    threading.Thread(target=run, name="skillreg-target-wait", daemon=True).start()
-    return future
-
-
-def _close_opened(opening: asyncio.Future[Target]) -> None:
-    if not opening.cancelled() and opening.exception() is None:
-        opening.result().close()
 
 
 def _step_hook(failpoints: Failpoints) -> Step:
@@ -327,7 +256,7 @@ class _Run:
         `close_when_idle`): closing them under a running thread would let it act on
         whatever file a reused descriptor number names next.
         """
-        future = _thread(fn, *args, **kwargs)
+        future = in_thread(fn, *args, **kwargs)
         self._inflight.add(future)
         future.add_done_callback(self._inflight.discard)
         return await asyncio.shield(future)
