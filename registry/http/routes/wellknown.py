@@ -84,7 +84,7 @@ _ARCHIVE_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
     304: {"description": "If-None-Match matched"},
     **problems(400, 404),
 }
-_FILE_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
+FILE_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
     200: {
         "content": {
             "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
@@ -440,14 +440,14 @@ async def _file(
     PREFIX + "/{slug}/{tag}/{path:path}",
     name="head_discovery_file",
     summary="One file of a published version: headers only",
-    responses=_FILE_RESPONSES,
+    responses=FILE_RESPONSES,
     description="`GET`'s headers, without reading the file.",
 )
 @router.get(
     PREFIX + "/{slug}/{tag}/{path:path}",
     name="get_discovery_file",
     summary="One file of a published version (a `skill-md` entry names its SKILL.md)",
-    responses=_FILE_RESPONSES,
+    responses=FILE_RESPONSES,
 )
 async def get_discovery_file(
     request: Request,

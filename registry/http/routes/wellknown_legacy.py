@@ -27,6 +27,7 @@ from registry.domain.model import Scope
 from registry.http.auth import bearer, registry_of
 from registry.http.routes.common import Slug, Workspace, make_scope, problems
 from registry.http.routes.wellknown import (
+    FILE_RESPONSES,
     AgentSegment,
     FilePath,
     admitted,
@@ -48,16 +49,6 @@ _INDEX_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
     200: {"content": {"application/json": {"schema": {"type": "object"}}}},
     304: {"description": "If-None-Match matched"},
     **problems(404),
-}
-_FILE_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
-    200: {
-        "content": {
-            "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
-            "text/markdown": {"schema": {"type": "string"}},
-        }
-    },
-    304: {"description": "If-None-Match matched"},
-    **problems(400, 404),
 }
 
 
@@ -132,14 +123,14 @@ async def get_legacy_index(
     LEGACY + "/{slug}/{path:path}",
     name="head_legacy_root_file",
     summary="A file of a root scope's skill, older layout: headers only",
-    responses=_FILE_RESPONSES,
+    responses=FILE_RESPONSES,
     description="`GET`'s headers, without reading the file.",
 )
 @router.get(
     LEGACY + "/{slug}/{path:path}",
     name="get_legacy_root_file",
     summary="A file of the listed version of a root scope's skill (older layout)",
-    responses=_FILE_RESPONSES,
+    responses=FILE_RESPONSES,
 )
 async def get_legacy_root_file(
     request: Request, slug: Slug, path: FilePath, credentials: Credentials
@@ -152,14 +143,14 @@ async def get_legacy_root_file(
     LEGACY_PREFIX + "/{slug}/{path:path}",
     name="head_legacy_file",
     summary="A file of a scope's skill, older layout: headers only",
-    responses=_FILE_RESPONSES,
+    responses=FILE_RESPONSES,
     description="`GET`'s headers, without reading the file.",
 )
 @router.get(
     LEGACY_PREFIX + "/{slug}/{path:path}",
     name="get_legacy_file",
     summary="A file of the listed version of a scope's skill (older layout)",
-    responses=_FILE_RESPONSES,
+    responses=FILE_RESPONSES,
 )
 async def get_legacy_file(
     request: Request,
