@@ -8,7 +8,7 @@ version is published and `skills update` compares the lock's digests with the in
 installs what changed. Both entry types are covered: a `SKILL.md`-only skill and an
 archive with a script, a nested folder and a non-ASCII file name. The registry runs as a
 user runs it: `skillreg serve` in its own process. Two clients: 1.6.0 (the machine's
-Node 20) on SQLite and PostgreSQL, and 1.7.4 (Node 22) on SQLite, which also installs
+Node 20) on PostgreSQL, and 1.7.4 (Node 22) on SQLite, which also installs
 through the older layout (`/.well-known/skills/`) when a proxy hides the 0.2.0 index.
 """
 
@@ -193,8 +193,10 @@ async def _install_publish_update(cli: SkillsCli, env: dict[str, str], tmp_path:
     assert re.search(r'"GET /\.well-known/skills/(?!index\.json)', requests) is None
 
 
-async def test_skills_1_6_add_and_update(skills_cli_16, database_url, tmp_path):
-    await _install_publish_update(skills_cli_16, _environment(database_url, tmp_path), tmp_path)
+@pytest.mark.postgres
+async def test_skills_1_6_add_and_update(skills_cli_16, postgresql_url, tmp_path):
+    # On PostgreSQL: 1.7.4 runs the same path on SQLite.
+    await _install_publish_update(skills_cli_16, _environment(postgresql_url, tmp_path), tmp_path)
 
 
 async def test_skills_1_7_add_and_update(skills_cli_17, tmp_path):
