@@ -93,7 +93,8 @@ def _generated_preconditions(document: dict[str, Any]) -> dict[str, Any]:
     return changed
 
 
-async def test_schemathesis_finds_no_server_error(served):
+async def test_schemathesis_finds_no_server_error(serve):
+    served = await serve(socket=True)  # schemathesis calls from another thread
     files = package("demo", files=2)
     assert (await publish(served, "demo", files)).status_code == 201
     document = (await served.client.get("/openapi.json")).json()
