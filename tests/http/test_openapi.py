@@ -16,11 +16,13 @@ and deterministic: a fixed number of examples per operation, derandomised.
 from __future__ import annotations
 
 import asyncio
+import http.cookiejar
 import json
 from pathlib import Path
 from typing import Any
 
 import hypothesis
+import requests
 import schemathesis
 from hypothesis import HealthCheck, given
 
@@ -39,7 +41,15 @@ async def test_the_served_document_is_the_checked_in_one(served):
     assert render(await build()) == DOCUMENT.read_text(encoding="utf-8")
 
 
-def _run(strategy: Any, label: str, base_url: str) -> list[str]:
+def _session() -> requests.Session:
+    """One keep-alive connection for a pass (a new one per request was most of its time),
+    and no cookie kept: each request stands alone, as with a session of its own."""
+    session = requests.Session()
+    session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+    return session
+
+
+def _run(strategy: Any, label: str, base_url: str, session: requests.Session) -> list[str]:
     failures: list[str] = []
 
     @hypothesis.settings(
@@ -52,7 +62,7 @@ def _run(strategy: Any, label: str, base_url: str) -> list[str]:
     )
     @given(case=strategy)
     def run(case: Any) -> None:
-        response = case.call(base_url=base_url, timeout=60)
+        response = case.call(base_url=base_url, session=session, timeout=60)
         if response.status_code >= 500:
             failures.append(f"{label}: {response.status_code} {response.text[:300]}")
 
@@ -68,13 +78,13 @@ def _fuzz(
 ) -> list[str]:
     schema = schemathesis.openapi.from_dict(document)
     failures: list[str] = []
-    for result in schema.get_all_operations():
-        operation = result.ok()
-        names = {p.name for p in operation.iter_parameters() if p.location == "path"}
-        path_parameters = {k: v for k, v in pinned.items() if k in names}
-        strategy = operation.as_strategy(path_parameters=path_parameters, headers=headers)
-
-        failures += _run(strategy, operation.label, base_url)
+    with _session() as session:
+        for result in schema.get_all_operations():
+            operation = result.ok()
+            names = {p.name for p in operation.iter_parameters() if p.location == "path"}
+            path_parameters = {k: v for k, v in pinned.items() if k in names}
+            strategy = operation.as_strategy(path_parameters=path_parameters, headers=headers)
+            failures += _run(strategy, operation.label, base_url, session)
     return failures
 
 
