@@ -115,7 +115,7 @@ class Client:
 
 
 async def test_the_clawhub_client_installs_updates_and_publishes(serve, clawhub_cli, tmp_path):
-    served = await serve(settings=Settings(clawhub="public"))
+    served = await serve(settings=Settings(clawhub="public"), socket=True)
     reg = served.registry
     market = reg.marketplace
 
@@ -185,7 +185,7 @@ async def test_the_clawhub_client_installs_updates_and_publishes(serve, clawhub_
 async def test_the_clawhub_client_publishes_a_folder_as_the_next_version(
     serve, clawhub_cli, tmp_path
 ):
-    served = await serve(settings=Settings(clawhub="public"))
+    served = await serve(settings=Settings(clawhub="public"), socket=True)
     reg = served.registry
     market = reg.marketplace
     package = {path: PackageFile(data) for path, data in PDF_V1.items()}

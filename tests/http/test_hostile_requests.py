@@ -8,6 +8,11 @@ holding credentials. Every case must get a clean 4xx: no 5xx, no internals in an
 skills, listings, jobs, proposals as they were after the baseline). Then the blob store is
 taken away to see a 503 tell its kind of store and a correlation id, and nothing else,
 while the log has the cause under the same id.
+
+The server (its start-up is most of these tests' time) is shared by the module's tests,
+one per database: none needs a fresh one. The corpus compares what is stored before and
+after its own requests; the others write only what they check (a skill `located`) or
+nothing, and put the blob store back as they found it.
 """
 
 from __future__ import annotations
@@ -15,22 +20,24 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import pytest_asyncio
 
 from tests.corpus import fakes
 from tests.corpus.archives import GOOD_FILES, good_zip, zip_of, zip_with_directory
 from tests.http.helpers import digest, form
+from tests.plugins.postgres import DATABASES, shared_database
 from tests.support import serve
 from tests.support.packages import package
 
 # What a server refuses (a NUL, a huge number) depends on the database behind it.
-pytestmark = pytest.mark.both_databases
+pytestmark = [pytest.mark.both_databases, pytest.mark.asyncio(loop_scope="module")]
 
 HUGE = "9" * 5000  # Python's int() refuses more than 4300 digits
 SKILL = "/v1/workspaces/acme/skills/base"
@@ -57,9 +64,11 @@ class Case:
 class Corpus:
     """The server under attack, its client, and what the baseline created."""
 
-    def __init__(self, process: serve.Process, client: httpx.AsyncClient) -> None:
+    def __init__(self, process: serve.Process, client: httpx.AsyncClient, root: Path) -> None:
         self.process = process
         self.client = client
+        self.root = root
+        self.blobs = root / "blobs"
         self.proposal = 0
 
     def auth(self, role: str = "owner", workspace: str = "acme") -> dict[str, str]:
@@ -451,23 +460,33 @@ async def _baseline(c: Corpus) -> None:
     assert listed.status == 201, listed.body
 
 
-@pytest.fixture
-async def corpus(database_url, tmp_path) -> Any:
-    env = serve.environment(database_url, tmp_path / "blobs")
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    """The server's folder: its database (SQLite), blobs and logs."""
+    return tmp_path_factory.mktemp("served")
+
+
+@pytest.fixture(scope="module", params=DATABASES)
+def database_url(request, root) -> Iterator[str]:
+    with shared_database(request, root) as url:
+        yield url
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def corpus(database_url, root) -> AsyncIterator[Corpus]:
+    env = serve.environment(database_url, root / "blobs")
     async with (
-        serve.running(env, tmp_path, roles=ROLES) as process,
+        serve.running(env, root, roles=ROLES) as process,
         httpx.AsyncClient(base_url=process.url, timeout=60) as client,
     ):
-        c = Corpus(process, client)
+        c = Corpus(process, client, root)
         await _baseline(c)
         yield c
 
 
-async def test_every_hostile_request_gets_a_clean_4xx_and_stores_nothing(
-    corpus, database_url, tmp_path
-):
-    before = await _snapshot(corpus, tmp_path / "blobs")
-    internals = _internals(tmp_path, database_url)
+async def test_every_hostile_request_gets_a_clean_4xx_and_stores_nothing(corpus, database_url):
+    before = await _snapshot(corpus, corpus.blobs)
+    internals = _internals(corpus.root, database_url)
     wrong = []
     for case in CASES:
         answer = await case.send(corpus)
@@ -480,9 +499,9 @@ async def test_every_hostile_request_gets_a_clean_4xx_and_stores_nothing(
         if leaked:
             wrong.append((case.id, "leaks", leaked))
     assert wrong == [], "\n".join(map(repr, wrong))
-    assert await _snapshot(corpus, tmp_path / "blobs") == before
+    assert await _snapshot(corpus, corpus.blobs) == before
     # The credentials the corpus sent were never stored, nor logged.
-    stored = b"".join(p.read_bytes() for p in tmp_path.rglob("*.db*") if p.is_file())
+    stored = b"".join(p.read_bytes() for p in corpus.root.rglob("*.db*") if p.is_file())
     logs = corpus.process.logs()
     assert [s for s in SECRETS if s.encode() in stored or s in logs] == []
 
@@ -495,9 +514,9 @@ async def test_a_smuggled_request_is_refused_and_the_connection_closed(corpus):
     assert b"HTTP/1.1" not in answer.body
 
 
-async def test_a_storage_outage_answers_its_kind_of_store_and_an_id_only(corpus, tmp_path):
-    blobs = tmp_path / "blobs"
-    moved = tmp_path / "blobs-away"
+async def test_a_storage_outage_answers_its_kind_of_store_and_an_id_only(corpus):
+    blobs = corpus.blobs
+    moved = corpus.root / "blobs-away"
     blobs.rename(moved)
     blobs.write_bytes(b"not a directory")
     try:
@@ -513,7 +532,7 @@ async def test_a_storage_outage_answers_its_kind_of_store_and_an_id_only(corpus,
     assert body["detail"] == (
         f"the blob store is unavailable; retry later (correlation id {reference})"
     )
-    assert str(tmp_path) not in answer.body.decode()
+    assert str(corpus.root) not in answer.body.decode()
     # The cause is in the log, under the same id.
     line = next(x for x in corpus.process.logs().splitlines() if reference in x)
     assert str(blobs) in line

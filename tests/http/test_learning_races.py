@@ -28,37 +28,48 @@ from tests.support.scopes import ACME
 pytestmark = pytest.mark.both_databases
 
 ACTIONS = ("edit", "restore", "delete", "pause")
-V1 = learned(text=prose(1))
-V2 = learned(text=prose(1) + " " + prose(2, 20), script=b"print(2)\n")
-# What the learning job sends while the owner acts: v2 again, one word on.
-NEXT = learned(text=prose(1) + " " + prose(2, 20) + " again", script=b"print(2)\n")
-EDITED = learned(text=prose(5), script=b"print('owner')\n")
 
 
-async def _setup(registry):
+def _versions(slug: str = SLUG) -> dict[str, dict]:
+    """v1, v2 (learned), what the learning job sends while the owner acts, the owner's edit."""
+    return {
+        "v1": learned(slug, text=prose(1)),
+        "v2": learned(slug, text=prose(1) + " " + prose(2, 20), script=b"print(2)\n"),
+        # v2 again, one word on.
+        "next": learned(slug, text=prose(1) + " " + prose(2, 20) + " again", script=b"print(2)\n"),
+        "edited": learned(slug, text=prose(5), script=b"print('owner')\n"),
+    }
+
+
+V = _versions()
+
+
+async def _setup(registry, slug: str = SLUG):
+    files = _versions(slug)
     await registry.write_package(
-        ACME, SLUG, V1, expected_head=None, actor="u", keep_auto_improve=True
+        ACME, slug, files["v1"], expected_head=None, actor="u", keep_auto_improve=True
     )
-    assert (await learn(registry, V2)).version == 2
+    assert (await learn(registry, files["v2"], slug=slug)).version == 2
 
 
-async def _owner_by_library(registry, action, _ctx):
+async def _owner_by_library(registry, action, slug, _ctx):
     if action == "edit":
-        await registry.edit(ACME, SLUG, EDITED, base_version=2, actor="owner")
+        await registry.edit(ACME, slug, _versions(slug)["edited"], base_version=2, actor="owner")
     elif action == "restore":
-        await registry.restore(ACME, SLUG, 1, expected_head=2, actor="owner")
+        await registry.restore(ACME, slug, 1, expected_head=2, actor="owner")
     elif action == "delete":
-        await registry.delete(ACME, SLUG, actor="owner")
+        await registry.delete(ACME, slug, actor="owner")
     else:
-        await registry.pause_learning(ACME, SLUG, actor="owner")
+        await registry.pause_learning(ACME, slug, actor="owner")
 
 
-async def _owner_by_cli(_registry, action, ctx):
+async def _owner_by_cli(_registry, action, slug, ctx):
     base, tmp = ctx["base"], ctx["tmp"]
-    ref = f"{ACME.workspace}/{SLUG}"
+    ref = f"{ACME.workspace}/{slug}"
     if action == "edit":
-        folder = tmp / SLUG
-        files = {path: as_package_file(value) for path, value in EDITED.items()}
+        folder = tmp / slug
+        edited = _versions(slug)["edited"]
+        files = {path: as_package_file(value) for path, value in edited.items()}
         await asyncio.to_thread(write_folder, folder, files)
         args = ["publish", folder, "-w", ACME.workspace, "--expect-head", 2]
     elif action == "restore":
@@ -70,14 +81,14 @@ async def _owner_by_cli(_registry, action, ctx):
     await asyncio.to_thread(run_json, *base, *args)
 
 
-async def _owner_by_http(_registry, action, ctx):
+async def _owner_by_http(_registry, action, slug, ctx):
     served = ctx["served"]
-    url = f"/v1/workspaces/{ACME.workspace}/skills/{SLUG}"
+    url = f"/v1/workspaces/{ACME.workspace}/skills/{slug}"
     owner = served.auth("owner")
     tag = (await served.client.get(url, headers=owner)).headers["ETag"]
     headers = {**owner, "If-Match": tag}
     if action == "edit":
-        parts, data = form(EDITED)
+        parts, data = form(_versions(slug)["edited"])
         response = await served.client.put(url, files=parts, data=data, headers=headers)
     elif action == "restore":
         response = await served.client.post(f"{url}/restore", json={"version": 1}, headers=headers)
@@ -87,40 +98,47 @@ async def _owner_by_http(_registry, action, ctx):
         response = await served.client.post(
             f"{url}/state", json={"action": "pause"}, headers=headers
         )
-    assert response.status_code < 300, response.text
+    assert response.status_code < 300, (action, response.text)
 
 
 OWNERS = {"library": _owner_by_library, "cli": _owner_by_cli, "http": _owner_by_http}
 
 
-@pytest.mark.parametrize("entry", sorted(OWNERS))
-@pytest.mark.parametrize("action", ACTIONS)
-async def test_the_owner_wins_a_race_with_a_learning_write(  # noqa: PLR0917 - fixtures
-    make_registry, serve, database_url, local_store, tmp_path, entry, action
+async def test_the_owner_wins_a_race_with_a_learning_write(
+    make_registry, serve, database_url, local_store, tmp_path
 ):
+    """Every entry point and action, in turn, each on a skill of its own in one registry
+    (one server): the races are sequential, so they cannot disturb one another."""
     failpoints = ScriptedFailpoints()
     registry = await make_registry(failpoints=failpoints)
-    await _setup(registry)
-    ctx = {"base": database_options(database_url, local_store.root), "tmp": tmp_path}
-    if entry == "http":
-        ctx["served"] = await serve(registry)
-    park = failpoints.park("write.checked")
-    learning = asyncio.create_task(learn(registry, NEXT))
-    await park.reached.wait()
-    await OWNERS[entry](registry, action, ctx)
-    park.release.set()
-    pub = await learning
-    assert pub.proposal is not None, pub
-    assert not pub.created
-    expected_kind = {"edit": "learning", "pause": "learning"}.get(action, "suppressed")
-    assert pub.proposal_kind == expected_kind
-    if action == "delete":
-        with pytest.raises(SkillNotFound):
-            await registry.read_package(ACME, SLUG)
-        return
-    head = await registry.package_info(ACME, SLUG)
-    assert head.version == (2 if action == "pause" else 3)
-    assert head.origin == {"edit": "edit", "restore": "restore", "pause": "learning"}[action]
+    ctx = {
+        "base": database_options(database_url, local_store.root),
+        "tmp": tmp_path,
+        "served": await serve(registry),
+    }
+    for entry in sorted(OWNERS):
+        for action in ACTIONS:
+            case = f"{action} by {entry}"
+            slug = f"{action}-by-{entry}"
+            await _setup(registry, slug)
+            park = failpoints.park("write.checked")
+            learning = asyncio.create_task(learn(registry, _versions(slug)["next"], slug=slug))
+            await park.reached.wait()
+            await OWNERS[entry](registry, action, slug, ctx)
+            park.release.set()
+            pub = await learning
+            assert pub.proposal is not None, (case, pub)
+            assert not pub.created, case
+            expected_kind = {"edit": "learning", "pause": "learning"}.get(action, "suppressed")
+            assert pub.proposal_kind == expected_kind, case
+            if action == "delete":
+                with pytest.raises(SkillNotFound):
+                    await registry.read_package(ACME, slug)
+                continue
+            head = await registry.package_info(ACME, slug)
+            assert head.version == (2 if action == "pause" else 3), case
+            origin = {"edit": "edit", "restore": "restore", "pause": "learning"}[action]
+            assert head.origin == origin, case
 
 
 async def test_a_learning_write_naming_the_old_head_is_refused_after_an_owner_edit(
@@ -130,9 +148,9 @@ async def test_a_learning_write_naming_the_old_head_is_refused_after_an_owner_ed
     registry = await make_registry(failpoints=failpoints)
     await _setup(registry)
     park = failpoints.park("write.checked")
-    learning = asyncio.create_task(learn(registry, NEXT, expected=2))
+    learning = asyncio.create_task(learn(registry, V["next"], expected=2))
     await park.reached.wait()
-    await registry.edit(ACME, SLUG, EDITED, base_version=2, actor="owner")
+    await registry.edit(ACME, SLUG, V["edited"], base_version=2, actor="owner")
     park.release.set()
     with pytest.raises(HeadConflict):
         await learning

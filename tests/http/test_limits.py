@@ -9,11 +9,13 @@ stopped reading right after the limit, and that the client could not send the re
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import h11
+import pytest
 from blake3 import blake3
 from starlette.types import Message, Receive, Scope, Send
 
@@ -29,6 +31,17 @@ MiB = 1024 * KiB
 SMALL = Settings(max_file_bytes=64 * KiB, max_package_bytes=256 * KiB)
 CHUNK = 64 * KiB
 PLANNED = 1024 * MiB  # what the client would send if nobody stopped it
+
+
+@pytest.fixture
+def serve(serve):
+    """On a socket: what a server reads of a body, and when it stops, is the subject here."""
+    return functools.partial(serve, socket=True)
+
+
+@pytest.fixture
+async def served(serve):
+    return await serve()
 
 
 async def body_bytes_read(served) -> float:

@@ -193,7 +193,8 @@ def _round_trip(base_url: str, token: str) -> None:
     round_trip()
 
 
-async def test_valid_unicode_slugs_round_trip_through_every_name_bearing_response(served):
+async def test_valid_unicode_slugs_round_trip_through_every_name_bearing_response(serve):
+    served = await serve(socket=True)  # a client in another thread
     await served.registry.discovery.update(ACME, actor="owner", everything=True, public=True)
     await asyncio.to_thread(_round_trip, served.url, served.tokens["write"])
 

@@ -3,6 +3,11 @@
 `database_url` is parametrized over both. PostgreSQL databases are cloned per test from a
 template migrated once per session, one step ahead of the tests (`ClonePool`);
 SQLite databases are copies of a migrated template file.
+
+A module whose tests share one server (a process, a browser's site) overrides
+`database_url` at module scope with `shared_database(request, folder)`: one fresh
+database per module and database kind, under the same parameter name (so the marker
+rules of tests/conftest.py apply unchanged).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -86,7 +92,27 @@ def sqlite_url(sqlite_template: Path, tmp_path: Path) -> str:
     return f"sqlite+aiosqlite:///{path}"
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+DATABASES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+
+@contextmanager
+def shared_database(request: pytest.FixtureRequest, folder: Path) -> Iterator[str]:
+    """A fresh, migrated database of the kind `request.param` names, for a module's fixture."""
+    if request.param == "sqlite":
+        path = folder / "registry.db"
+        shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+        yield f"sqlite+aiosqlite:///{path}"
+        return
+    server: Server = request.getfixturevalue("pg_server")
+    clones: ClonePool = request.getfixturevalue("pg_clones")
+    name = clones.take()
+    try:
+        yield server.url(name)
+    finally:
+        clones.give_back(name)
+
+
+@pytest.fixture(params=DATABASES)
 def database_url(request: pytest.FixtureRequest) -> str:
     """A fresh, migrated database: SQLite or PostgreSQL."""
     return str(request.getfixturevalue(f"{request.param}_url"))

@@ -1,5 +1,7 @@
-"""The owner's actions in the browser: restore and edit with their conflicts (both
-databases), controls and delete, a decision and a finding, install and update."""
+"""The owner's actions in the browser: restore and edit with their conflicts, controls and
+delete, a decision and a finding, install and update. The edit conflict is the console's
+path in a real browser on PostgreSQL too; the restore conflict's on PostgreSQL is
+tests/console/test_actions.py's (the same form, posted in-process)."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ async def three_versions(registry):
         )
 
 
-@pytest.mark.both_databases
+@SQLITE
 async def test_restore_refuses_when_the_head_moved_in_another_tab(
     console_site, browser, page, shoot
 ):
