@@ -267,41 +267,48 @@ async def test_claim_leaves_a_fenced_row_alone_and_lifts_an_expired_fence(engine
     assert fences == {digest("fenced"): FENCE, digest("abandoned"): None, digest("new"): None}
 
 
-@pytest.mark.parametrize(
-    ("status", "mine", "claim", "ok"),
-    [
-        ("live", False, None, True),
-        ("live", True, None, True),
-        ("pending", True, "held", True),
-        ("pending", True, "expired", False),
-        ("pending", True, None, False),
-        ("pending", False, "held", False),
-        ("deleting", True, "held", False),
-        ("deleting", False, None, False),
-        (None, True, None, False),
-    ],
-)
-async def test_confirm(engine, status, mine, claim, ok):
-    async def setup(conn):
-        if status is not None:
-            await add_blob(conn, "x", status=status)
-        if claim is not None:
-            expires = NOW + timedelta(minutes=1) if claim == "held" else NOW - timedelta(seconds=1)
-            await add_claim(conn, "x", expires=expires)
+# `confirm`'s decision for every status/claim combination: (row status, uploaded by this
+# write, this write's claim, accepted).
+CONFIRM_CASES = [
+    ("live", False, None, True),
+    ("live", True, None, True),
+    ("pending", True, "held", True),
+    ("pending", True, "expired", False),
+    ("pending", True, None, False),
+    ("pending", False, "held", False),
+    ("deleting", True, "held", False),
+    ("deleting", False, None, False),
+    (None, True, None, False),
+]
 
-    await write(engine, setup)
 
-    async def confirm(conn):
-        # The publish transaction drops the write's claims first; the unexpired ones count.
-        held = await db_blobs.release(conn, "w1", NOW)
-        return await db_blobs.confirm(
-            conn,
-            held=held,
-            uploaded=[digest("x")] if mine else [],
-            referenced=[digest("x")],
-        )
+async def test_confirm(engine):
+    """Each case on its own digest and write, in one database."""
+    for i, case in enumerate(CONFIRM_CASES):
+        status, mine, claim, ok = case
+        name, write_id = f"x-{i}", f"w-{i}"
 
-    problem = await write(engine, confirm)
-    assert (problem is None) == ok
-    if ok:
-        assert (await statuses(engine))[digest("x")] == "live"
+        async def setup(conn, status=status, claim=claim, name=name, write_id=write_id):
+            if status is not None:
+                await add_blob(conn, name, status=status)
+            if claim is not None:
+                held = claim == "held"
+                expires = NOW + timedelta(minutes=1) if held else NOW - timedelta(seconds=1)
+                await add_claim(conn, name, write_id=write_id, expires=expires)
+
+        await write(engine, setup)
+
+        async def confirm(conn, mine=mine, name=name, write_id=write_id):
+            # The publish transaction drops the write's claims first; the unexpired ones count.
+            held = await db_blobs.release(conn, write_id, NOW)
+            return await db_blobs.confirm(
+                conn,
+                held=held,
+                uploaded=[digest(name)] if mine else [],
+                referenced=[digest(name)],
+            )
+
+        problem = await write(engine, confirm)
+        assert (problem is None) == ok, case
+        if ok:
+            assert (await statuses(engine))[digest(name)] == "live", case
