@@ -326,6 +326,7 @@ async def test_gc_with_no_grace_leaves_an_upload_s_temp_file(
     assert not list((local_store.root / ".tmp").iterdir())
 
 
-async def test_negative_grace_is_refused(env):
+@pytest.mark.one_database  # an argument check: neither the database nor the store plays a part
+async def test_negative_grace_is_refused(registry):
     with pytest.raises(ValueError, match="negative"):
-        await env.registry.gc.collect(grace=-1)
+        await registry.gc.collect(grace=-1)
