@@ -135,33 +135,6 @@ async def test_an_object_without_a_row_is_reclaimed_once_past_the_grace_period(e
     await assert_converged(env)
 
 
-async def test_dry_run_changes_nothing_and_predicts_the_run(env):
-    await publish(env.registry)
-    orphans = await orphaned_write(env, tag="v2", expected=1)
-    stray = b"a stray object"
-    await env.raw.put(compute_digest(stray), stray)
-    env.clock.advance(2 * HOUR)
-    rows, objects = await db_state(env.registry), await store_digests(env.raw)
-    blobs = await blob_rows(env.registry)
-
-    plan = await env.registry.gc.collect(dry_run=True)
-    assert plan.dry_run
-    assert plan.run_id is None
-    assert (plan.blobs_reclaimed, plan.untracked_reclaimed) == (len(orphans) + 1, 1)
-    assert await db_state(env.registry) == rows
-    assert await store_digests(env.raw) == objects
-    assert await blob_rows(env.registry) == blobs
-    assert (await env.registry.gc.figures()).gc_runs == 0
-
-    done = await env.registry.gc.collect()
-    assert (done.blobs_reclaimed, done.bytes_reclaimed, done.untracked_reclaimed) == (
-        plan.blobs_reclaimed,
-        plan.bytes_reclaimed,
-        plan.untracked_reclaimed,
-    )
-    await assert_converged(env)
-
-
 async def test_small_batches_reclaim_everything(make_env):
     env = await make_env(gc_settings(gc_batch_size=2, gc_delete_concurrency=2))
     await publish(env.registry)
@@ -250,31 +223,52 @@ async def _kill_and_restart(env, point, how, finished):
     assert figures.gc_runs == finished
 
 
-async def test_runs_and_figures(env):
+async def test_figures_a_dry_run_that_changes_nothing_and_the_run_it_predicts(env):
     figures = await env.registry.gc.figures()
     assert (figures.gc_runs, figures.last_gc_at, figures.blobs_stored) == (0, None, 0)
     await publish(env.registry)
     orphans = await orphaned_write(env, "csv-cleaner")
+    stray = b"a stray object"
+    await env.raw.put(compute_digest(stray), stray)
     figures = await env.registry.gc.figures()
     info = await env.registry.package_info(ACME, "pdf-report")
     assert figures.blobs_referenced == len(info.manifest.entries)
     assert figures.bytes_referenced == info.manifest.total_size
-    assert figures.orphan_blobs == len(orphans)
+    assert figures.orphan_blobs == len(orphans)  # rows: the stray object has none
     assert figures.reclaimable_blobs == 0  # within the grace period
 
     env.clock.advance(2 * HOUR)
     assert (await env.registry.gc.figures()).reclaimable_blobs == len(orphans)
+
+    # A dry run changes nothing and predicts the run.
+    rows, objects = await db_state(env.registry), await store_digests(env.raw)
+    blobs = await blob_rows(env.registry)
+    plan = await env.registry.gc.collect(dry_run=True)
+    assert plan.dry_run
+    assert plan.run_id is None
+    assert (plan.blobs_reclaimed, plan.untracked_reclaimed) == (len(orphans) + 1, 1)
+    assert await db_state(env.registry) == rows
+    assert await store_digests(env.raw) == objects
+    assert await blob_rows(env.registry) == blobs
+    assert (await env.registry.gc.figures()).gc_runs == 0
+
     report = await env.registry.gc.collect()
+    assert (report.blobs_reclaimed, report.bytes_reclaimed, report.untracked_reclaimed) == (
+        plan.blobs_reclaimed,
+        plan.bytes_reclaimed,
+        plan.untracked_reclaimed,
+    )
     figures = await env.registry.gc.figures()
     assert figures.gc_runs == 1
     assert figures.last_gc_at == report.finished_at
     assert figures.last_gc is not None
-    assert figures.last_gc.blobs_reclaimed == len(orphans)
-    assert figures.blobs_reclaimed_total == len(orphans)
+    assert figures.last_gc.blobs_reclaimed == len(orphans) + 1
+    assert figures.blobs_reclaimed_total == len(orphans) + 1
     assert figures.bytes_reclaimed_total == report.bytes_reclaimed
     assert figures.orphan_blobs == 0
     assert figures.bytes_stored == figures.bytes_referenced == info.manifest.total_size
     assert figures.last_gc.store_objects == report.store_objects
+    await assert_converged(env)
 
 
 async def test_a_local_stores_abandoned_temp_files_are_swept(make_registry, local_store):
