@@ -33,8 +33,9 @@ def kinds(report):
     return [p.kind for p in report.problems]
 
 
-async def test_a_clean_registry_then_a_corrupted_then_a_missing_blob(env):
-    """One registry, damaged behind its back in turn (each damage undone before the next)."""
+async def test_a_clean_registry_a_corrupted_blob_a_missing_blob_and_orphans(env):
+    """One registry, damaged behind its back in turn (each damage undone before the next),
+    then given orphans, which fsck lists and does not count as problems."""
     digest = await shared_history(env.registry)
     report = await env.registry.gc.fsck(verify_content=True)
     assert report.clean
@@ -59,16 +60,20 @@ async def test_a_clean_registry_then_a_corrupted_then_a_missing_blob(env):
     assert (await env.registry.gc.fsck(verify_content=True)).clean
 
     # A missing blob is reported without reading.
+    data = await env.raw.get(digest)
     env.backend.remove(digest)
     report = await env.registry.gc.fsck()
     assert kinds(report) == ["blob_missing"]
     assert report.problems[0].digest == digest
     assert report.problems[0].references == ("acme/pdf-report@1", "acme/pdf-report@2")
+    await env.raw.put(digest, data)
+
+    await orphans_are_listed_with_their_bytes_and_are_not_problems(env)
 
 
-async def test_orphans_are_listed_with_their_bytes_and_are_not_problems(env):
-    await publish(env.registry)
-    env.failpoints.fail("publish.before_commit", nth=2)
+async def orphans_are_listed_with_their_bytes_and_are_not_problems(env):
+    fp = env.failpoints
+    fp.fail("publish.before_commit", nth=fp.hits["publish.before_commit"] + 1)
     with pytest.raises(InjectedFault):
         await publish(env.registry, "csv-cleaner", files=package("csv-cleaner", size=100))
     stray = b"stray bytes"
