@@ -271,6 +271,7 @@ async def test_figures_a_dry_run_that_changes_nothing_and_the_run_it_predicts(en
     await assert_converged(env)
 
 
+@pytest.mark.one_database  # the local store's temp files and their locks: no database plays a part
 async def test_a_local_stores_abandoned_temp_files_are_swept(make_registry, local_store):
     from tests.gc.helpers import ManualClock  # noqa: PLC0415
 
@@ -288,6 +289,7 @@ async def test_a_local_stores_abandoned_temp_files_are_swept(make_registry, loca
     assert fresh.exists()
 
 
+@pytest.mark.one_database  # the local store's temp files and their locks: no database plays a part
 async def test_gc_with_no_grace_leaves_an_upload_s_temp_file(
     make_registry, local_store, monkeypatch
 ):
