@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from blobstore import compute_digest
 from registry.db.tables import Blob
-from tests.support.faults import InjectedFault, ScriptedFailpoints
+from tests.support.faults import InjectedFault
 from tests.support.packages import package, publish
 from tests.support.scopes import ACME
 from tests.support.state import store_digests
@@ -33,8 +33,10 @@ def kinds(report):
     return [p.kind for p in report.problems]
 
 
-async def test_a_clean_registry_is_clean(env):
-    await shared_history(env.registry)
+async def test_a_clean_registry_a_corrupted_blob_a_missing_blob_and_orphans(env):
+    """One registry, damaged behind its back in turn (each damage undone before the next),
+    then given orphans, which fsck lists and does not count as problems."""
+    digest = await shared_history(env.registry)
     report = await env.registry.gc.fsck(verify_content=True)
     assert report.clean
     assert (report.skills_checked, report.versions_checked, report.manifests_checked) == (1, 2, 2)
@@ -42,9 +44,7 @@ async def test_a_clean_registry_is_clean(env):
     assert report.orphan_count == 0
     assert report.store_objects == report.blobs_checked
 
-
-async def test_a_blob_corrupted_on_disk_is_reported_with_its_digest_and_versions(env):
-    digest = await shared_history(env.registry)
+    # A blob corrupted in the store is reported with its digest and versions.
     env.backend.corrupt(digest)
     # Without reading, a same-size corruption is invisible: existence and size only.
     assert (await env.registry.gc.fsck()).clean
@@ -56,20 +56,24 @@ async def test_a_blob_corrupted_on_disk_is_reported_with_its_digest_and_versions
     assert problem.references == ("acme/pdf-report@1", "acme/pdf-report@2")
     assert digest in problem.message
     assert "acme/pdf-report@1, acme/pdf-report@2" in problem.message
+    env.backend.corrupt(digest)  # flipping the byte back restores it
+    assert (await env.registry.gc.fsck(verify_content=True)).clean
 
-
-async def test_a_missing_blob_is_reported_without_reading(env):
-    digest = await shared_history(env.registry)
+    # A missing blob is reported without reading.
+    data = await env.raw.get(digest)
     env.backend.remove(digest)
     report = await env.registry.gc.fsck()
     assert kinds(report) == ["blob_missing"]
     assert report.problems[0].digest == digest
     assert report.problems[0].references == ("acme/pdf-report@1", "acme/pdf-report@2")
+    await env.raw.put(digest, data)
+
+    await orphans_are_listed_with_their_bytes_and_are_not_problems(env)
 
 
-async def test_orphans_are_listed_with_their_bytes_and_are_not_problems(env):
-    await publish(env.registry)
-    env.failpoints.fail("publish.before_commit", nth=2)
+async def orphans_are_listed_with_their_bytes_and_are_not_problems(env):
+    fp = env.failpoints
+    fp.fail("publish.before_commit", nth=fp.hits["publish.before_commit"] + 1)
     with pytest.raises(InjectedFault):
         await publish(env.registry, "csv-cleaner", files=package("csv-cleaner", size=100))
     stray = b"stray bytes"
@@ -96,8 +100,11 @@ async def tamper(registry, sql, **params):
         await conn.execute(sa.text(sql), params)
 
 
-async def test_a_row_size_that_disagrees_with_the_store(registry):
-    digest = await shared_history(registry)
+# Damage to the database, one kind at a time on one registry: each case damages it,
+# checks what fsck says and undoes the damage (fsck is clean again before the next).
+
+
+async def a_row_size_that_disagrees_with_the_store(registry, digest):
     await tamper(registry, "UPDATE blobs SET size = size + 1 WHERE digest = :d", d=digest)
     report = await registry.gc.fsck()
     assert sorted(kinds(report)) == [
@@ -107,48 +114,50 @@ async def test_a_row_size_that_disagrees_with_the_store(registry):
     ]
     mismatch = next(p for p in report.problems if p.kind == "blob_size_mismatch")
     assert mismatch.digest == digest
+    await tamper(registry, "UPDATE blobs SET size = size - 1 WHERE digest = :d", d=digest)
 
 
-async def test_a_manifest_whose_rows_do_not_hash_to_it(registry):
-    await shared_history(registry)
-    await tamper(
-        registry,
+async def a_manifest_whose_rows_do_not_hash_to_it(registry, _digest):
+    flip = (
         "UPDATE manifest_entries SET executable = NOT executable "
-        "WHERE path = 'SKILL.md' AND manifest_id = (SELECT min(id) FROM manifests)",
+        "WHERE path = 'SKILL.md' AND manifest_id = (SELECT min(id) FROM manifests)"
     )
+    await tamper(registry, flip)
     report = await registry.gc.fsck()
     assert kinds(report) == ["manifest_mismatch"]
     assert "its rows hash to" in report.problems[0].message
     assert report.problems[0].references == ("acme/pdf-report@1",)
+    await tamper(registry, flip)
 
 
-async def test_a_head_that_names_no_version(registry):
-    await shared_history(registry)
+async def a_head_that_names_no_version(registry, _digest):
     await tamper(registry, "UPDATE skills SET head = 7")
     report = await registry.gc.fsck()
     assert kinds(report) == ["head_missing"]
     assert report.problems[0].message == "skill head acme/pdf-report@7 names no version"
+    await tamper(registry, "UPDATE skills SET head = 2")
 
 
-async def test_a_version_that_disagrees_with_its_manifest(registry):
-    await shared_history(registry)
+async def a_version_that_disagrees_with_its_manifest(registry, _digest):
+    async with registry.engine.connect() as conn:
+        size = await conn.scalar(sa.text("SELECT total_size FROM versions WHERE number = 2"))
     await tamper(registry, "UPDATE versions SET total_size = 1 WHERE number = 2")
     report = await registry.gc.fsck()
     assert kinds(report) == ["version_manifest_mismatch"]
     assert report.problems[0].message.startswith("version acme/pdf-report@2 records 4 files / 1 B")
+    await tamper(registry, "UPDATE versions SET total_size = :s WHERE number = 2", s=size)
 
 
-@pytest.mark.parametrize("status", ["deleting", "pending"])
-async def test_a_reference_to_a_blob_being_deleted(registry, status):
-    digest = await shared_history(registry)
-    await tamper(registry, "UPDATE blobs SET status = :s WHERE digest = :d", s=status, d=digest)
-    report = await registry.gc.fsck()
-    assert kinds(report) == ["referenced_not_live"]
-    assert f"its row is {status!r}" in report.problems[0].message
+async def a_reference_to_a_blob_being_deleted(registry, digest):
+    for status in ("deleting", "pending"):
+        await tamper(registry, "UPDATE blobs SET status = :s WHERE digest = :d", s=status, d=digest)
+        report = await registry.gc.fsck()
+        assert kinds(report) == ["referenced_not_live"], status
+        assert f"its row is {status!r}" in report.problems[0].message
+    await tamper(registry, "UPDATE blobs SET status = 'live' WHERE digest = :d", d=digest)
 
 
-async def test_a_live_row_without_its_object(registry):
-    await shared_history(registry)
+async def a_live_row_without_its_object(registry, _digest):
     ghost = compute_digest(b"never stored")
     now = datetime.now(UTC)
     async with registry.engine.begin() as conn:
@@ -160,10 +169,30 @@ async def test_a_live_row_without_its_object(registry):
     report = await registry.gc.fsck()
     assert kinds(report) == ["live_blob_missing"]
     assert report.problems[0].digest == ghost
+    await tamper(registry, "DELETE FROM blobs WHERE digest = :d", d=ghost)
 
 
-async def test_fsck_of_an_empty_registry(make_registry):
-    registry = await make_registry(failpoints=ScriptedFailpoints())
-    report = await registry.gc.fsck(verify_content=True)
+DATABASE_DAMAGE = [
+    a_row_size_that_disagrees_with_the_store,
+    a_manifest_whose_rows_do_not_hash_to_it,
+    a_head_that_names_no_version,
+    a_version_that_disagrees_with_its_manifest,
+    a_reference_to_a_blob_being_deleted,
+    a_live_row_without_its_object,
+]
+
+
+async def test_each_kind_of_database_damage_is_reported(registry):
+    report = await registry.gc.fsck(verify_content=True)  # an empty registry first
     assert report.clean
     assert (report.blobs_checked, report.orphan_count, report.store_objects) == (0, 0, 0)
+
+    digest = await shared_history(registry)
+    for damage in DATABASE_DAMAGE:
+        try:
+            await damage(registry, digest)
+            report = await registry.gc.fsck(verify_content=True)
+            assert report.clean, report.problems  # the damage was undone
+        except Exception as exc:
+            exc.add_note(f"case: {damage.__name__}")
+            raise

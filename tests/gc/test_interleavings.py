@@ -27,10 +27,21 @@ SHARED = b"# Shared notes\n\nThe same bytes in more than one package.\n"
 SHARED_DIGEST = compute_digest(SHARED)
 
 
-def with_shared(slug: str, tag: str = "") -> dict:
+def with_shared(slug: str, tag: str = "", shared: bytes = SHARED) -> dict:
     files = package(slug, files=2, tag=tag)
-    files["references/shared.md"] = SHARED
+    files["references/shared.md"] = shared
     return files
+
+
+def variants(cases):
+    """Each case of a test with its own shared bytes, on one registry: (case, bytes, digest).
+
+    A case ends with the registry converged (the donor's blobs reclaimed, the taker's
+    version holding its shared blob), which is where the next starts from.
+    """
+    for n, case in enumerate(cases):
+        shared = SHARED if n == 0 else SHARED + f"(case {n})\n".encode()
+        yield case, shared, compute_digest(shared)
 
 
 async def settle(env, *tasks):
@@ -102,30 +113,44 @@ async def claims_on(env, digest):
         )
 
 
-async def orphan_shared(env):
-    """Leave SHARED stored, unreferenced and unclaimed, past the grace period."""
-    env.failpoints.fail("publish.before_commit")
+async def orphan_shared(env, shared=SHARED, donor="donor"):
+    """Leave `shared` stored, unreferenced and unclaimed, past the grace period."""
+    fp = env.failpoints
+    fp.fail("publish.before_commit", nth=fp.hits["publish.before_commit"] + 1)
     with pytest.raises(InjectedFault):
-        await publish(env.registry, "donor", files=with_shared("donor"))
-    assert SHARED_DIGEST in await store_digests(env.raw)
+        await publish(env.registry, donor, files=with_shared(donor, shared=shared))
+    assert compute_digest(shared) in await store_digests(env.raw)
     env.clock.advance(2 * HOUR)
 
 
-@pytest.mark.parametrize("writer_park", [None, "write.claimed"])
-async def test_a_writer_claims_a_digest_gc_has_marked(env, writer_park):
-    """tx1 marked X `deleting`; a writer's claim resurrects it; tx2 leaves it alone."""
-    await orphan_shared(env)
+async def test_a_writer_claims_a_digest_gc_has_marked(env):
+    """tx1 marked X `deleting`; a writer's claim resurrects it; tx2 leaves it alone.
+
+    The writer commits before GC goes on, or (parked after its claim) after GC finished.
+    """
+    for n, (writer_park, shared, x) in enumerate(variants([None, "write.claimed"])):
+        try:
+            await _claim_a_marked_digest(env, writer_park, shared, x, f"taker-{n}")
+        except Exception as exc:
+            exc.add_note(f"case: the writer parked at {writer_park}")
+            raise
+
+
+async def _claim_a_marked_digest(env, writer_park, shared, x, taker):
+    await orphan_shared(env, shared, donor=f"donor-{taker}")
     gc_parked = env.failpoints.park("gc.marked")
     gc = asyncio.create_task(env.registry.gc.collect())
     await gc_parked.reached.wait()
-    assert (await blob_rows(env.registry))[SHARED_DIGEST] == "deleting"
+    assert (await blob_rows(env.registry))[x] == "deleting"
 
     writer_parked = env.failpoints.park(writer_park) if writer_park else None
-    writer = asyncio.create_task(publish(env.registry, "taker", files=with_shared("taker")))
+    writer = asyncio.create_task(
+        publish(env.registry, taker, files=with_shared(taker, shared=shared))
+    )
     if writer_parked is not None:
         # Claimed (resurrected to `pending`), not yet uploaded: let GC finish first.
         await writer_parked.reached.wait()
-        assert (await blob_rows(env.registry))[SHARED_DIGEST] == "pending"
+        assert (await blob_rows(env.registry))[x] == "pending"
         gc_parked.release.set()
         report = await gc
         writer_parked.release.set()
@@ -135,9 +160,9 @@ async def test_a_writer_claims_a_digest_gc_has_marked(env, writer_park):
         gc_parked.release.set()
         report = await gc
     assert report.skipped >= 1
-    assert SHARED_DIGEST in await store_digests(env.raw)
-    assert (await blob_rows(env.registry))[SHARED_DIGEST] == "live"
-    await assert_nothing_lost(env, ("taker", pub.version))
+    assert x in await store_digests(env.raw)
+    assert (await blob_rows(env.registry))[x] == "live"
+    await assert_nothing_lost(env, (taker, pub.version))
 
 
 async def test_a_writer_claims_while_gc_holds_the_row_lock(env):
@@ -190,8 +215,7 @@ async def test_a_writer_commits_while_gc_deletes_an_object(make_env):
     await assert_nothing_lost(env, (GLOBEX, "elsewhere", 1))
 
 
-@pytest.mark.parametrize("upload", ["before_the_delete", "after_the_delete"])
-async def test_a_writer_claims_a_digest_gc_is_deleting(env, upload):
+async def test_a_writer_claims_a_digest_gc_is_deleting(env):
     """I3 against a delete outside any transaction: the write's upload of X may precede it.
 
     GC fenced X and is deleting its object. The writer's claim must not resurrect the
@@ -199,19 +223,32 @@ async def test_a_writer_claims_a_digest_gc_is_deleting(env, upload):
     blob): it leaves X `deleting` and unclaimed, the writer uploads X in vain (or, after
     the delete, into an object GC is about to leave without a row), and its `confirm`
     refuses X. GC removes the row; the write claims X afresh and uploads it again.
+    Both orders, one after the other on one registry.
     """
-    await orphan_shared(env)
-    deleting = park_delete(env, SHARED_DIGEST, after=upload == "after_the_delete")
+    cases = variants(["before_the_delete", "after_the_delete"])
+    for n, (upload, shared, x) in enumerate(cases):
+        try:
+            await _claim_a_digest_being_deleted(env, upload, shared, x, f"taker-{n}")
+        except Exception as exc:
+            exc.add_note(f"case: the writer's upload lands {upload}")
+            raise
+
+
+async def _claim_a_digest_being_deleted(env, upload, shared, x, taker):
+    await orphan_shared(env, shared, donor=f"donor-{taker}")
+    deleting = park_delete(env, x, after=upload == "after_the_delete")
     gc = asyncio.create_task(env.registry.gc.collect())
     await reached(deleting, gc)
 
-    puts = env.store.put_digests.count(SHARED_DIGEST)
+    puts = env.store.put_digests.count(x)
     uploaded = env.failpoints.park("write.uploaded")
-    writer = asyncio.create_task(publish(env.registry, "taker", files=with_shared("taker")))
+    writer = asyncio.create_task(
+        publish(env.registry, taker, files=with_shared(taker, shared=shared))
+    )
     await reached(uploaded, writer)
-    assert (await blob_rows(env.registry))[SHARED_DIGEST] == "deleting"
-    assert await claims_on(env, SHARED_DIGEST) == 0
-    assert env.store.put_digests.count(SHARED_DIGEST) == puts + 1
+    assert (await blob_rows(env.registry))[x] == "deleting"
+    assert await claims_on(env, x) == 0
+    assert env.store.put_digests.count(x) == puts + 1
 
     deleting.release.set()
     report = await gc
@@ -219,13 +256,13 @@ async def test_a_writer_claims_a_digest_gc_is_deleting(env, upload):
     # listing, its clock hours past the object's time, then reclaims it as untracked.
     late = upload == "after_the_delete"
     assert (report.blobs_reclaimed, report.untracked_reclaimed) == (4 + late, late)
-    assert SHARED_DIGEST not in await blob_rows(env.registry)
+    assert x not in await blob_rows(env.registry)
     uploaded.release.set()
     pub = await writer
-    assert env.store.put_digests.count(SHARED_DIGEST) == puts + 2
-    assert (await blob_rows(env.registry))[SHARED_DIGEST] == "live"
-    assert SHARED_DIGEST in await store_digests(env.raw)
-    await assert_nothing_lost(env, ("taker", pub.version))
+    assert env.store.put_digests.count(x) == puts + 2
+    assert (await blob_rows(env.registry))[x] == "live"
+    assert x in await store_digests(env.raw)
+    await assert_nothing_lost(env, (taker, pub.version))
 
 
 async def test_a_write_that_reaches_its_commit_during_the_purge_stores_again_after_it(env):

@@ -85,7 +85,7 @@ async def statuses(engine):
         return {r.digest: r.status for r in rows}
 
 
-async def test_candidates_are_unreferenced_unclaimed_and_past_grace(engine):
+async def test_candidates_are_unreferenced_unclaimed_past_grace_and_paged_by_digest(engine):
     async def setup(conn):
         await add_blob(conn, "orphan")
         await add_blob(conn, "young", touched=NOW)
@@ -111,15 +111,8 @@ async def test_candidates_are_unreferenced_unclaimed_and_past_grace(engine):
     }
     assert [c.digest for c in found] == sorted(c.digest for c in found)
 
-
-async def test_candidates_page_by_digest(engine):
-    names = [f"orphan-{i}" for i in range(7)]
-
-    async def setup(conn):
-        for name in names:
-            await add_blob(conn, name)
-
-    await write(engine, setup)
+    # Keyset pages (`digest > after`) of at most `limit` rows, the ineligible rows skipped
+    # on every page, add up to the same rows in the same order.
     seen, after = [], ""
     async with engine.connect() as conn:
         while page := await db_gc.candidates(
@@ -128,7 +121,7 @@ async def test_candidates_page_by_digest(engine):
             assert len(page) <= 3
             seen += [c.digest for c in page]
             after = page[-1].digest
-    assert seen == sorted(digest(n) for n in names)
+    assert seen == [c.digest for c in found]
 
 
 async def test_mark_deleting_re_checks_a_stale_candidate_list(engine):
@@ -217,45 +210,41 @@ async def test_a_referenced_row_cannot_be_deleted(engine):
         )
 
 
-async def test_claim_resurrects_a_deleting_row_and_renews_its_own_claim(engine):
-    await write(engine, lambda conn: add_blob(conn, "x", status="deleting"))
-    sizes = {digest("x"): 1}
-
-    async def claim(conn, expires):
-        return await db_blobs.claim(
-            conn, write_id="w1", workspace="acme", sizes=sizes, now=NOW, expires_at=expires
-        )
-
-    assert await write(engine, lambda c: claim(c, NOW + timedelta(seconds=5))) == {
-        digest("x"): "pending"
-    }
-    await write(engine, lambda c: claim(c, NOW + timedelta(hours=1)))
-    async with engine.connect() as conn:
-        expires = await conn.scalar(sa.select(BlobClaim.expires_at))
-    assert expires == NOW + timedelta(hours=1)
-
-
-async def test_claim_leaves_a_fenced_row_alone_and_lifts_an_expired_fence(engine):
-    """A fenced row stays `deleting` and unclaimed; an expired fence is lifted (row resurrected)."""
+async def test_claim_resurrects_renews_leaves_a_fenced_row_alone_and_lifts_an_expired_fence(
+    engine,
+):
+    """A claim resurrects a `deleting` row and a repeated one renews its expiry; a fenced
+    row stays `deleting` and unclaimed; an expired fence is lifted (the row resurrected)."""
 
     async def setup(conn):
+        await add_blob(conn, "x", status="deleting")
         await add_blob(conn, "fenced", status="deleting", fence=FENCE)
         await add_blob(conn, "abandoned", status="deleting", fence=EXPIRED)
 
     await write(engine, setup)
-    sizes = {digest("fenced"): 1, digest("abandoned"): 1, digest("new"): 1}
 
-    async def claim(conn):
+    async def claim(conn, names, expires):
         return await db_blobs.claim(
             conn,
             write_id="w1",
             workspace="acme",
-            sizes=sizes,
+            sizes={digest(n): 1 for n in names},
             now=NOW,
-            expires_at=NOW + timedelta(hours=1),
+            expires_at=expires,
         )
 
-    assert await write(engine, claim) == {
+    assert await write(engine, lambda c: claim(c, ["x"], NOW + timedelta(seconds=5))) == {
+        digest("x"): "pending"
+    }
+    await write(engine, lambda c: claim(c, ["x"], NOW + timedelta(hours=1)))
+    async with engine.connect() as conn:
+        expires = await conn.scalar(
+            sa.select(BlobClaim.expires_at).where(BlobClaim.digest == digest("x"))
+        )
+    assert expires == NOW + timedelta(hours=1)
+
+    names = ["fenced", "abandoned", "new"]
+    assert await write(engine, lambda c: claim(c, names, NOW + timedelta(hours=1))) == {
         digest("fenced"): "deleting",
         digest("abandoned"): "pending",
         digest("new"): "pending",
@@ -263,45 +252,57 @@ async def test_claim_leaves_a_fenced_row_alone_and_lifts_an_expired_fence(engine
     async with engine.connect() as conn:
         claimed = set((await conn.execute(sa.select(BlobClaim.digest))).scalars())
         fences = dict((await conn.execute(sa.select(Blob.digest, Blob.purge_expires_at))).all())
-    assert claimed == {digest("abandoned"), digest("new")}
-    assert fences == {digest("fenced"): FENCE, digest("abandoned"): None, digest("new"): None}
+    assert claimed == {digest("x"), digest("abandoned"), digest("new")}
+    assert fences == {
+        digest("x"): None,
+        digest("fenced"): FENCE,
+        digest("abandoned"): None,
+        digest("new"): None,
+    }
 
 
-@pytest.mark.parametrize(
-    ("status", "mine", "claim", "ok"),
-    [
-        ("live", False, None, True),
-        ("live", True, None, True),
-        ("pending", True, "held", True),
-        ("pending", True, "expired", False),
-        ("pending", True, None, False),
-        ("pending", False, "held", False),
-        ("deleting", True, "held", False),
-        ("deleting", False, None, False),
-        (None, True, None, False),
-    ],
-)
-async def test_confirm(engine, status, mine, claim, ok):
-    async def setup(conn):
-        if status is not None:
-            await add_blob(conn, "x", status=status)
-        if claim is not None:
-            expires = NOW + timedelta(minutes=1) if claim == "held" else NOW - timedelta(seconds=1)
-            await add_claim(conn, "x", expires=expires)
+# `confirm`'s decision for every status/claim combination: (row status, uploaded by this
+# write, this write's claim, accepted).
+CONFIRM_CASES = [
+    ("live", False, None, True),
+    ("live", True, None, True),
+    ("pending", True, "held", True),
+    ("pending", True, "expired", False),
+    ("pending", True, None, False),
+    ("pending", False, "held", False),
+    ("deleting", True, "held", False),
+    ("deleting", False, None, False),
+    (None, True, None, False),
+]
 
-    await write(engine, setup)
 
-    async def confirm(conn):
-        # The publish transaction drops the write's claims first; the unexpired ones count.
-        held = await db_blobs.release(conn, "w1", NOW)
-        return await db_blobs.confirm(
-            conn,
-            held=held,
-            uploaded=[digest("x")] if mine else [],
-            referenced=[digest("x")],
-        )
+async def test_confirm(engine):
+    """Each case on its own digest and write, in one database."""
+    for i, case in enumerate(CONFIRM_CASES):
+        status, mine, claim, ok = case
+        name, write_id = f"x-{i}", f"w-{i}"
 
-    problem = await write(engine, confirm)
-    assert (problem is None) == ok
-    if ok:
-        assert (await statuses(engine))[digest("x")] == "live"
+        async def setup(conn, status=status, claim=claim, name=name, write_id=write_id):
+            if status is not None:
+                await add_blob(conn, name, status=status)
+            if claim is not None:
+                held = claim == "held"
+                expires = NOW + timedelta(minutes=1) if held else NOW - timedelta(seconds=1)
+                await add_claim(conn, name, write_id=write_id, expires=expires)
+
+        await write(engine, setup)
+
+        async def confirm(conn, mine=mine, name=name, write_id=write_id):
+            # The publish transaction drops the write's claims first; the unexpired ones count.
+            held = await db_blobs.release(conn, write_id, NOW)
+            return await db_blobs.confirm(
+                conn,
+                held=held,
+                uploaded=[digest(name)] if mine else [],
+                referenced=[digest(name)],
+            )
+
+        problem = await write(engine, confirm)
+        assert (problem is None) == ok, case
+        if ok:
+            assert (await statuses(engine))[digest(name)] == "live", case

@@ -67,18 +67,17 @@ async def pruned_events(registry):
         return [tuple(r) for r in rows]
 
 
-async def test_retention_is_off_by_default(reg, clock):
+async def test_off_by_default_then_keep_the_newest_versions_and_gc_frees_their_blobs(
+    reg, clock, local_store
+):
     await versions(reg)
+    await versions(reg, "csv-cleaner", count=2)
+    # Off by default: a year on, GC prunes nothing, nor does a prune without a policy.
     clock.advance(365 * DAY)
     report = await reg.gc.collect()
     assert report.retention is None
     assert await surviving(reg) == [1, 2, 3, 4, 5]
     assert (await reg.gc.prune()).versions_pruned == 0
-
-
-async def test_keep_the_newest_versions_then_gc_frees_their_blobs(reg, clock, local_store):
-    await versions(reg)
-    await versions(reg, "csv-cleaner", count=2)
     before = await store_digests(local_store)
 
     report = await reg.gc.prune(keep_versions=2)
@@ -107,7 +106,7 @@ async def test_keep_the_newest_versions_then_gc_frees_their_blobs(reg, clock, lo
     assert pub.version == 6
 
 
-async def test_keep_days_and_the_union_of_both_rules(reg, clock):
+async def test_keep_days_the_union_of_both_rules_and_never_the_head(reg, clock):
     await versions(reg, count=5, every=DAY, clock=clock)  # v5 is one day old, v1 five
     plan = await reg.gc.prune(keep_days=2.5, dry_run=True)
     assert plan.dry_run
@@ -120,12 +119,10 @@ async def test_keep_days_and_the_union_of_both_rules(reg, clock):
     assert [s.versions for s in report.skills] == [(2, 3)]
     assert await surviving(reg) == [4, 5]
 
-
-async def test_the_head_is_never_pruned(reg, clock):
-    await versions(reg, count=3)
+    # The head is never pruned, however old.
     clock.advance(100 * DAY)
     await reg.gc.prune(keep_days=1)
-    assert await surviving(reg, head=3) == [3]
+    assert await surviving(reg) == [5]
 
 
 async def test_a_marketplace_baseline_is_never_pruned(reg):
@@ -291,17 +288,17 @@ async def test_closed_proposals_go_by_the_same_policy_and_gc_frees_their_blobs(
     events = await pruned_events(reg)
     assert [e[2]["proposals"] for e in events] == [made[:2]]
 
+    # By age, a dry run counts the proposals and manifests a prune then frees: of the
+    # closed ones left, the third (closed two days ago) goes, the fourth (one day) stays.
+    planned = await reg.gc.prune(keep_days=1.5, dry_run=True)
+    assert (planned.proposals_pruned, planned.manifests_deleted) == (1, 1)
+    done = await reg.gc.prune(keep_days=1.5)
+    assert (done.proposals_pruned, done.manifests_deleted) == (1, 1)
+    assert [s.proposals for s in done.skills] == [(made[2],)]
+
     clock.advance(2 * HOUR)
     await reg.gc.collect()
     after = await referenced_digests(reg)
     assert after < before  # the pruned candidates' own files are unreferenced now
     assert await store_digests(local_store) == after
     assert (await reg.gc.fsck(verify_content=True)).clean
-
-
-async def test_a_dry_run_counts_the_manifests_closed_proposals_would_free(reg, clock):
-    await nightly_proposals(reg, clock, nights=3)
-    planned = await reg.gc.prune(keep_days=1.5, dry_run=True)
-    assert (planned.proposals_pruned, planned.manifests_deleted) == (1, 1)
-    done = await reg.gc.prune(keep_days=1.5)
-    assert (done.proposals_pruned, done.manifests_deleted) == (1, 1)
