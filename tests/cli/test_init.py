@@ -28,7 +28,6 @@ def test_init_creates_a_missing_database_when_the_role_may(pg_server, tmp_path):
     url = pg_server.url(name)
     blobs = ["--blob-url", (tmp_path / "blobs").as_uri()]
     assert not _exists(pg_server, name)
-    janitor = pg_server.janitor(name)
     try:
         out = run("--database-url", url, *blobs, "init")
         assert out.startswith("created the database;")
@@ -39,7 +38,7 @@ def test_init_creates_a_missing_database_when_the_role_may(pg_server, tmp_path):
         listed = run_json("--database-url", url, *blobs, "list", "-w", "acme", code=5)
         assert listed["error"] == "workspace_not_found"
     finally:
-        janitor.drop()
+        pg_server.drop_database(name)
 
 
 def test_init_names_the_createdb_command_when_the_role_may_not(pg_server, tmp_path):

@@ -38,12 +38,11 @@ def main() -> int:
         _check(f"sqlite+aiosqlite:///{tmp}/dbcheck.db")
     server = ensure_server()
     name = f"skillreg_dbcheck_{uuid.uuid4().hex[:8]}"
-    janitor = server.janitor(name)
-    janitor.init()
+    server.create_database(name)
     try:
         _check(server.url(name))
     finally:
-        janitor.drop()
+        server.drop_database(name)
     print("db-check: models and migrations agree on SQLite and PostgreSQL")  # noqa: T201
     return 0
 

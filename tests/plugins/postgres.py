@@ -51,13 +51,12 @@ def pg_server() -> Server:
 @pytest.fixture(scope="session")
 def pg_template(pg_server: Server) -> Iterator[str]:
     name = f"skillreg_tpl_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    janitor = pg_server.janitor(name)
-    janitor.init()
+    pg_server.create_database(name)
     try:
         _migrate(pg_server.url(name))
         yield name
     finally:
-        janitor.drop()
+        pg_server.drop_database(name)
 
 
 @pytest.fixture(scope="session")
