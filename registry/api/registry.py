@@ -145,7 +145,7 @@ class Registry(OwnerControls, Searching, Materialisation):
             scanner=scanner or DefaultScanner(),
             clock=clock or SystemClock(),
             failpoints=failpoints,
-            signing=Signing(signer or load_signer(self.settings)),
+            signing=Signing(signer) if signer else Signing(settings=self.settings),
         )
         self._owns_resources = owns_resources
 
