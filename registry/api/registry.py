@@ -271,6 +271,16 @@ class Registry(OwnerControls, Searching, Materialisation):
         """
         content.check_metadata(self.ctx.scanner, [(k, v) for k, v in fields.items() if v])
 
+    def load_signing_key(self) -> None:
+        """Load the signing key now rather than at the first write that signs.
+
+        `SigningKeyUnavailable` if the key settings name cannot be read; a registry with no
+        key at all loads nothing (it refuses writes). A read never needs the key, so a
+        registry loads it on first use; a server loads it as it starts (`skillreg serve`),
+        so that a bad key stops it there rather than failing its first write.
+        """
+        _ = self.ctx.signing.signer
+
     async def check_schema(self) -> None:
         """Raise `NotInitialized` unless the database is at the newest revision."""
         current = await revision.current_revision(self.engine)

@@ -129,6 +129,7 @@ async def serve(
         from registry.http.server import server_for  # noqa: PLC0415
 
         async with state.open() as reg:
+            reg.load_signing_key()
             server = server_for(reg, jobs=jobs, host=host, port=port, log_level=log_level)
             out.errors.print(
                 f"serving {redact(state.settings.database_url)} and {state.settings.blob_url}"
