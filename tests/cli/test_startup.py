@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from registry.cli.main import LAZY_COMMANDS, load_command
+from tests.support.cli import run, run_json
 
 # Run in a fresh interpreter: the test session has imported everything already.
 PROBE = """
@@ -99,3 +100,20 @@ def test_list_imports_what_a_listing_needs_and_no_more(embedded) -> None:
     assert lines[4:] == [
         "serve: 6 [('load', False), ('open', True), ('load', False), ('listen', False)]"
     ]
+
+
+def test_a_damaged_key_fails_writes_and_serve_but_no_read(embedded, monkeypatch) -> None:
+    # The key is loaded when first needed (registry/services/signing.py's `Signing`): a
+    # read never reads it, a write and `serve` (which loads it as it starts) are refused.
+    def serving(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("serve built its server before it loaded the key")  # no hang
+
+    monkeypatch.setattr("registry.http.server.server_for", serving)
+    run("init")
+    run("demo", "-w", "acme")
+    (embedded / ".skillreg" / "signing-key.pem").write_text("not a key\n", encoding="utf-8")
+    assert "pdf-report" in run("list", "-w", "acme")
+    assert "pdf-report" in run("history", "acme/pdf-report")
+    for args in (["demo", "-w", "globex"], ["serve", "--port", "0"]):
+        refused = run_json(*args, code=6)
+        assert refused["error"] == "signing_key_unavailable", args
