@@ -42,9 +42,10 @@ def test_the_root_help_lines_are_the_commands_own() -> None:
 
 # What `list` must not import: the services it does not call, Alembic (the schema check
 # reads the scripts, registry/db/revision.py), the PostgreSQL driver on SQLite, the
-# frontmatter parser, cryptography (the signing key is loaded by the first write). A module
-# loaded lazily (registry/lazy.py) is in `sys.modules` before its code runs, as an instance
-# of a subclass of `ModuleType` until then. The probe runs the console script (`main()`),
+# frontmatter parser, cryptography (the signing key is loaded by the first write), tenacity
+# (only a transaction that failed transiently retries). A module loaded lazily
+# (registry/lazy.py) is in `sys.modules` before its code runs, as an instance of a subclass
+# of `ModuleType` until then. The probe runs the console script (`main()`),
 # noting whether the garbage collector runs while the command's modules are imported (it
 # must not) and when the command opens the registry (it must, for a long-running command).
 # Then `serve`, on an address it cannot listen on: it must try to listen before it
@@ -76,7 +77,7 @@ def run(*args):
 names = ("alembic", "psycopg", "strictyaml", "registry.api.marketplace", "registry.api.gc",
          "registry.services.marketplace.install", "registry.services.write.publish",
          "registry.services.history.versions", "registry.services.materialize.reconcile",
-         "cryptography")
+         "cryptography", "tenacity")
 print("exit:", run("list", "-w", "acme"), file=sys.stderr)
 ran = [n for n in names if n in sys.modules and type(sys.modules[n]) is ModuleType]
 print("imported:", ran, file=sys.stderr)
