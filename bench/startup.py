@@ -1,4 +1,4 @@
-"""What starting `skillreg` costs: CPU time of `--help`, `--version` and `list`.
+"""What starting `skillreg` costs: CPU time of `--help`, `--version`, `list`, `show`, `history`.
 
 Each command runs in a fresh interpreter (a subprocess), the way a person or a script runs
 it; its CPU time (user + system) is read from `resource.getrusage(RUSAGE_CHILDREN)` around
@@ -6,12 +6,19 @@ the run. The reference is `python -c pass` in the same loop, so the figure that 
 the ratio; the absolute times are printed too, since the goals are stated in seconds
 (`--help` at most 0.15 s, `list` on a small registry at most 0.35 s).
 
-`list` runs on the embedded default (SQLite, a local blob store) holding the bundled
-examples. Its floor is measured in the same loop: a fresh interpreter that only imports
-what any listing needs (SQLAlchemy's asyncio layer with aiosqlite, pydantic-settings for the
-settings, click and rich for the command line). The children run with their bytecode
-cached, as an installed `skillreg` does: `PYTHONDONTWRITEBYTECODE` is removed from their
-environment and a first untimed run writes the caches.
+`list`, `show` and `history` run on the embedded default (SQLite, a local blob store)
+holding the bundled examples. Their floor is measured in the same loop: a fresh
+interpreter that only imports what any listing needs (SQLAlchemy's asyncio layer with
+aiosqlite, pydantic-settings for the settings, click and rich for the command line). The
+children run with their bytecode cached, as an installed `skillreg` does:
+`PYTHONDONTWRITEBYTECODE` is removed from their environment and a first untimed run
+writes the caches.
+
+`skillreg serve` is timed by the clock, as a client waits for it: from the start of the
+process until its socket listens (a client that connects is then answered, not refused),
+and until it answers `GET /healthz`. A page of the documentation starts a server and
+reaches it with `curl --retry-connrefused`, which waits 1, 2, 4... seconds after each
+refusal: the first figure decides how long such a client waits on top of the second.
 """
 
 from __future__ import annotations
@@ -19,8 +26,10 @@ from __future__ import annotations
 import asyncio
 import os
 import resource
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from bench.harness import Result, Run, compare, scenario
@@ -37,7 +46,7 @@ def _cpu_of(argv: list[str], env: dict[str, str]) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-@scenario("startup", "Start-up: CPU time of --help, --version and list, per run")
+@scenario("startup", "Start-up: CPU time of --help, --version, list, show, history; serve")
 async def startup(run: Run) -> Result:
     return await asyncio.to_thread(_measure, run)
 
@@ -58,6 +67,8 @@ def _measure(run: Run) -> Result:
         "--help": [SKILLREG, "--help"],
         "--version": [SKILLREG, "--version"],
         "list": [SKILLREG, "list", "-w", "demo"],
+        "show": [SKILLREG, "show", "demo/pdf-report"],
+        "history": [SKILLREG, "history", "demo/pdf-report"],
     }
     references = {"python -c pass": [PYTHON, "-c", "pass"], "floor": [PYTHON, "-c", FLOOR]}
     for argv in [*commands.values(), *references.values()]:  # bytecode caches written
@@ -81,7 +92,52 @@ def _measure(run: Run) -> Result:
             f"{figure['references']['python -c pass']['median']:.3f} s; "
             f"{figure['ratios']['floor']:.2f}x the floor)"
         )
-    return {"comparisons": comparisons}
+    listening: list[float] = []
+    answering: list[float] = []
+    for _ in range(run.reps(5, quick=1)):
+        listened, answered = _serve_once(env, home)
+        listening.append(listened)
+        answering.append(answered)
+    served = compare({"command": "skillreg serve, answering"}, answering, {})
+    served["listening"] = compare({}, listening, {})["subject"]
+    print(  # the figures, as the run goes
+        f"  skillreg serve     listening after {served['listening']['median']:.2f} s, "
+        f"answering after {served['subject']['median']:.2f} s (wall clock)"
+    )
+    return {"comparisons": comparisons, "serve": served}
+
+
+def _serve_once(env: dict[str, str], home: Path) -> tuple[float, float]:
+    """Seconds from starting `skillreg serve` until it listens, and until it answers."""
+    with socket.socket() as probe:  # a free port, for the server to take
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = [SKILLREG, "serve", "--port", str(port), "--no-jobs"]
+    start = time.perf_counter()
+    server = subprocess.Popen(
+        argv, env=env, cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    listened = None
+    try:
+        while True:
+            try:
+                connection = socket.create_connection(("127.0.0.1", port), timeout=60)
+            except ConnectionRefusedError:
+                if server.poll() is not None:
+                    msg = f"skillreg serve exited with {server.returncode}"
+                    raise RuntimeError(msg) from None
+                time.sleep(0.01)
+                continue
+            listened = time.perf_counter() - start
+            with connection:
+                connection.sendall(b"GET /healthz HTTP/1.1\r\nHost: bench\r\n\r\n")
+                if not connection.recv(64).startswith(b"HTTP/1.1 200"):
+                    msg = "skillreg serve did not answer 200"
+                    raise RuntimeError(msg)
+            return listened, time.perf_counter() - start
+    finally:
+        server.terminate()
+        server.wait()
 
 
 # What any `skillreg list` must import, whatever the registry's code: the floor under it.

@@ -145,7 +145,7 @@ class Registry(OwnerControls, Searching, Materialisation):
             scanner=scanner or DefaultScanner(),
             clock=clock or SystemClock(),
             failpoints=failpoints,
-            signing=Signing(signer or load_signer(self.settings)),
+            signing=Signing(signer) if signer else Signing(settings=self.settings),
         )
         self._owns_resources = owns_resources
 
@@ -270,6 +270,16 @@ class Registry(OwnerControls, Searching, Materialisation):
         path applies to a version's message and sources.
         """
         content.check_metadata(self.ctx.scanner, [(k, v) for k, v in fields.items() if v])
+
+    def load_signing_key(self) -> None:
+        """Load the signing key now rather than at the first write that signs.
+
+        `SigningKeyUnavailable` if the key settings name cannot be read; a registry with no
+        key at all loads nothing (it refuses writes). A read never needs the key, so a
+        registry loads it on first use; a server loads it as it starts (`skillreg serve`),
+        so that a bad key stops it there rather than failing its first write.
+        """
+        _ = self.ctx.signing.signer
 
     async def check_schema(self) -> None:
         """Raise `NotInitialized` unless the database is at the newest revision."""

@@ -10,6 +10,7 @@ error is printed as the same JSON error body as any other error (`Skillreg`).
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 from typing import TYPE_CHECKING, Any
@@ -274,6 +275,8 @@ def cli(
     """skill-registry: transactional storage for agent skill packages."""
     console = ctx.obj == CONSOLE
     ctx.obj = CliState(settings_with(database_url, blob_url), debug=debug, console=console)
+    if console:
+        started()
 
 
 @cli.command()
@@ -308,11 +311,31 @@ async def init(state: CliState, out: Output) -> None:
 CONSOLE = "skillreg.console"  # main()'s context object: the process is the console script
 
 
+# The console script's garbage collection. Starting a command allocates about a million
+# objects (SQLAlchemy, pydantic, the table definitions), nearly all of them kept until the
+# process ends, and the collector's passes over them while the modules are imported, and
+# again when the interpreter ends, cost about a fifth of a short command's CPU time
+# (docs/benchmarks.md, "Start-up"). So `main()` turns the collector off while the command
+# starts (`started()` turns it on again before the command runs, with what start-up made
+# moved out of its sight: `gc.freeze()`), and freezes what is left when the command ends.
+# A command that runs for long (`serve`, `jobs run`, `sync --watch`) runs with it on, as
+# does a command run in-process (`cli()`, as the tests do): only `main()` turns it off.
+
+
+def started() -> None:
+    """Start-up is over: what it made is kept for good, and the collector runs again."""
+    gc.freeze()
+    gc.enable()
+
+
 def main() -> None:
     """Console script entry point."""
+    gc.disable()  # until `started()`, called once the command and its settings are loaded
     try:
         cli(prog_name="skillreg", obj=CONSOLE)
     except KeyboardInterrupt:
         # Interrupted while starting (imports, settings), before any command ran.
         sys.stderr.write("error: interrupted; nothing was changed\n")
         sys.exit(INTERRUPTED)
+    finally:
+        gc.freeze()  # the interpreter's last collections would only walk what start-up made

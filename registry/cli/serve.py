@@ -99,10 +99,6 @@ async def serve(
     workers run with `skillreg jobs run`. Behind a TLS proxy, name it with
     `--forwarded-allow-ips`, so that the console's cookie is sent `Secure`.
     """
-    # Imported here: the web stack (FastAPI, uvicorn, the console's templates) costs a
-    # third of the CLI's start, and only this command needs it.
-    from registry.http.server import server_for  # noqa: PLC0415
-
     overrides = {
         "forwarded_allow_ips": forwarded_allow_ips,
         "http_header_timeout": header_timeout,
@@ -124,8 +120,16 @@ async def serve(
             UNAVAILABLE,
         )
         raise click.exceptions.Exit(UNAVAILABLE) from None
+    # The web stack (FastAPI, uvicorn, the console's templates) is imported below: it costs
+    # a third of the CLI's start, and only this command needs it. And it is imported once
+    # the socket listens: a client that connects meanwhile (while the app is imported and the
+    # registry opened) waits in the backlog for its answer, rather than being refused and
+    # trying again later (`curl --retry-connrefused` waits 1, 2, 4... seconds between tries).
     with listener:
+        from registry.http.server import server_for  # noqa: PLC0415
+
         async with state.open() as reg:
+            reg.load_signing_key()
             server = server_for(reg, jobs=jobs, host=host, port=port, log_level=log_level)
             out.errors.print(
                 f"serving {redact(state.settings.database_url)} and {state.settings.blob_url}"

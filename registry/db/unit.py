@@ -38,10 +38,9 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncTransaction
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from registry.db import budget as write_budget
 from registry.db import errors as db_errors
@@ -49,6 +48,9 @@ from registry.db.cancel import check_cancelled, guarded
 from registry.db.engine import LOCK_WAIT_MS, NO_BEGIN, WRITE_TX, dialect_name
 from registry.db.locks import GIVE_TURN, TAKE_TURN, lock_key, lock_workspace
 from registry.errors import StorageUnavailable, WorkspaceBusy
+
+if TYPE_CHECKING:
+    from tenacity import AsyncRetrying
 
 T = TypeVar("T")
 
@@ -119,6 +121,14 @@ class UnitOfWork:
         return self.engine.url.render_as_string(hide_password=True)
 
     def _retrying(self, attempts: int) -> AsyncRetrying:
+        # Imported here: only a transaction that failed transiently retries (`_transact`).
+        from tenacity import (  # noqa: PLC0415
+            AsyncRetrying,
+            retry_if_exception,
+            stop_after_attempt,
+            wait_random_exponential,
+        )
+
         return AsyncRetrying(
             retry=retry_if_exception(db_errors.is_transient),
             stop=stop_after_attempt(attempts),

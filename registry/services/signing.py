@@ -12,46 +12,67 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.serialization import (
-    Encoding,
-    NoEncryption,
-    PrivateFormat,
-    load_pem_private_key,
-)
-
-from registry.domain.attestation import key_id, raw_public, sign
 from registry.errors import SigningKeyUnavailable
 from registry.services import fsops
-from registry.settings import Settings
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from registry.settings import Settings
+
+# cryptography (and `registry.domain.attestation`, which imports it) is imported when a key
+# is first made, read or used: a command that only reads never loads the key (`Signing`).
 
 
 class Signer:
     """A private key and its id; signs statements into DSSE envelopes."""
 
     def __init__(self, private: Ed25519PrivateKey) -> None:
+        from registry.domain.attestation import key_id  # noqa: PLC0415 - see the imports
+
         self.private = private
         self.public = private.public_key()
         self.key_id = key_id(self.public)
 
     def sign(self, document: dict[str, Any]) -> bytes:
+        from registry.domain.attestation import sign  # noqa: PLC0415 - see the imports
+
         return sign(document, self.private)
 
     def public_key_hex(self) -> str:
         """The public key as the keys document lists it: hex of the raw 32 bytes."""
+        from registry.domain.attestation import raw_public  # noqa: PLC0415 - see the imports
+
         return raw_public(self.public).hex()
 
     def pem(self) -> bytes:
+        from cryptography.hazmat.primitives.serialization import (  # noqa: PLC0415
+            Encoding,
+            NoEncryption,
+            PrivateFormat,
+        )
+
         return self.private.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
 
     @classmethod
     def generate(cls) -> Signer:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import (  # noqa: PLC0415
+            Ed25519PrivateKey,
+        )
+
         return cls(Ed25519PrivateKey.generate())
 
     @classmethod
     def from_pem(cls, data: bytes, where: str) -> Signer:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import (  # noqa: PLC0415
+            Ed25519PrivateKey,
+        )
+        from cryptography.hazmat.primitives.serialization import (  # noqa: PLC0415
+            load_pem_private_key,
+        )
+
         try:
             private = load_pem_private_key(data, password=None)
         except (ValueError, TypeError) as exc:
@@ -94,8 +115,26 @@ class Signing:
     Shared by every `Context` of one registry (`acting_as` copies): the key is loaded once
     from settings (`registry/services/trust/keys.py`), and registered before the first
     write that signs.
+
+    Given `settings` instead of a signer, the key is loaded from them when `signer` is
+    first read (`load_signer`): a registry that only reads (`skillreg list`, `show`,
+    `history`) never reads the key file nor imports cryptography. A key that cannot be
+    loaded raises `SigningKeyUnavailable` there, on every read until it can.
     """
 
-    def __init__(self, signer: Signer | None = None) -> None:
-        self.signer = signer
+    def __init__(self, signer: Signer | None = None, *, settings: Settings | None = None) -> None:
+        self._signer = signer
+        self._unloaded = settings if signer is None else None
         self.registered = False
+
+    @property
+    def signer(self) -> Signer | None:
+        """The key; None if the settings name none (a registry without a key)."""
+        if self._unloaded is not None:
+            self._signer = load_signer(self._unloaded)
+            self._unloaded = None
+        return self._signer
+
+    @signer.setter
+    def signer(self, signer: Signer | None) -> None:
+        self._signer, self._unloaded = signer, None
