@@ -66,8 +66,11 @@ run: $(RUN_STAMP) ## the main job: install what running needs, init the embedded
 
 # Four workers, whatever the machine: much of the suite waits on processes, servers and the
 # databases, so two workers per core of a 2-CPU machine keep it busy (docs/development.md).
+# Bytecode is written as modules are first imported, whatever the caller's environment says:
+# with PYTHONDONTWRITEBYTECODE set (and uv installs none), each of the suite's processes, the
+# workers and every `skillreg` a test starts, compiled SQLAlchemy, FastAPI and botocore again.
 test: install browser-deps ## run the whole suite (the harness starts PostgreSQL and an S3 endpoint)
-	$(BIN)/pytest --numprocesses=4
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest --numprocesses=4
 
 test-fast: install ## unit tests only (no services, no browser)
 	$(BIN)/pytest -m "not postgres and not s3 and not slow and not browser"
