@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from registry.cli.main import cli
 from registry.cli.packages import example_root
 from tests.support.cli import database_options, run, run_json, tree
 
@@ -100,34 +101,48 @@ def test_controls_proposals_and_exclusion_through_the_cli(database_url, tmp_path
     assert run_json(*base, "restore", "other/csv-cleaner", 1, "--expect-head", 1, code=5)
 
 
-def test_delete_asks_on_a_terminal_refuses_without_one_and_compares_the_head(embedded):
+def test_delete_asks_on_a_terminal_refuses_without_one_and_compares_the_head(
+    embedded, monkeypatch, capsys
+):
     run("init")
     run("demo", "-w", "acme")
     # Without a terminal and without --yes nothing can confirm: refused, nothing changed.
     refused = run("delete", "acme/csv-cleaner", code=2)
     assert "pass --yes" in refused
     assert run_json("delete", "acme/csv-cleaner", "--expect-head", 7, "--yes", code=4)
-    # On a terminal (a pseudo-terminal here) it asks; "n" keeps the skill, "y" deletes it.
-    for answer, kept in (("n", True), ("y", False)):
-        leader, follower = pty.openpty()
-        process = subprocess.Popen(
-            [SKILLREG, "delete", "acme/csv-cleaner", "--expect-head", "1"],
-            stdin=follower,
-            stdout=subprocess.PIPE,
-            stderr=follower,
-            cwd=embedded,
-        )
-        os.close(follower)
-        asked = b""
-        while b"Delete acme/csv-cleaner (head version 1)?" not in asked:
-            asked += os.read(leader, 1024)
-        os.write(leader, f"{answer}\n".encode())
-        out, _ = process.communicate(timeout=120)
-        os.close(leader)
-        assert process.returncode == 0
-        assert ("not deleted" in out.decode()) is kept
-        history = run_json("history", "acme/csv-cleaner", code=0 if kept else 5)
-        assert ("items" in history) is kept
+    # On a terminal (a pseudo-terminal here) it asks; "n" keeps the skill: in-process,
+    # with the terminal as standard input.
+    leader, follower = pty.openpty()
+    with os.fdopen(follower, encoding="utf-8") as terminal, monkeypatch.context() as patch:
+        patch.setattr(sys, "stdin", terminal)
+        os.write(leader, b"n\n")
+        with pytest.raises(SystemExit) as ended:
+            cli.main(["delete", "acme/csv-cleaner", "--expect-head", "1"], prog_name="skillreg")
+    os.close(leader)
+    printed = capsys.readouterr()
+    assert ended.value.code == 0, printed
+    assert "Delete acme/csv-cleaner (head version 1)?" in printed.err
+    assert "not deleted" in printed.out
+    assert "items" in run_json("history", "acme/csv-cleaner")
+    # "y" deletes it: the real binary, its standard input and error the terminal.
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [SKILLREG, "delete", "acme/csv-cleaner", "--expect-head", "1"],
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        cwd=embedded,
+    )
+    os.close(follower)
+    asked = b""
+    while b"Delete acme/csv-cleaner (head version 1)?" not in asked:
+        asked += os.read(leader, 1024)
+    os.write(leader, b"y\n")
+    out, _ = process.communicate(timeout=120)
+    os.close(leader)
+    assert process.returncode == 0
+    assert "not deleted" not in out.decode()
+    assert run_json("history", "acme/csv-cleaner", code=5)["error"] == "skill_not_found"
 
 
 def test_a_deleted_skill_is_read_compared_and_brought_back_by_its_id(embedded):

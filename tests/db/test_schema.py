@@ -38,18 +38,19 @@ async def test_an_empty_database_has_no_revision(tmp_path):
         await engine.dispose()
 
 
-@pytest.mark.parametrize(
-    "digest", ["AB" * 32, "ab" * 31, "ab" * 33, "zz" * 32, "../" + "a" * 61, ""]
-)
-async def test_blob_digest_check_refuses_malformed(engine, digest):
+async def test_blob_digest_check_refuses_malformed(engine):
     # PostgreSQL refuses an over-long value by its column type before the CHECK runs.
-    async with engine.begin() as conn:
-        with pytest.raises((sa.exc.IntegrityError, sa.exc.DataError)):
-            await conn.execute(
-                sa.insert(Blob).values(
-                    digest=digest, size=1, status="live", created_at=NOW, touched_at=NOW
+    for digest in ("AB" * 32, "ab" * 31, "ab" * 33, "zz" * 32, "../" + "a" * 61, ""):
+        async with engine.begin() as conn:
+            try:
+                await conn.execute(
+                    sa.insert(Blob).values(
+                        digest=digest, size=1, status="live", created_at=NOW, touched_at=NOW
+                    )
                 )
-            )
+            except (sa.exc.IntegrityError, sa.exc.DataError):
+                continue
+        pytest.fail(f"the digest {digest!r} was stored")
 
 
 async def test_blob_status_check(engine):

@@ -3,11 +3,17 @@
 After each injected failure: the previous package is byte-for-byte what it was, no partial
 version is visible, the write's claims are released, and a retry publishes the package.
 A failure after the commit is a lost reply: the write is reported as published.
+
+The steps are swept on one registry: each step's write is to a skill of its own (its own
+blobs), so each starts from a first version as a fresh registry would, and the whole
+database is compared around each injected failure.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from sqlalchemy import event as sa_event
@@ -21,6 +27,26 @@ from tests.support.state import blob_rows, db_state, live_claims
 
 OLD = package(SLUG, files=3, tag="old")
 NEW = package(SLUG, files=5, tag="new")
+
+
+def _old(slug):
+    return package(slug, files=3, tag="old")
+
+
+def _new(slug):
+    return package(slug, files=5, tag="new")
+
+
+@contextmanager
+def naming(case: object) -> Iterator[None]:
+    """Name `case` in any failure (an assertion, an unexpected error) raised inside."""
+    try:
+        yield
+    except BaseException as error:
+        error.add_note(f"case: {case!r}")
+        raise
+
+
 # The steps a write that publishes a version goes through, in order (a write diverted into
 # a proposal takes `publish.proposal_rows` instead of the version rows; GC and
 # materialisation have points of their own).
@@ -43,48 +69,58 @@ async def _setup(make_registry, local_store):
     return registry, failpoints, store
 
 
-async def _write_new(registry):
-    return await registry.write_package(ACME, SLUG, NEW, expected_head=1, actor="u1")
+async def _write_new(registry, slug=SLUG):
+    return await registry.write_package(ACME, slug, _new(slug), expected_head=1, actor="u1")
 
 
-async def _assert_old_intact(registry, before):
+async def _assert_old_intact(registry, before, slug=SLUG):
     assert await db_state(registry) == before
-    assert as_bytes((await registry.read_package(ACME, SLUG)).files) == as_bytes(OLD)
+    assert as_bytes((await registry.read_package(ACME, slug)).files) == as_bytes(_old(slug))
     assert await live_claims(registry) == 0
 
 
-async def _assert_retry_publishes(registry):
-    pub = await _write_new(registry)
+async def _assert_retry_publishes(registry, slug=SLUG):
+    pub = await _write_new(registry, slug)
     assert (pub.version, pub.created) == (2, True)
-    assert as_bytes((await registry.read_package(ACME, SLUG)).files) == as_bytes(NEW)
+    assert as_bytes((await registry.read_package(ACME, slug)).files) == as_bytes(_new(slug))
     assert await live_claims(registry) == 0
 
 
-@pytest.mark.parametrize("point", BEFORE_COMMIT)
-async def test_failure_at_each_step_changes_nothing(make_registry, local_store, point):
-    registry, failpoints, _ = await _setup(make_registry, local_store)
-    before = await db_state(registry)
-    failpoints.fail(point, nth=failpoints.hits[point] + 1)
-    with pytest.raises(InjectedFault):
-        await _write_new(registry)
-    await _assert_old_intact(registry, before)
-    await _assert_retry_publishes(registry)
+async def _each_step(registry):
+    """For each step before the commit: a skill at its first version, and the step."""
+    for index, point in enumerate(BEFORE_COMMIT):
+        slug = f"step-{index}"
+        await registry.write_package(ACME, slug, _old(slug), expected_head=None, actor="u1")
+        yield slug, point
 
 
-@pytest.mark.parametrize("point", BEFORE_COMMIT)
-async def test_cancellation_at_each_step_changes_nothing(make_registry, local_store, point):
+async def test_failure_at_each_step_changes_nothing(make_registry, local_store):
     registry, failpoints, _ = await _setup(make_registry, local_store)
-    before = await db_state(registry)
-    park = failpoints.park(point)
-    task = asyncio.create_task(_write_new(registry))
-    async with asyncio.timeout(60):  # a safety net against a hang, not a timing assertion
-        await park.reached.wait()
-    task.cancel()
-    park.release.set()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    await _assert_old_intact(registry, before)
-    await _assert_retry_publishes(registry)
+    async for slug, point in _each_step(registry):
+        with naming(point):
+            before = await db_state(registry)
+            failpoints.fail(point, nth=failpoints.hits[point] + 1)
+            with pytest.raises(InjectedFault):
+                await _write_new(registry, slug)
+            await _assert_old_intact(registry, before, slug)
+            await _assert_retry_publishes(registry, slug)
+
+
+async def test_cancellation_at_each_step_changes_nothing(make_registry, local_store):
+    registry, failpoints, _ = await _setup(make_registry, local_store)
+    async for slug, point in _each_step(registry):
+        with naming(point):
+            before = await db_state(registry)
+            park = failpoints.park(point)
+            task = asyncio.create_task(_write_new(registry, slug))
+            async with asyncio.timeout(60):  # a safety net against a hang, not a timing assertion
+                await park.reached.wait()
+            task.cancel()
+            park.release.set()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            await _assert_old_intact(registry, before, slug)
+            await _assert_retry_publishes(registry, slug)
 
 
 async def _new_blob_count(registry):

@@ -110,32 +110,31 @@ async def test_removed_files_are_gone_from_the_new_version(registry):
     assert "references/part-002.md" in (await registry.read_package(ACME, "pdf-report", 1)).files
 
 
-async def test_expected_head_none_refuses_an_existing_skill(registry):
-    await publish(registry)
-    with pytest.raises(SkillExists) as caught:
-        await publish(registry, files=package("pdf-report", tag="other"), expected=None)
-    assert caught.value.current == 1
+async def test_the_expected_head_is_compared_and_any_skips_the_check(registry):
+    # One registry, a skill of its own for each rule.
+    # None refuses an existing skill.
+    await publish(registry, slug="exists")
+    with pytest.raises(SkillExists) as exists:
+        await publish(registry, slug="exists", tag="other", expected=None)
+    assert exists.value.current == 1
 
-
-async def test_stale_expected_head_is_a_conflict_carrying_the_current_head(registry):
-    await publish(registry)
-    await publish(registry, files=package("pdf-report", tag="2"), expected=1)
+    # A stale expected head is a conflict carrying the current head, and changes nothing.
+    await publish(registry, slug="stale")
+    await publish(registry, slug="stale", tag="2", expected=1)
     before = await db_state(registry)
-    with pytest.raises(HeadConflict) as caught:
-        await publish(registry, files=package("pdf-report", tag="3"), expected=1)
-    assert (caught.value.expected, caught.value.current) == (1, 2)
+    with pytest.raises(HeadConflict) as stale:
+        await publish(registry, slug="stale", tag="3", expected=1)
+    assert (stale.value.expected, stale.value.current) == (1, 2)
     assert await db_state(registry) == before
 
-
-async def test_expected_version_of_a_missing_skill_is_not_found(registry):
+    # An expected version of a missing skill is not found.
     with pytest.raises(SkillNotFound):
-        await publish(registry, expected=3)
+        await publish(registry, slug="missing", expected=3)
+    assert await db_state(registry) == before
 
-
-async def test_any_skips_the_check(registry):
-    await publish(registry, expected=ANY)
-    pub = await publish(registry, files=package("pdf-report", tag="x"), expected=ANY)
-    assert pub.version == 2
+    # ANY skips the check: it creates the skill, then appends to it.
+    assert (await publish(registry, slug="any", expected=ANY)).version == 1
+    assert (await publish(registry, slug="any", tag="x", expected=ANY)).version == 2
 
 
 async def test_sources_and_event_are_recorded_in_the_same_transaction(registry):
@@ -389,16 +388,14 @@ async def test_what_a_write_sends_on_postgresqls_wire(make_registry):
         assert raw.driver_connection.autocommit is False
 
 
-@pytest.mark.parametrize(
-    ("first", "second"),
-    [("λόγος", "λόγοσ"), ("pdf-report", "pdf-r\u0435port")],
-    ids=["final-sigma", "cyrillic-e"],
-)
-async def test_a_slug_that_looks_like_a_live_skills_is_refused_naming_it(
-    registry, local_store, first, second
-):
+async def test_a_slug_that_looks_like_a_live_skills_is_refused_naming_it(registry, local_store):
     # Before: both were skills of one scope, side by side in listings and targets (the
     # first pair in one folder on a case-insensitive file system).
+    for first, second in (("λόγος", "λόγοσ"), ("pdf-report", "pdf-r\u0435port")):
+        await _look_alike_refused(registry, local_store, first, second)
+
+
+async def _look_alike_refused(registry, local_store, first, second):
     await publish(registry, first, package(first))
     before = await db_state(registry)
     stored = await store_digests(local_store)
