@@ -33,7 +33,7 @@ local blob cache (`registry.client`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -81,7 +81,7 @@ from registry.services.materialize.source import (
     block_collisions,
 )
 from registry.services.materialize.target import SkillCache, Target
-from registry.services.materialize.threads import in_thread, open_target
+from registry.services.materialize.threads import in_pool, open_target, thread_pool
 
 T = TypeVar("T")
 
@@ -247,6 +247,7 @@ class _Run:
         self.hashed = 0
         self.entry = LINK if target.mode == "link" else DIR
         self._inflight: set[asyncio.Future[Any]] = set()
+        self._pool = thread_pool(SKILLS_AT_ONCE)
 
     async def blocking(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """Run filesystem work on the target in a worker thread.
@@ -256,13 +257,14 @@ class _Run:
         `close_when_idle`): closing them under a running thread would let it act on
         whatever file a reused descriptor number names next.
         """
-        future = in_thread(fn, *args, **kwargs)
+        future = in_pool(self._pool, fn, *args, **kwargs)
         self._inflight.add(future)
         future.add_done_callback(self._inflight.discard)
         return await asyncio.shield(future)
 
     def close_when_idle(self) -> None:
         """Close the target now, or when the filesystem work still running has finished."""
+        self._pool.shutdown(wait=False)  # its threads end once the work queued has run
         busy = [f for f in self._inflight if not f.done()]
         if not busy:
             self.target.close()
@@ -295,6 +297,7 @@ class _Run:
                 continue
             todo.append(slug)
         done = await self._each(todo, wanted)
+        await self.blocking(self.target.sync_cache)  # the results `save_result` left
         outcomes = [o for slug in todo if (o := done.get(slug)) is not None]
         await self.source.finish(wanted)
         return ReconcileReport(
@@ -458,38 +461,53 @@ class _Run:
         manifest = await self.source.manifest(want)
         check_manifest(slug, manifest, self.limits)  # before any byte of it is fetched or written
         how = swap.plan(self.target.mode, manifest, seen)
-        wanted = Manifest(e for e in manifest if e.path in set(how.fetch))
-        files = await self.source.files(wanted)
-        # From here until the cache is saved again, this slug's disk state is our own
-        # unfinished work: a crash must not make it look like drift to adopt.
+        fetch = set(how.fetch)
+        files = await self.source.files(Manifest(e for e in manifest if e.path in fetch))
         intent = (
             replace(cache, writing=want.manifest_hash)
             if cache is not None
             else SkillCache(slug, None, None, writing=want.manifest_hash)
         )
-        await self.blocking(self.target.save_cache, intent)
-        await self.hit("materialize.intent_saved")
         written = await self.blocking(
-            swap.write,
-            self.target,
-            slug,
-            manifest=manifest,
-            files=files,
-            seen=seen,
-            how=how,
-            step=self.step,
+            self._write_on_disk, intent, want, manifest=manifest, files=files, seen=seen, how=how
         )
-        done = SkillCache(slug, want.manifest_hash, want.version, written.tree, None, written.files)
-        await self.blocking(self.target.save_cache, done)
-        await self.hit("materialize.cache_saved")
         await self.records.applied(
             slug, manifest_hash=want.manifest_hash, version=want.version, action=action, found=found
         )
         await self.hit("reconcile.recorded")
-        await self.blocking(self.target.remove_unlinked_trees, slug, step=self.step)
+        if written.retire:
+            await self.blocking(self.target.remove_unlinked_trees, slug, step=self.step)
         await self.hit("reconcile.skill_done")
         previous = None if row is None else row.manifest_hash
         return SkillOutcome(slug, action, want.version, want.manifest_hash, previous, found)
+
+    def _write_on_disk(
+        self,
+        intent: SkillCache,
+        want: Want,
+        *,
+        manifest: Manifest,
+        files: Mapping[str, PackageFile],
+        seen: Observation,
+        how: swap.Plan,
+    ) -> swap.Written:
+        """The filesystem part of a write, in one worker thread: intent, write, result.
+
+        From the moment the intent is durable until the result replaces it, this slug's
+        disk state is our own unfinished work: a crash must not make it look like drift
+        to adopt. The intent is durable before anything visible changes (`save_cache`);
+        the result is not waited for (`Target.save_result` says why).
+        """
+        slug = intent.slug
+        self.target.save_cache(intent)
+        self.step("materialize.intent_saved")
+        written = swap.write(
+            self.target, slug, manifest=manifest, files=files, seen=seen, how=how, step=self.step
+        )
+        done = SkillCache(slug, want.manifest_hash, want.version, written.tree, None, written.files)
+        self.target.save_result(done)
+        self.step("materialize.cache_saved")
+        return written
 
     async def _adopt(
         self,

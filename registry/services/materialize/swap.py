@@ -38,7 +38,7 @@ from registry.errors import Inconsistency
 from registry.services import fsops
 from registry.services.fsops import FileStamp, Step
 from registry.services.materialize.drift import ABSENT, DIR, Observation
-from registry.services.materialize.target import Target, link_text, tree_name
+from registry.services.materialize.target import ROOT, TREES, Target, link_text, tree_name
 
 SKILL_MD: Final = "SKILL.md"
 
@@ -61,10 +61,17 @@ class Plan:
 
 @dataclass(frozen=True)
 class Written:
-    """What a write left on disk: the tree (link mode) and a stat stamp per file."""
+    """What a write left on disk: the tree (link mode) and a stat stamp per file.
+
+    `retire`: whether other trees of the slug may be left for the caller to remove once
+    the write is recorded. False when there can be none: the write made the slug's folder
+    under `trees/` itself (the target's lock is held, so nothing else adds to it), or
+    removed them already (a new folder in copy mode).
+    """
 
     tree: str | None
     files: dict[str, FileStamp]
+    retire: bool = True
 
 
 def plan(mode: str, manifest: Manifest, seen: Observation) -> Plan:
@@ -158,14 +165,14 @@ def _write_tree(
     seen: Observation,
     step: Step,
 ) -> Written:
-    tree, stamps = build_tree(target, slug, manifest, files=files, step=step)
+    tree, stamps, first = build_tree(target, slug, manifest, files=files, step=step)
     if seen.entry == DIR:
         # A folder cannot be renamed over: it goes to the trash first, so the skill is
         # absent for a moment (never mixed) while a copy becomes a link again.
         _move_away(target, slug)
     swap_link(target, slug, tree, step)
     _empty_trash(target, slug)
-    return Written(tree, stamps)
+    return Written(tree, stamps, retire=not first)
 
 
 def build_tree(
@@ -175,12 +182,16 @@ def build_tree(
     *,
     files: Mapping[str, PackageFile],
     step: Step,
-) -> tuple[str, dict[str, FileStamp]]:
-    """Write `manifest` into a fresh tree of `slug` that no reader can see yet."""
+) -> tuple[str, dict[str, FileStamp], bool]:
+    """Write `manifest` into a fresh tree of `slug` that no reader can see yet.
+
+    Returns the tree's name, a stamp per file, and whether the tree is the slug's first
+    (its folder under `trees/` was made here: it holds no other tree).
+    """
     slug_fd, created = fsops.ensure_dir(slug, dir_fd=target.trees_fd)
     try:
         if created:
-            fsops.fsync_fd(target.trees_fd)
+            target.sync(TREES)
         name = tree_name(manifest.hash)
         os.mkdir(name, fsops.DIR_MODE, dir_fd=slug_fd)
         try:
@@ -197,7 +208,7 @@ def build_tree(
     finally:
         os.close(slug_fd)
     step("materialize.tree_synced")
-    return name, stamps
+    return name, stamps, created
 
 
 def swap_link(target: Target, slug: str, tree: str, step: Step) -> None:
@@ -211,7 +222,7 @@ def swap_link(target: Target, slug: str, tree: str, step: Step) -> None:
         fsops.unlink_if_present(temp, target.tmp_fd)
         raise
     step("materialize.swapped")
-    fsops.fsync_fd(target.root_fd)
+    target.sync(ROOT)
 
 
 # ---------------------------------------------------------------- copy mode
@@ -243,10 +254,10 @@ def _write_new_folder(
         fsops.remove_entry(staged, target.tmp_fd)
         raise
     step("materialize.swapped")
-    fsops.fsync_fd(target.root_fd)
+    target.sync(ROOT)
     target.remove_unlinked_trees(slug, step=step)
     _empty_trash(target, slug)
-    return Written(None, stamps)
+    return Written(None, stamps, retire=False)
 
 
 def _write_in_place(
@@ -428,7 +439,7 @@ def _move_away(target: Target, slug: str) -> bool:
         os.rename(slug, trashed, src_dir_fd=target.root_fd, dst_dir_fd=target.trash_fd)
     else:
         fsops.unlink_if_present(slug, target.root_fd)
-    fsops.fsync_fd(target.root_fd)
+    target.sync(ROOT)
     return True
 
 

@@ -31,7 +31,9 @@ import os
 import re
 import socket
 import stat
+import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -49,6 +51,7 @@ from registry.services import fsops
 from registry.services.fsops import FileStamp, Step, no_step
 
 PRIVATE: Final = ".skillreg"
+ROOT: Final = "root"  # the target folder itself, among the descriptors a target holds
 IDENTITY: Final = "target.json"
 LOCK: Final = "lock"
 TREES: Final = "trees"
@@ -198,6 +201,8 @@ class Target:
         self._lock_fd = lock_fd
         self.host = socket.gethostname()[:255]
         self.swept = 0  # garbage removed when the target was opened (a crash leaves some)
+        # The folders every skill's write fsyncs (its link, its first tree, its cache).
+        self._syncs = {name: GroupSync(self._fd_of(name)) for name in (ROOT, TREES, CACHE)}
 
     @property
     def target_id(self) -> str:
@@ -209,7 +214,18 @@ class Target:
 
     @property
     def root_fd(self) -> int:
-        return self._fds["root"]
+        return self._fds[ROOT]
+
+    def sync(self, name: str) -> None:
+        """Make a change in the root (`ROOT`), `trees/` or `cache/` durable: one fsync.
+
+        Shared by the skills that need it at the same time (`GroupSync`): it returns once
+        an fsync that started after the call has completed.
+        """
+        self._syncs[name].sync()
+
+    def _fd_of(self, name: str) -> Callable[[], int]:
+        return lambda: self._fds[name]
 
     @property
     def trees_fd(self) -> int:
@@ -249,8 +265,8 @@ class Target:
         fds: dict[str, int] = {}
         lock_fd = -1
         try:
-            fds["root"] = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            fds[PRIVATE] = _private_dir(shown, PRIVATE, fds["root"])
+            fds[ROOT] = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            fds[PRIVATE] = _private_dir(shown, PRIVATE, fds[ROOT])
             lock_fd = _take_lock(shown, fds[PRIVATE])
             for name in (TREES, TMP, TRASH, CACHE):
                 fds[name] = _private_dir(shown, name, fds[PRIVATE])
@@ -286,11 +302,38 @@ class Target:
         return None if data is None else SkillCache.loads(slug, data)
 
     def save_cache(self, cache: SkillCache) -> None:
-        fsops.write_small(self.tmp_fd, self._fds[CACHE], f"{cache.slug}.json", cache.dumps())
+        """Durably replace the slug's cache file: the file fsynced, then the cache folder.
+
+        The folder's fsync is shared: skills saving their caches at the same time (their
+        `writing` intents) wait for one fsync that started after each had renamed its
+        file (`GroupSync`).
+        """
+        self._write_cache(cache)
+        self.sync(CACHE)
+
+    def save_result(self, cache: SkillCache) -> None:
+        """Replace the slug's cache file with a finished write's, its folder not fsynced.
+
+        The file itself is fsynced before its rename, so whatever a crash keeps is a whole
+        cache: the intent it replaces, or this. Losing the rename leaves the intent, which
+        the next run takes for its own interrupted work and completes (never drift), so no
+        later step waits for this rename to be durable; the next intent saved, or
+        `sync_cache` at the end of the run, makes it so.
+        """
+        self._write_cache(cache)
+
+    def sync_cache(self) -> None:
+        """Make every cache file renamed so far durable (one fsync of the cache folder)."""
+        self.sync(CACHE)
+
+    def _write_cache(self, cache: SkillCache) -> None:
+        fsops.write_file(
+            self.tmp_fd, self._fds[CACHE], f"{cache.slug}.json", cache.dumps(), executable=False
+        )
 
     def drop_cache(self, slug: str) -> None:
         if fsops.unlink_if_present(f"{slug}.json", self._fds[CACHE]):
-            fsops.fsync_fd(self._fds[CACHE])
+            self.sync(CACHE)
 
     def cached_slugs(self) -> set[str]:
         """Slugs this target has written (or started writing): the slugs it manages."""
@@ -377,6 +420,46 @@ class Target:
         if removed:
             step("materialize.old_removed")
         return removed
+
+
+class GroupSync:
+    """One directory's fsync, shared by the threads that need it at the same time.
+
+    A caller needs an fsync that starts after its own change (a rename into the
+    directory): one already under way may have missed it. So `sync` waits for the fsync in
+    progress, if any, then either finds that another caller started one after it came and
+    waits for that, or starts one itself. However many skills need the cache folder synced
+    at once, at most two fsyncs are issued for them, and none returns before its change is
+    durable. An fsync that fails raises in the caller that issued it; the others try again.
+    """
+
+    def __init__(self, fd: Callable[[], int]) -> None:
+        self._fd = fd
+        self._changed = threading.Condition()
+        self._started = 0  # fsyncs started so far
+        self._done = 0  # the number of the last fsync that completed
+        self._running = False
+
+    def sync(self) -> None:
+        with self._changed:
+            needed = self._started + 1  # an fsync that starts from now on covers this caller
+            while self._done < needed:
+                if self._running:
+                    self._changed.wait()
+                    continue
+                self._running = True
+                self._started += 1
+                mine = self._started
+                try:
+                    self._changed.release()
+                    try:
+                        fsops.fsync_fd(self._fd())
+                    finally:
+                        self._changed.acquire()
+                    self._done = mine
+                finally:
+                    self._running = False
+                    self._changed.notify_all()
 
 
 def _bound(path: Path) -> bool:

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import threading
 from collections.abc import Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,10 +28,33 @@ T = TypeVar("T")
 
 def in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> asyncio.Future[T]:
     """Run blocking work in a worker thread, as a future that outlives a cancelled caller."""
-    future = asyncio.ensure_future(asyncio.to_thread(fn, *args, **kwargs))
+    return in_pool(None, fn, *args, **kwargs)
+
+
+def in_pool(
+    pool: Executor | None, fn: Callable[..., T], /, *args: Any, **kwargs: Any
+) -> asyncio.Future[T]:
+    """`in_thread` in the threads of `pool` (None: the event loop's default executor).
+
+    Like `asyncio.to_thread`, the work runs in a copy of the caller's context; unlike it,
+    no task wraps the executor's future (one object less per hop).
+    """
+    loop = asyncio.get_running_loop()
+    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+    future = loop.run_in_executor(pool, call)
     # Retrieve the outcome even if nobody awaits it any more (the caller was cancelled).
     future.add_done_callback(lambda f: f.cancelled() or f.exception())
     return future
+
+
+def thread_pool(workers: int) -> ThreadPoolExecutor:
+    """The threads of one run's filesystem work (`reconcile._Run.blocking`).
+
+    Its own, not the loop's default executor: that one has `cpu_count() + 4` threads,
+    shared with the blob store's reads, so on a small machine a run's fsync waits would
+    fill it and hold up the reads that feed the next skills.
+    """
+    return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="skillreg-target")
 
 
 async def open_target(
