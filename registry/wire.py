@@ -131,11 +131,36 @@ class DriftEntry(_Wire):
     kind: str = Field(min_length=1, max_length=32, pattern=r"^[a-z_]+$")
 
 
+TrustState = Literal["verified", "stale", "refused"]
+
+
+class TrustReport(_Wire):
+    """`PUT .../targets/{id}/trust`: what a host says of the desired state it was served.
+
+    `verified`: it checked and applied the state of sequence `seq`; `stale`: it holds its
+    last good state, expired at `since`; `refused`: what it was served failed a check
+    (`detail` names the rule).
+    """
+
+    state: TrustState
+    since: AwareDatetime
+    detail: str | None = Field(default=None, max_length=500, pattern=LINE_PATTERN)
+    seq: int | None = Field(default=None, ge=0, le=MAX_ID)
+
+
+# A header of `GET .../desired`: what the registry takes beyond the first protocol, as
+# comma-separated names. `record-trust`: a record's body may carry `trust`.
+FEATURES: Final = "Skillreg-Features"
+RECORD_TRUST: Final = "record-trust"
+
+
 class RecordRequest(_Wire):
     """`PUT .../targets/{id}/skills/{slug}`: a compare-and-swap on the skill's record.
 
     `expected` is the record as the reconciler read it (null: none); `record` the new
-    values; `action`, `drift` and `error_code` go into the outbox event.
+    values; `action`, `drift` and `error_code` go into the outbox event. `trust`, if
+    given, is the host's trust report (as `PUT .../targets/{id}/trust` takes it), kept in
+    the same transaction: a host that applied a new state tells both in one write.
     """
 
     expected: AppliedState | None
@@ -143,6 +168,7 @@ class RecordRequest(_Wire):
     action: Action
     drift: list[DriftEntry] = Field(default_factory=list, max_length=MAX_DRIFT_IN_EVENT)
     error_code: str | None = Field(default=None, max_length=64, pattern=r"^[a-z_]+$")
+    trust: TrustReport | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> RecordRequest:
@@ -161,20 +187,3 @@ class RecordResult(_Wire):
 
     record: AppliedRecord
     changed: bool
-
-
-TrustState = Literal["verified", "stale", "refused"]
-
-
-class TrustReport(_Wire):
-    """`PUT .../targets/{id}/trust`: what a host says of the desired state it was served.
-
-    `verified`: it checked and applied the state of sequence `seq`; `stale`: it holds its
-    last good state, expired at `since`; `refused`: what it was served failed a check
-    (`detail` names the rule).
-    """
-
-    state: TrustState
-    since: AwareDatetime
-    detail: str | None = Field(default=None, max_length=500, pattern=LINE_PATTERN)
-    seq: int | None = Field(default=None, ge=0, le=MAX_ID)

@@ -119,6 +119,7 @@ class Targets:
             expected=None if request.expected is None else applied_of(request.expected, slug),
             new=new,
             change=change_of(request),
+            trust=None if request.trust is None else _said(request.trust),
         )
         return RecordResult(record=applied_record(new), changed=changed)
 
@@ -127,12 +128,8 @@ class Targets:
 
         `TargetNotFound` if the target is not registered in `workspace`.
         """
-        await applied.report_trust(
-            self.ctx,
-            workspace,
-            target_id,
-            state=report.state,
-            since=report.since,
-            detail=report.detail,
-            seq=report.seq,
-        )
+        await applied.report_trust(self.ctx, workspace, target_id, _said(report))
+
+
+def _said(report: TrustReport) -> applied.TrustSaid:
+    return applied.TrustSaid(report.state, report.since, report.detail, report.seq)

@@ -12,7 +12,10 @@ What `skillreg sync` materialises from, with nothing but a URL and a token:
     files    from the local cache (`.skillreg/blobs/`, content-addressed, every read
              verified); what it lacks: GET .../blobs/{digest}, refused unless it has the
              manifest's size and hashes to the digest, and cached before it is used
-    record   PUT .../targets/{id}/skills/{slug}
+    record   PUT .../targets/{id}/skills/{slug}; the first record of a run also carries
+             the host's trust report when it changed (a registry that says
+             `Skillreg-Features: record-trust`), else PUT .../targets/{id}/trust tells it
+             at the end of the run (at once for a state refused)
     finish   the cache keeps the blobs of the desired state and nothing else
 
 So a registry that has not changed costs one request and no blob, and a new version costs
@@ -59,7 +62,14 @@ from registry.services.materialize.source import (
     resolve,
 )
 from registry.services.materialize.target import Target
-from registry.wire import DesiredFile, DesiredState, TargetRegistration
+from registry.wire import (
+    FEATURES,
+    RECORD_TRUST,
+    DesiredFile,
+    DesiredState,
+    TargetRegistration,
+    TrustReport,
+)
 
 T = TypeVar("T")
 
@@ -110,6 +120,8 @@ class RemoteSource:
         self._saved = _Saved()
         self._pins: dict[str, tuple[str, _Pinned]] = {}
         self._fetched = 0
+        self._folds = False  # the registry takes a trust report with a record
+        self._untold: TrustReport | None = None  # to go with this run's first record
 
     @property
     def fetched(self) -> int:
@@ -198,14 +210,27 @@ class RemoteSource:
         return {slug: error for slug, error in found if error is not None}
 
     async def _conclude(self, target: Target) -> None:
-        """Keep what the checks concluded (`trust.json`); tell the registry if it changed."""
+        """Keep what the checks concluded (`trust.json`); tell the registry if it changed.
+
+        A verified state is told with the run's first record, if the registry takes it
+        there (`record-trust`) and the run records anything; else at the end of the run
+        (`finish`). A state refused or stale is told at once: the run records nothing.
+        """
         pins = self.trust.pinned
+        self._untold = None
         if pins is None:
             return
         await self._save_trust(target)
         report = self.trust.report()
         if report is None:
             return
+        if report.state == "verified":
+            self._untold = report
+            return
+        await self._tell(target, report)
+
+    async def _tell(self, target: Target, report: TrustReport) -> None:
+        """`PUT .../targets/{id}/trust`, best effort."""
         try:
             await self.client.request(
                 "PUT",
@@ -214,6 +239,10 @@ class RemoteSource:
             )
         except RegistryError:
             return  # told next time: the host's own file is what counts
+        await self._told(target)
+
+    async def _told(self, target: Target) -> None:
+        self._untold = None
         self.trust.told()
         await self._save_trust(target)
 
@@ -235,6 +264,8 @@ class RemoteSource:
         response = await self.client.request(
             "GET", f"{self._base}/desired", ok=(200, 304), params=params, headers=headers
         )
+        features = response.headers.get(FEATURES, "")
+        self._folds = RECORD_TRUST in (f.strip() for f in features.split(","))
         if response.status == HTTPStatus.NOT_MODIFIED and saved.state is not None:
             await self.trust.check_state(saved.state)  # a 304 for ever must not freeze it
             return saved.state, admit(saved.state, self.limits)
@@ -328,14 +359,22 @@ class RemoteSource:
         target = self._target
         assert target is not None, "begin() first"
         body = record_request(expected=expected, new=new, change=change)
+        told = self._untold if self._folds else None
+        if told is not None:
+            body = body.model_copy(update={"trust": told})
         await self.client.request(
             "PUT",
             f"{self._base}/targets/{target.target_id}/skills/{new.slug}",
-            json=body.model_dump(mode="json"),
+            # An older registry takes no `trust` field at all, not even a null one.
+            json=body.model_dump(mode="json", exclude=None if told is not None else {"trust"}),
         )
+        if told is not None:
+            await self._told(target)
 
     async def finish(self, desired: Desired) -> None:
-        """Trim the cache to the blobs of the desired state (the disk has the rest)."""
+        """Tell a verified state no record told; trim the cache to the desired state's blobs."""
+        if self._untold is not None and self._target is not None:
+            await self._tell(self._target, self._untold)
         keep = {
             e.digest
             for want in desired.wants.values()

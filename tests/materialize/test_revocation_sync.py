@@ -141,3 +141,45 @@ async def test_a_host_that_cannot_reach_the_registry_is_listed_stale_then_conver
     (revoked,) = await registry.revoked_status(ACME.workspace)
     (hold,) = revoked.targets
     assert (hold.state, hold.stale, hold.holds) == ("converged", False, 3)
+
+
+def _told(target) -> int:
+    """The sequence of the state the host applied last (`trust.json`)."""
+    seq: int = json.loads((target / ".skillreg" / "trust.json").read_bytes())["seq"]
+    return seq
+
+
+async def test_hosts_records_leave_the_states_sequence_and_a_yank_is_told_in_one_write(
+    remote, target, tmp_path
+):
+    """docs/revocation.md, "Hosts converge": only a change of the state moves its sequence.
+
+    A host's records (and another host's) are events of their own; were they to move the
+    sequence, every host would be served a new state and report it once more after each
+    record, a storm that takes a fleet several intervals to settle.
+    """
+    registry = remote.registry
+    await publish(registry, "alpha", tag="one")
+    await publish(registry, "alpha", tag="two")
+    await remote.once(target)
+    await remote.once(tmp_path / "other")
+    first = _told(target)
+    remote.faults.seen.clear()
+    assert (await remote.once(target)).ok  # its own records changed its answer: a 200
+    assert remote.faults.seen == [("GET", "/v1/workspaces/acme/desired", 200)]
+    assert _told(target) == first  # so nothing to tell: no trust report
+
+    await registry.yank(ACME, "alpha", 2, kind="security", reason="leaks", actor="o")
+    remote.faults.seen.clear()
+    assert (await remote.once(target)).written == ["alpha"]
+    assert _told(target) > first
+    writes = [(method, path) for method, path, _ in remote.faults.seen if method == "PUT"]
+    assert len(writes) == 1  # the record carries the trust report
+    assert writes[0][1].endswith("/skills/alpha")
+    [summary] = [
+        t
+        for t in (await registry.status("acme")).materialization.targets
+        if t.path == str(target.resolve())
+    ]
+    assert summary.trust is not None
+    assert (summary.trust.state, summary.trust.seq) == ("verified", _told(target))
