@@ -3,12 +3,14 @@
 The registry is served over HTTP on loopback (uvicorn, in the bench process) with a request
 counter in front of it. The hosts are `Sync.watch` loops, each with its own target (its own
 target id), run as tasks of one other process so that they do not share the registry's
-event loop. Every host follows one workspace with a few skills; once all hold the head of
-`hot`, the bench counts the registry's requests over a steady window, yanks that head,
-and watches the targets' disks: a host has converged when its `hot/SKILL.md` is no longer
-the revoked version's. Figures: each host's time to converge after the yank, the time
-until all have, against the watch interval (the goal: at most one interval + 1 s), and
-the registry's request rate while they converge beside its steady rate.
+event loop. Every host follows one workspace with a few skills; once all hold version 1 of
+`hot` and then version 2, published after (the update a revocation takes back), the bench
+counts the registry's requests over a steady window, yanks version 2 (the head moves back
+to version 1's package, as version 3), and watches the targets' disks: a host has
+converged when its `hot/SKILL.md` is no longer the revoked version's. Figures: each host's
+time to converge after the yank, the time until all have, against the watch interval (the
+goal: at most one interval + 1 s), and the registry's request rate while they converge
+beside its steady rate, with the CPU the registry's and the hosts' processes spent.
 """
 
 from __future__ import annotations
@@ -174,17 +176,21 @@ class _Window:
 
 
 async def _seed(registry: Any) -> bytes:
-    """Four skills and two versions of `hot`; the `SKILL.md` of the head to be yanked."""
+    """Four skills and version 1 of `hot`; the `SKILL.md` of that version."""
     for slug in ("alpha", "beta", "gamma", "delta"):
         await registry.write_package(
             SCOPE, slug, package(slug, files=3, size=KiB, tag="fleet"),
             expected_head=ANY, actor="bench",
         )  # fmt: skip
-    for tag in ("one", "two"):
-        await registry.write_package(
-            SCOPE, HOT, package(HOT, files=3, size=KiB, tag=tag),
-            expected_head=ANY, actor="bench",
-        )  # fmt: skip
+    return await _hot(registry, "one")
+
+
+async def _hot(registry: Any, tag: str) -> bytes:
+    """A new version of `hot`; its `SKILL.md`."""
+    await registry.write_package(
+        SCOPE, HOT, package(HOT, files=3, size=KiB, tag=tag),
+        expected_head=ANY, actor="bench",
+    )  # fmt: skip
     data: bytes = (await registry.read_package(SCOPE, HOT)).files["SKILL.md"].data
     return data
 
@@ -214,7 +220,7 @@ async def revocation(run: Run) -> Result:
     interval = 1.0 if run.quick else 2.0
     async with run.services.backend(SQLITE_LOCAL) as backend:
         registry = backend.registry
-        revoked = await _seed(registry)
+        first = await _seed(registry)
         token = (await registry.tokens.create(SCOPE.workspace, "read", name="b", actor="b")).token
         signer = registry.ctx.signing.signer
         assert signer is not None
@@ -234,7 +240,10 @@ async def revocation(run: Run) -> Result:
         assert hosts is not None
         targets = [root / f"host-{n:03d}" for n in range(count)]
         try:
-            await _until(lambda: all(_holds(t, revoked) for t in targets), 60 + count)
+            # The hosts hold version 1, then version 2 (the one to be yanked) replaces it.
+            await _until(lambda: all(_holds(t, first) for t in targets), 60 + count)
+            revoked = await _hot(registry, "two")
+            await _until(lambda: all(_holds(t, revoked) for t in targets), 30 + 10 * interval)
             # Every host past its first runs (its records change its own answer once).
             await asyncio.sleep(6 * interval)
             window = _Window(app.seen, hosts)

@@ -16,10 +16,13 @@ What `skillreg sync` materialises from, with nothing but a URL and a token:
              the host's trust report when it changed (a registry that says
              `Skillreg-Features: record-trust`), else PUT .../targets/{id}/trust tells it
              at the end of the run (at once for a state refused)
-    finish   the cache keeps the blobs of the desired state and nothing else
+    finish   the cache keeps the blobs of the desired state and, for each of its skills,
+             those of the version the state before wanted (`remote.json`: `previous`),
+             nothing else
 
-So a registry that has not changed costs one request and no blob, and a new version costs
-the blobs that changed. Every failure is a `RegistryError` the reconciler reports for the
+So a registry that has not changed costs one request and no blob, a new version costs
+the blobs that changed, and a move back to the version held before (a revocation, a
+restore) costs none. Every failure is a `RegistryError` the reconciler reports for the
 skill it was working on, leaving the skill's previous package in place: the server away
 or answering 5xx (`storage_unavailable`), a blob that is truncated or does not hash to its
 digest (`integrity_error`), a token refused (`unauthenticated`).
@@ -89,11 +92,16 @@ class _Pinned(BaseModel):
 
 @dataclass
 class _Saved:
-    """What `remote.json` holds: the desired state as last fetched, and pinned versions."""
+    """What `remote.json` holds: the desired state as last fetched, and pinned versions.
+
+    `previous`: for each skill, the blob digests of the package an earlier state wanted
+    before the one it wants now, kept in the cache for a move back.
+    """
 
     etag: str | None = None
     state: DesiredState | None = None
     pins: dict[str, tuple[str, _Pinned]] | None = None
+    previous: dict[str, list[str]] | None = None
 
 
 class RemoteSource:
@@ -279,6 +287,7 @@ class RemoteSource:
             raise RemoteRefused(what, RULE_WRONG_SCOPE, f"the desired state of {shown}")
         await self.trust.check_state(state)
         admitted = admit(state, self.limits)
+        self._saved.previous = _previous(saved.state, state, saved.previous or {})
         self._saved.etag = response.headers.get("etag")
         self._saved.state = state
         await self._save(target)
@@ -372,7 +381,7 @@ class RemoteSource:
             await self._told(target)
 
     async def finish(self, desired: Desired) -> None:
-        """Tell a verified state no record told; trim the cache to the desired state's blobs."""
+        """Tell a verified state no record told; trim the cache (see the module docstring)."""
         if self._untold is not None and self._target is not None:
             await self._tell(self._target, self._untold)
         keep = {
@@ -381,6 +390,7 @@ class RemoteSource:
             if want.manifest is not None
             for e in want.manifest.entries
         }
+        keep.update(d for digests in (self._saved.previous or {}).values() for d in digests)
         stale = [info.digest async for info in self.cache.iter_digests() if info.digest not in keep]
         for digest in stale:
             await self.cache.delete(digest)
@@ -405,9 +415,13 @@ class RemoteSource:
                 key: (str(tag), _Pinned.model_validate(pinned))
                 for key, (tag, pinned) in body.get("pins", {}).items()
             }
-        except (ValueError, KeyError, TypeError):
+            previous = {
+                str(slug): [str(d) for d in digests]
+                for slug, digests in body.get("previous", {}).items()
+            }
+        except (ValueError, KeyError, TypeError, AttributeError):
             return _Saved()  # only a cache: a full fetch recovers
-        return _Saved(str(body["etag"]), state, pins)
+        return _Saved(str(body["etag"]), state, pins, previous)
 
     async def _save(self, target: Target) -> None:
         saved = self._saved
@@ -424,10 +438,31 @@ class RemoteSource:
                 key: [tag, pinned.model_dump(mode="json")]
                 for key, (tag, pinned) in (saved.pins or {}).items()
             },
+            "previous": saved.previous or {},
         }
         data = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
         await _settled(target.save_source_state, data)
         await self.failpoints.hit("sync.state_saved")
+
+
+def _previous(
+    before: DesiredState | None, now: DesiredState, kept: dict[str, list[str]]
+) -> dict[str, list[str]]:
+    """Each skill of `now`'s blobs of the package wanted before it (see `_Saved`).
+
+    A skill whose files changed from `before` to `now` keeps those of `before`; one
+    unchanged keeps what it kept; a skill no longer listed keeps nothing.
+    """
+    old = {s.slug: s.files for s in before.skills} if before is not None else {}
+    previous: dict[str, list[str]] = {}
+    for skill in now.skills:
+        files = old.get(skill.slug)
+        digests = sorted({f.digest for f in files or ()})
+        if digests and digests != sorted({f.digest for f in skill.files or ()}):
+            previous[skill.slug] = digests
+        elif skill.slug in kept:
+            previous[skill.slug] = kept[skill.slug]
+    return previous
 
 
 async def _settled(fn: Callable[..., T], /, *args: Any) -> T:
