@@ -149,9 +149,11 @@ class TrustReport(_Wire):
 
 
 # A header of `GET .../desired`: what the registry takes beyond the first protocol, as
-# comma-separated names. `record-trust`: a record's body may carry `trust`.
+# comma-separated names. `record-trust`: a record's body may carry `trust`; `record-tag`:
+# it may carry `state_tag`, and its answer then says the state's tag after it.
 FEATURES: Final = "Skillreg-Features"
 RECORD_TRUST: Final = "record-trust"
+RECORD_TAG: Final = "record-tag"
 
 
 class RecordRequest(_Wire):
@@ -161,6 +163,8 @@ class RecordRequest(_Wire):
     values; `action`, `drift` and `error_code` go into the outbox event. `trust`, if
     given, is the host's trust report (as `PUT .../targets/{id}/trust` takes it), kept in
     the same transaction: a host that applied a new state tells both in one write.
+    `state_tag`, if given, is the tag of the desired state the host holds (its `ETag`):
+    the answer then gives the tag of that state with this record (see `RecordResult`).
     """
 
     expected: AppliedState | None
@@ -169,6 +173,7 @@ class RecordRequest(_Wire):
     drift: list[DriftEntry] = Field(default_factory=list, max_length=MAX_DRIFT_IN_EVENT)
     error_code: str | None = Field(default=None, max_length=64, pattern=r"^[a-z_]+$")
     trust: TrustReport | None = None
+    state_tag: str | None = Field(default=None, max_length=128, pattern=LINE_PATTERN)
 
     @model_validator(mode="after")
     def _consistent(self) -> RecordRequest:
@@ -183,7 +188,13 @@ class RecordRequest(_Wire):
 
 
 class RecordResult(_Wire):
-    """The record as it now is; `changed` is false if it already said so (no event)."""
+    """The record as it now is; `changed` is false if it already said so (no event).
+
+    `state_tag`: asked with the request's `state_tag`, the tag of the desired state the
+    host holds once its records say `record`, if nothing else changed since it fetched
+    that state (then `If-None-Match` with it answers 304); else null.
+    """
 
     record: AppliedRecord
     changed: bool
+    state_tag: str | None = None

@@ -15,7 +15,10 @@ What `skillreg sync` materialises from, with nothing but a URL and a token:
     record   PUT .../targets/{id}/skills/{slug}; the first record of a run also carries
              the host's trust report when it changed (a registry that says
              `Skillreg-Features: record-trust`), else PUT .../targets/{id}/trust tells it
-             at the end of the run (at once for a state refused)
+             at the end of the run (at once for a state refused). Each record carries the
+             saved state's tag (`record-tag`); the registry answers the tag of that state
+             with the record, kept with it, so the next poll is a 304, not the whole state
+             again for the host's own record
     finish   the cache keeps the blobs of the desired state and, for each of its skills,
              those of the version the state before wanted (`remote.json`: `previous`),
              nothing else
@@ -53,7 +56,7 @@ from registry.domain.model import PackageFile, Scope
 from registry.domain.signed_state import StateEntry
 from registry.errors import Inconsistency, RegistryError, RemoteRefused
 from registry.failpoints import NO_FAILPOINTS, Failpoints
-from registry.services.materialize.exchange import place_of, record_request
+from registry.services.materialize.exchange import applied_record, place_of, record_request
 from registry.services.materialize.lockfile import LockFile
 from registry.services.materialize.source import (
     Applied,
@@ -67,9 +70,11 @@ from registry.services.materialize.source import (
 from registry.services.materialize.target import Target
 from registry.wire import (
     FEATURES,
+    RECORD_TAG,
     RECORD_TRUST,
     DesiredFile,
     DesiredState,
+    RecordResult,
     TargetRegistration,
     TrustReport,
 )
@@ -128,7 +133,8 @@ class RemoteSource:
         self._saved = _Saved()
         self._pins: dict[str, tuple[str, _Pinned]] = {}
         self._fetched = 0
-        self._folds = False  # the registry takes a trust report with a record
+        self._features: set[str] = set()  # what the registry takes (`Skillreg-Features`)
+        self._retagged = False  # the saved state's tag moved with a record: save it
         self._untold: TrustReport | None = None  # to go with this run's first record
 
     @property
@@ -272,8 +278,7 @@ class RemoteSource:
         response = await self.client.request(
             "GET", f"{self._base}/desired", ok=(200, 304), params=params, headers=headers
         )
-        features = response.headers.get(FEATURES, "")
-        self._folds = RECORD_TRUST in (f.strip() for f in features.split(","))
+        self._features = {f.strip() for f in response.headers.get(FEATURES, "").split(",")}
         if response.status == HTTPStatus.NOT_MODIFIED and saved.state is not None:
             await self.trust.check_state(saved.state)  # a 304 for ever must not freeze it
             return saved.state, admit(saved.state, self.limits)
@@ -368,22 +373,47 @@ class RemoteSource:
         target = self._target
         assert target is not None, "begin() first"
         body = record_request(expected=expected, new=new, change=change)
-        told = self._untold if self._folds else None
-        if told is not None:
-            body = body.model_copy(update={"trust": told})
-        await self.client.request(
+        told = self._untold if RECORD_TRUST in self._features else None
+        held = self._saved.etag if RECORD_TAG in self._features else None
+        body = body.model_copy(update={"trust": told, "state_tag": held})
+        # An older registry takes neither field at all, not even null.
+        unasked = {k for k, v in (("trust", told), ("state_tag", held)) if v is None}
+        answer = await self.client.request(
             "PUT",
             f"{self._base}/targets/{target.target_id}/skills/{new.slug}",
-            # An older registry takes no `trust` field at all, not even a null one.
-            json=body.model_dump(mode="json", exclude=None if told is not None else {"trust"}),
+            json=body.model_dump(mode="json", exclude=unasked),
         )
         if told is not None:
             await self._told(target)
+        if held is not None:
+            self._retag(held, new, answer.content)
+
+    def _retag(self, held: str, new: Applied, content: bytes) -> None:
+        """Hold the state with this record under the tag the registry gave (if it did).
+
+        The registry gives one only if the state the host holds is its state now but for
+        this record; a tag it should not have given costs nothing but a state fetched
+        later than it should be: a 304 brings back the saved state, checked again.
+        """
+        try:
+            tag = RecordResult.model_validate_json(content).state_tag
+        except ValidationError:
+            return
+        state = self._saved.state
+        if tag is None or state is None or self._saved.etag != held:
+            return
+        records = [*(a for a in state.applied if a.slug != new.slug), applied_record(new)]
+        self._saved.state = state.model_copy(update={"applied": records, "etag": tag})
+        self._saved.etag = tag
+        self._retagged = True
 
     async def finish(self, desired: Desired) -> None:
         """Tell a verified state no record told; trim the cache (see the module docstring)."""
         if self._untold is not None and self._target is not None:
             await self._tell(self._target, self._untold)
+        if self._retagged and self._target is not None:
+            await self._save(self._target)
+            self._retagged = False
         keep = {
             e.digest
             for want in desired.wants.values()

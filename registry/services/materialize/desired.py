@@ -190,6 +190,58 @@ async def serve(
     return await ctx.read(work)
 
 
+async def retag(
+    ctx: Context,
+    workspace: str,
+    target_id: str,
+    held: str,
+    *,
+    before: Applied | None,
+    after: Applied,
+    epoch: int,
+) -> str | None:
+    """The tag of the state a host holds under tag `held`, once it recorded `after`.
+
+    A host that records what it applied changes its own state's tag (its records are in
+    it), so its next poll would fetch the whole state again for nothing but its own record.
+    If `held` is the target's state as it is now, with the record of `after.slug` being
+    `before` (nothing else moved since the host fetched it, and the signing period is the
+    same), the answer is the tag of that state with the record `after`, which the host
+    then holds; else None (the host fetches the state again).
+    """
+
+    async def work(conn: AsyncConnection) -> str | None:
+        found = await db_materializations.target(conn, workspace, target_id)
+        if found is None:
+            return None
+        scope = Scope(found.workspace, found.agent)
+        rows = await db_materializations.heads(conn, scope)
+        revoked = tuple(
+            Revoked(r.slug, r.version, r.manifest_hash, r.kind, r.reason)
+            for r in await db_revocations.of_live_scope(conn, scope)
+        )
+        place = Place(found.target_id, found.path, found.host, found.mode)
+        records = [
+            Applied(r.slug, r.manifest_hash, r.version, r.outcome, r.error)
+            for r in await db_materializations.applied(conn, scope, [target_id])
+        ]
+        if _tag(rows, place, _with(records, after.slug, before), epoch, revoked) != held:
+            return None
+        return _tag(rows, place, _with(records, after.slug, after), epoch, revoked)
+
+    return await ctx.read(work)
+
+
+def _with(records: list[Applied], slug: str, record: Applied | None) -> list[Applied]:
+    """`records` (in the database's order) with the record of `slug` being `record`."""
+    others = [r for r in records if r.slug != slug]
+    if record is None:
+        return others
+    if len(others) < len(records):
+        return [record if r.slug == slug else r for r in records]
+    return sorted([*others, record], key=lambda r: r.slug)
+
+
 async def seen(ctx: Context, workspace: str, target_id: str, last: datetime | None) -> None:
     """Record that the target's host asked for its state, at most once a `SEEN_EVERY`.
 
