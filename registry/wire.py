@@ -197,4 +197,4 @@ class RecordResult(_Wire):
 
     record: AppliedRecord
     changed: bool
-    state_tag: str | None = None
+    state_tag: str | None = Field(default=None, max_length=128, pattern=LINE_PATTERN)
