@@ -3,12 +3,14 @@
 The registry is served over HTTP on loopback (uvicorn, in the bench process) with a request
 counter in front of it. The hosts are `Sync.watch` loops, each with its own target (its own
 target id), run as tasks of one other process so that they do not share the registry's
-event loop. Every host follows one workspace with a few skills; once all hold the head of
-`hot`, the bench counts the registry's requests over a steady window, yanks that head,
-and watches the targets' disks: a host has converged when its `hot/SKILL.md` is no longer
-the revoked version's. Figures: each host's time to converge after the yank, the time
-until all have, against the watch interval (the goal: at most one interval + 1 s), and
-the registry's request rate while they converge beside its steady rate.
+event loop. Every host follows one workspace with a few skills; once all hold version 1 of
+`hot` and then version 2, published after (the update a revocation takes back), the bench
+counts the registry's requests over a steady window, yanks version 2 (the head moves back
+to version 1's package, as version 3), and watches the targets' disks: a host has
+converged when its `hot/SKILL.md` is no longer the revoked version's. Figures: each host's
+time to converge after the yank, the time until all have, against the watch interval (the
+goal: at most one interval + 1 s), and the registry's request rate while they converge
+beside its steady rate, with the CPU the registry's and the hosts' processes spent.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import multiprocessing
+import os
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -125,6 +128,12 @@ async def _watch_all(fleet: _Fleet) -> None:
     (root / "errors.json").write_text(json.dumps(dict(errors)))
 
 
+def _cpu(pid: int) -> float:
+    """CPU seconds (user + system) process `pid` has used so far (Linux's `/proc`)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _holds(target: Path, revoked: bytes) -> bool:
     try:
         return (target / HOT / "SKILL.md").read_bytes() == revoked
@@ -140,30 +149,48 @@ async def _until(condition: Any, within: float) -> None:
         await asyncio.sleep(_POLL)
 
 
-def _rates(seen: list[tuple[float, str, str, int]], start: float, end: float) -> dict[str, Any]:
-    window = [s for s in seen if start <= s[0] <= end]
-    seconds = max(end - start, 1e-9)
-    kinds = Counter(f"{k} {status}" for _, _, k, status in window)
-    return {
-        "seconds": round(seconds, 3),
-        "requests": len(window),
-        "per_second": round(len(window) / seconds, 1),
-        "by_kind": dict(sorted(kinds.items())),
-    }
+class _Window:
+    """The registry's requests and the CPU of each process, from its creation to `end()`.
+
+    The registry's process (this one) also runs the bench's look at the targets' disks.
+    """
+
+    def __init__(self, seen: list[tuple[float, str, str, int]], hosts: int) -> None:
+        self.seen, self.hosts = seen, hosts
+        self.start = time.perf_counter()
+        self.cpu = (_cpu(os.getpid()), _cpu(hosts))
+
+    def end(self) -> dict[str, Any]:
+        end = time.perf_counter()
+        window = [s for s in self.seen if self.start <= s[0] <= end]
+        seconds = max(end - self.start, 1e-9)
+        kinds = Counter(f"{k} {status}" for _, _, k, status in window)
+        return {
+            "seconds": round(seconds, 3),
+            "requests": len(window),
+            "per_second": round(len(window) / seconds, 1),
+            "by_kind": dict(sorted(kinds.items())),
+            "registry_cpu_s": round(_cpu(os.getpid()) - self.cpu[0], 2),
+            "hosts_cpu_s": round(_cpu(self.hosts) - self.cpu[1], 2),
+        }
 
 
 async def _seed(registry: Any) -> bytes:
-    """Four skills and two versions of `hot`; the `SKILL.md` of the head to be yanked."""
+    """Four skills and version 1 of `hot`; the `SKILL.md` of that version."""
     for slug in ("alpha", "beta", "gamma", "delta"):
         await registry.write_package(
             SCOPE, slug, package(slug, files=3, size=KiB, tag="fleet"),
             expected_head=ANY, actor="bench",
         )  # fmt: skip
-    for tag in ("one", "two"):
-        await registry.write_package(
-            SCOPE, HOT, package(HOT, files=3, size=KiB, tag=tag),
-            expected_head=ANY, actor="bench",
-        )  # fmt: skip
+    return await _hot(registry, "one")
+
+
+async def _hot(registry: Any, tag: str) -> bytes:
+    """A new version of `hot`; its `SKILL.md`."""
+    await registry.write_package(
+        SCOPE, HOT, package(HOT, files=3, size=KiB, tag=tag),
+        expected_head=ANY, actor="bench",
+    )  # fmt: skip
     data: bytes = (await registry.read_package(SCOPE, HOT)).files["SKILL.md"].data
     return data
 
@@ -193,7 +220,7 @@ async def revocation(run: Run) -> Result:
     interval = 1.0 if run.quick else 2.0
     async with run.services.backend(SQLITE_LOCAL) as backend:
         registry = backend.registry
-        revoked = await _seed(registry)
+        first = await _seed(registry)
         token = (await registry.tokens.create(SCOPE.workspace, "read", name="b", actor="b")).token
         signer = registry.ctx.signing.signer
         assert signer is not None
@@ -209,21 +236,26 @@ async def revocation(run: Run) -> Result:
         fleet = _Fleet(url, token, signer.public_key_hex(), root, count, interval, stop)
         process = multiprocessing.get_context("spawn").Process(target=_hosts, args=(fleet,))
         process.start()
+        hosts = process.pid
+        assert hosts is not None
         targets = [root / f"host-{n:03d}" for n in range(count)]
         try:
-            await _until(lambda: all(_holds(t, revoked) for t in targets), 60 + count)
-            # Every host past its first runs: their records and trust reports grow the
-            # workspace's sequence, and each new sequence is one more report per host.
+            # The hosts hold version 1, then version 2 (the one to be yanked) replaces it.
+            await _until(lambda: all(_holds(t, first) for t in targets), 60 + count)
+            revoked = await _hot(registry, "two")
+            await _until(lambda: all(_holds(t, revoked) for t in targets), 30 + 10 * interval)
+            # Every host past its first runs (its records change its own answer once).
             await asyncio.sleep(6 * interval)
-            steady_start = time.perf_counter()
+            window = _Window(app.seen, hosts)
             await asyncio.sleep(3 * interval)
-            steady = _rates(app.seen, steady_start, time.perf_counter())
+            steady = window.end()
 
             asked = time.perf_counter()
             await registry.yank(SCOPE, HOT, 2, kind="security", reason="bench", actor="bench")
             # Hosts can see the revocation from its commit on; the yank's reply comes
             # right after it, so times count from there (the yank's own time is reported).
             committed = time.perf_counter()
+            window = _Window(app.seen, hosts)
             converged: dict[Path, float] = {}
 
             def done() -> bool:
@@ -234,8 +266,7 @@ async def revocation(run: Run) -> Result:
                 return len(converged) == len(targets)
 
             await _until(done, 10 * interval + 30)
-            finished = time.perf_counter()
-            converging = _rates(app.seen, committed, finished)
+            converging = window.end()
             view = await _registry_view(registry, 10 * interval)
         finally:
             stop.touch()

@@ -131,38 +131,6 @@ class DriftEntry(_Wire):
     kind: str = Field(min_length=1, max_length=32, pattern=r"^[a-z_]+$")
 
 
-class RecordRequest(_Wire):
-    """`PUT .../targets/{id}/skills/{slug}`: a compare-and-swap on the skill's record.
-
-    `expected` is the record as the reconciler read it (null: none); `record` the new
-    values; `action`, `drift` and `error_code` go into the outbox event.
-    """
-
-    expected: AppliedState | None
-    record: NewState
-    action: Action
-    drift: list[DriftEntry] = Field(default_factory=list, max_length=MAX_DRIFT_IN_EVENT)
-    error_code: str | None = Field(default=None, max_length=64, pattern=r"^[a-z_]+$")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> RecordRequest:
-        held = (self.record.manifest_hash is None, self.record.version is None)
-        if held[0] != held[1]:
-            raise ValueError("a record names both a manifest hash and a version, or neither")
-        if self.record.outcome == "applied" and held[0]:
-            raise ValueError("an applied record names the manifest hash and version applied")
-        if self.record.outcome == "removed" and not held[0]:
-            raise ValueError("a removed record names no manifest hash and no version")
-        return self
-
-
-class RecordResult(_Wire):
-    """The record as it now is; `changed` is false if it already said so (no event)."""
-
-    record: AppliedRecord
-    changed: bool
-
-
 TrustState = Literal["verified", "stale", "refused"]
 
 
@@ -178,3 +146,55 @@ class TrustReport(_Wire):
     since: AwareDatetime
     detail: str | None = Field(default=None, max_length=500, pattern=LINE_PATTERN)
     seq: int | None = Field(default=None, ge=0, le=MAX_ID)
+
+
+# A header of `GET .../desired`: what the registry takes beyond the first protocol, as
+# comma-separated names. `record-trust`: a record's body may carry `trust`; `record-tag`:
+# it may carry `state_tag`, and its answer then says the state's tag after it.
+FEATURES: Final = "Skillreg-Features"
+RECORD_TRUST: Final = "record-trust"
+RECORD_TAG: Final = "record-tag"
+
+
+class RecordRequest(_Wire):
+    """`PUT .../targets/{id}/skills/{slug}`: a compare-and-swap on the skill's record.
+
+    `expected` is the record as the reconciler read it (null: none); `record` the new
+    values; `action`, `drift` and `error_code` go into the outbox event. `trust`, if
+    given, is the host's trust report (as `PUT .../targets/{id}/trust` takes it), kept in
+    the same transaction: a host that applied a new state tells both in one write.
+    `state_tag`, if given, is the tag of the desired state the host holds (its `ETag`):
+    the answer then gives the tag of that state with this record (see `RecordResult`).
+    """
+
+    expected: AppliedState | None
+    record: NewState
+    action: Action
+    drift: list[DriftEntry] = Field(default_factory=list, max_length=MAX_DRIFT_IN_EVENT)
+    error_code: str | None = Field(default=None, max_length=64, pattern=r"^[a-z_]+$")
+    trust: TrustReport | None = None
+    state_tag: str | None = Field(default=None, max_length=128, pattern=LINE_PATTERN)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RecordRequest:
+        held = (self.record.manifest_hash is None, self.record.version is None)
+        if held[0] != held[1]:
+            raise ValueError("a record names both a manifest hash and a version, or neither")
+        if self.record.outcome == "applied" and held[0]:
+            raise ValueError("an applied record names the manifest hash and version applied")
+        if self.record.outcome == "removed" and not held[0]:
+            raise ValueError("a removed record names no manifest hash and no version")
+        return self
+
+
+class RecordResult(_Wire):
+    """The record as it now is; `changed` is false if it already said so (no event).
+
+    `state_tag`: asked with the request's `state_tag`, the tag of the desired state the
+    host holds once its records say `record`, if nothing else changed since it fetched
+    that state (then `If-None-Match` with it answers 304); else null.
+    """
+
+    record: AppliedRecord
+    changed: bool
+    state_tag: str | None = Field(default=None, max_length=128, pattern=LINE_PATTERN)

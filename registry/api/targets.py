@@ -111,28 +111,38 @@ class Targets:
         the record moved.
         """
         new = applied_of(request.record, slug)
+        expected = None if request.expected is None else applied_of(request.expected, slug)
         changed = await applied.record_remote(
             self.ctx,
             workspace,
             target_id,
             slug,
-            expected=None if request.expected is None else applied_of(request.expected, slug),
+            expected=expected,
             new=new,
             change=change_of(request),
+            trust=None if request.trust is None else _said(request.trust),
         )
-        return RecordResult(record=applied_record(new), changed=changed)
+        tag = None
+        if request.state_tag is not None:
+            at_epoch = signed_state.epoch(self.ctx, self.ctx.clock.now())
+            tag = await desired.retag(
+                self.ctx,
+                workspace,
+                target_id,
+                request.state_tag,
+                before=expected,
+                after=new,
+                epoch=at_epoch,
+            )
+        return RecordResult(record=applied_record(new), changed=changed, state_tag=tag)
 
     async def report_trust(self, workspace: str, target_id: str, report: TrustReport) -> None:
         """Keep what the target's host says of its desired state, for `status`.
 
         `TargetNotFound` if the target is not registered in `workspace`.
         """
-        await applied.report_trust(
-            self.ctx,
-            workspace,
-            target_id,
-            state=report.state,
-            since=report.since,
-            detail=report.detail,
-            seq=report.seq,
-        )
+        await applied.report_trust(self.ctx, workspace, target_id, _said(report))
+
+
+def _said(report: TrustReport) -> applied.TrustSaid:
+    return applied.TrustSaid(report.state, report.since, report.detail, report.seq)

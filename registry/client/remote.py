@@ -12,11 +12,20 @@ What `skillreg sync` materialises from, with nothing but a URL and a token:
     files    from the local cache (`.skillreg/blobs/`, content-addressed, every read
              verified); what it lacks: GET .../blobs/{digest}, refused unless it has the
              manifest's size and hashes to the digest, and cached before it is used
-    record   PUT .../targets/{id}/skills/{slug}
-    finish   the cache keeps the blobs of the desired state and nothing else
+    record   PUT .../targets/{id}/skills/{slug}; the first record of a run also carries
+             the host's trust report when it changed (a registry that says
+             `Skillreg-Features: record-trust`), else PUT .../targets/{id}/trust tells it
+             at the end of the run (at once for a state refused). Each record carries the
+             saved state's tag (`record-tag`); the registry answers the tag of that state
+             with the record, kept with it, so the next poll is a 304, not the whole state
+             again for the host's own record
+    finish   the cache keeps the blobs of the desired state and, for each of its skills,
+             those of the version the state before wanted (`remote.json`: `previous`),
+             nothing else
 
-So a registry that has not changed costs one request and no blob, and a new version costs
-the blobs that changed. Every failure is a `RegistryError` the reconciler reports for the
+So a registry that has not changed costs one request and no blob, a new version costs
+the blobs that changed, and a move back to the version held before (a revocation, a
+restore) costs none. Every failure is a `RegistryError` the reconciler reports for the
 skill it was working on, leaving the skill's previous package in place: the server away
 or answering 5xx (`storage_unavailable`), a blob that is truncated or does not hash to its
 digest (`integrity_error`), a token refused (`unauthenticated`).
@@ -47,7 +56,7 @@ from registry.domain.model import PackageFile, Scope
 from registry.domain.signed_state import StateEntry
 from registry.errors import Inconsistency, RegistryError, RemoteRefused
 from registry.failpoints import NO_FAILPOINTS, Failpoints
-from registry.services.materialize.exchange import place_of, record_request
+from registry.services.materialize.exchange import applied_record, place_of, record_request
 from registry.services.materialize.lockfile import LockFile
 from registry.services.materialize.source import (
     Applied,
@@ -59,7 +68,16 @@ from registry.services.materialize.source import (
     resolve,
 )
 from registry.services.materialize.target import Target
-from registry.wire import DesiredFile, DesiredState, TargetRegistration
+from registry.wire import (
+    FEATURES,
+    RECORD_TAG,
+    RECORD_TRUST,
+    DesiredFile,
+    DesiredState,
+    RecordResult,
+    TargetRegistration,
+    TrustReport,
+)
 
 T = TypeVar("T")
 
@@ -79,11 +97,16 @@ class _Pinned(BaseModel):
 
 @dataclass
 class _Saved:
-    """What `remote.json` holds: the desired state as last fetched, and pinned versions."""
+    """What `remote.json` holds: the desired state as last fetched, and pinned versions.
+
+    `previous`: for each skill, the blob digests of the package an earlier state wanted
+    before the one it wants now, kept in the cache for a move back.
+    """
 
     etag: str | None = None
     state: DesiredState | None = None
     pins: dict[str, tuple[str, _Pinned]] | None = None
+    previous: dict[str, list[str]] | None = None
 
 
 class RemoteSource:
@@ -110,6 +133,9 @@ class RemoteSource:
         self._saved = _Saved()
         self._pins: dict[str, tuple[str, _Pinned]] = {}
         self._fetched = 0
+        self._features: set[str] = set()  # what the registry takes (`Skillreg-Features`)
+        self._retagged = False  # the saved state's tag moved with a record: save it
+        self._untold: TrustReport | None = None  # to go with this run's first record
 
     @property
     def fetched(self) -> int:
@@ -198,14 +224,27 @@ class RemoteSource:
         return {slug: error for slug, error in found if error is not None}
 
     async def _conclude(self, target: Target) -> None:
-        """Keep what the checks concluded (`trust.json`); tell the registry if it changed."""
+        """Keep what the checks concluded (`trust.json`); tell the registry if it changed.
+
+        A verified state is told with the run's first record, if the registry takes it
+        there (`record-trust`) and the run records anything; else at the end of the run
+        (`finish`). A state refused or stale is told at once: the run records nothing.
+        """
         pins = self.trust.pinned
+        self._untold = None
         if pins is None:
             return
         await self._save_trust(target)
         report = self.trust.report()
         if report is None:
             return
+        if report.state == "verified":
+            self._untold = report
+            return
+        await self._tell(target, report)
+
+    async def _tell(self, target: Target, report: TrustReport) -> None:
+        """`PUT .../targets/{id}/trust`, best effort."""
         try:
             await self.client.request(
                 "PUT",
@@ -214,6 +253,10 @@ class RemoteSource:
             )
         except RegistryError:
             return  # told next time: the host's own file is what counts
+        await self._told(target)
+
+    async def _told(self, target: Target) -> None:
+        self._untold = None
         self.trust.told()
         await self._save_trust(target)
 
@@ -235,6 +278,7 @@ class RemoteSource:
         response = await self.client.request(
             "GET", f"{self._base}/desired", ok=(200, 304), params=params, headers=headers
         )
+        self._features = {f.strip() for f in response.headers.get(FEATURES, "").split(",")}
         if response.status == HTTPStatus.NOT_MODIFIED and saved.state is not None:
             await self.trust.check_state(saved.state)  # a 304 for ever must not freeze it
             return saved.state, admit(saved.state, self.limits)
@@ -248,6 +292,7 @@ class RemoteSource:
             raise RemoteRefused(what, RULE_WRONG_SCOPE, f"the desired state of {shown}")
         await self.trust.check_state(state)
         admitted = admit(state, self.limits)
+        self._saved.previous = _previous(saved.state, state, saved.previous or {})
         self._saved.etag = response.headers.get("etag")
         self._saved.state = state
         await self._save(target)
@@ -328,20 +373,54 @@ class RemoteSource:
         target = self._target
         assert target is not None, "begin() first"
         body = record_request(expected=expected, new=new, change=change)
-        await self.client.request(
+        told = self._untold if RECORD_TRUST in self._features else None
+        held = self._saved.etag if RECORD_TAG in self._features else None
+        body = body.model_copy(update={"trust": told, "state_tag": held})
+        # An older registry takes neither field at all, not even null.
+        unasked = {k for k, v in (("trust", told), ("state_tag", held)) if v is None}
+        answer = await self.client.request(
             "PUT",
             f"{self._base}/targets/{target.target_id}/skills/{new.slug}",
-            json=body.model_dump(mode="json"),
+            json=body.model_dump(mode="json", exclude=unasked),
         )
+        if told is not None:
+            await self._told(target)
+        if held is not None:
+            self._retag(held, new, answer.content)
+
+    def _retag(self, held: str, new: Applied, content: bytes) -> None:
+        """Hold the state with this record under the tag the registry gave (if it did).
+
+        The registry gives one only if the state the host holds is its state now but for
+        this record; a tag it should not have given costs nothing but a state fetched
+        later than it should be: a 304 brings back the saved state, checked again.
+        """
+        try:
+            tag = RecordResult.model_validate_json(content).state_tag
+        except ValidationError:
+            return
+        state = self._saved.state
+        if tag is None or state is None or self._saved.etag != held:
+            return
+        records = [*(a for a in state.applied if a.slug != new.slug), applied_record(new)]
+        self._saved.state = state.model_copy(update={"applied": records, "etag": tag})
+        self._saved.etag = tag
+        self._retagged = True
 
     async def finish(self, desired: Desired) -> None:
-        """Trim the cache to the blobs of the desired state (the disk has the rest)."""
+        """Tell a verified state no record told; trim the cache (see the module docstring)."""
+        if self._untold is not None and self._target is not None:
+            await self._tell(self._target, self._untold)
+        if self._retagged and self._target is not None:
+            await self._save(self._target)
+            self._retagged = False
         keep = {
             e.digest
             for want in desired.wants.values()
             if want.manifest is not None
             for e in want.manifest.entries
         }
+        keep.update(d for digests in (self._saved.previous or {}).values() for d in digests)
         stale = [info.digest async for info in self.cache.iter_digests() if info.digest not in keep]
         for digest in stale:
             await self.cache.delete(digest)
@@ -366,9 +445,13 @@ class RemoteSource:
                 key: (str(tag), _Pinned.model_validate(pinned))
                 for key, (tag, pinned) in body.get("pins", {}).items()
             }
-        except (ValueError, KeyError, TypeError):
+            previous = {
+                str(slug): [str(d) for d in digests]
+                for slug, digests in body.get("previous", {}).items()
+            }
+        except (ValueError, KeyError, TypeError, AttributeError):
             return _Saved()  # only a cache: a full fetch recovers
-        return _Saved(str(body["etag"]), state, pins)
+        return _Saved(str(body["etag"]), state, pins, previous)
 
     async def _save(self, target: Target) -> None:
         saved = self._saved
@@ -385,10 +468,31 @@ class RemoteSource:
                 key: [tag, pinned.model_dump(mode="json")]
                 for key, (tag, pinned) in (saved.pins or {}).items()
             },
+            "previous": saved.previous or {},
         }
         data = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
         await _settled(target.save_source_state, data)
         await self.failpoints.hit("sync.state_saved")
+
+
+def _previous(
+    before: DesiredState | None, now: DesiredState, kept: dict[str, list[str]]
+) -> dict[str, list[str]]:
+    """Each skill of `now`'s blobs of the package wanted before it (see `_Saved`).
+
+    A skill whose files changed from `before` to `now` keeps those of `before`; one
+    unchanged keeps what it kept; a skill no longer listed keeps nothing.
+    """
+    old = {s.slug: s.files for s in before.skills} if before is not None else {}
+    previous: dict[str, list[str]] = {}
+    for skill in now.skills:
+        files = old.get(skill.slug)
+        digests = sorted({f.digest for f in files or ()})
+        if digests and digests != sorted({f.digest for f in skill.files or ()}):
+            previous[skill.slug] = digests
+        elif skill.slug in kept:
+            previous[skill.slug] = kept[skill.slug]
+    return previous
 
 
 async def _settled(fn: Callable[..., T], /, *args: Any) -> T:

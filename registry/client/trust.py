@@ -28,7 +28,8 @@ Every run then checks, before the engine sees anything:
 
 A refused state changes nothing on the host; a refused package blocks its skill only.
 What the host concluded (verified, stale since, refused and why) is kept in `trust.json`,
-and sent to the registry when it changes (`PUT .../targets/{id}/trust`) for `status`.
+and sent to the registry when it changes, for `status`: with the run's first record, or
+`PUT .../targets/{id}/trust` (`remote.py`).
 """
 
 from __future__ import annotations

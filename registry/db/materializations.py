@@ -9,7 +9,7 @@ transaction and, for writes, the workspace lock.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from registry.db.revocations import revoked_head
 from registry.db.skills import in_scope
 from registry.db.tables import (
+    Event,
     Manifest,
     ManifestEntry,
     Materialization,
@@ -169,6 +170,21 @@ async def save_target(conn: AsyncConnection, row: TargetRow) -> bool:
         .values(path=row.path, host=row.host, mode=row.mode, updated_at=row.updated_at)
     )
     return True
+
+
+async def state_seq(conn: AsyncConnection, workspace: str, ignoring: Collection[str]) -> int:
+    """The id of the workspace's newest event of a kind not in `ignoring` (0 if none).
+
+    Served by `ix_events_workspace_id` read backwards: it reads the ignored events newer
+    than the answer, and stops at the first other one.
+    """
+    found = await conn.scalar(
+        sa.select(Event.id)
+        .where(Event.workspace == workspace, Event.kind.not_in(sorted(ignoring)))
+        .order_by(Event.id.desc())
+        .limit(1)
+    )
+    return int(found or 0)
 
 
 async def save_trust(

@@ -6,7 +6,8 @@ keys come from the caller (docs/trust.md, "Sync verifies before it applies").
 A **signed state** says, under the registry's key, what a scope wants at one moment:
 
     {"format": "skillreg-state-v1", "workspace", "agent",
-     "seq": the workspace's newest outbox event id when it was read (only grows),
+     "seq": the workspace's newest outbox event id when it was read, targets' own
+            reports left out (only grows),
      "issued", "expires": UTC, ISO 8601,
      "skills": [{"slug", "state", "use_paused", "version", "manifest_hash",
                  "package_digest", "attestation"}, ...],

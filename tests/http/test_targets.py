@@ -109,7 +109,11 @@ async def test_a_record_is_a_compare_and_swap_and_a_retry_changes_nothing(served
     body = {"expected": None, "record": applied, "action": "written", "drift": []}
     first = await _put_record(served, "alpha", body)
     assert first.status_code == 200
-    assert first.json() == {"record": {"slug": "alpha", **applied}, "changed": True}
+    assert first.json() == {
+        "record": {"slug": "alpha", **applied},
+        "changed": True,
+        "state_tag": None,
+    }
     events = await rows(served.registry, "events")
     retry = await _put_record(served, "alpha", body)  # a lost reply, sent again
     assert retry.json()["changed"] is False

@@ -6,6 +6,7 @@ the registry is listed as stale; the registry shows who holds what (`status --re
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import multiprocessing
 import signal
@@ -141,3 +142,59 @@ async def test_a_host_that_cannot_reach_the_registry_is_listed_stale_then_conver
     (revoked,) = await registry.revoked_status(ACME.workspace)
     (hold,) = revoked.targets
     assert (hold.state, hold.stale, hold.holds) == ("converged", False, 3)
+
+
+def _told(target) -> int:
+    """The sequence of the state the host applied last (`trust.json`)."""
+    seq: int = json.loads((target / ".skillreg" / "trust.json").read_bytes())["seq"]
+    return seq
+
+
+async def _sequence(registry) -> int:
+    """The sequence of the signed state the registry serves now."""
+    served = await registry.targets.desired(ACME, signed=True)
+    envelope = json.loads(served.state.signed)
+    seq: int = json.loads(base64.b64decode(envelope["payload"]))["seq"]
+    return seq
+
+
+async def test_records_move_neither_the_states_sequence_nor_its_tag_and_a_yank_is_one_write(
+    remote, target, tmp_path
+):
+    """docs/revocation.md, "Hosts converge": only a change of the state moves its sequence.
+
+    Hosts' registrations and records are events of their own; were they to move the
+    sequence, each host would report every new sequence, and a host's own record, part of
+    its answer, would have it fetch the whole state again: a storm that takes a fleet
+    several intervals to settle.
+    """
+    registry = remote.registry
+    await publish(registry, "alpha", tag="one")
+    await remote.once(target)
+    await remote.once(target)  # registered by its first run: its state's tag moved once
+    await publish(registry, "alpha", tag="two")
+    before = await _sequence(registry)
+    assert (await remote.once(target)).written == ["alpha"]
+    await remote.once(tmp_path / "other")
+    assert await _sequence(registry) == before == _told(target)
+    remote.faults.seen.clear()
+    assert (await remote.once(target)).unchanged == ["alpha"]
+    assert remote.faults.seen == [("GET", "/v1/workspaces/acme/desired", 304)]
+
+    await registry.yank(ACME, "alpha", 2, kind="security", reason="leaks", actor="o")
+    remote.faults.seen.clear()
+    assert (await remote.once(target)).written == ["alpha"]
+    assert _told(target) == await _sequence(registry) > before
+    writes = [path for method, path, _ in remote.faults.seen if method == "PUT"]
+    assert len(writes) == 1  # the record carries the trust report
+    assert writes[0].endswith("/skills/alpha")
+    [summary] = [
+        t
+        for t in (await registry.status("acme")).materialization.targets
+        if t.path == str(target.resolve())
+    ]
+    assert summary.trust is not None
+    assert (summary.trust.state, summary.trust.seq) == ("verified", _told(target))
+    remote.faults.seen.clear()
+    await remote.once(target)
+    assert remote.faults.seen == [("GET", "/v1/workspaces/acme/desired", 304)]

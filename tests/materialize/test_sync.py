@@ -111,7 +111,18 @@ async def test_drift_is_repaired_from_the_cache_without_fetching(remote, target)
     assert load_skill(target, "alpha") == expected_files("alpha")
 
 
-async def test_the_blob_cache_keeps_only_the_desired_state(remote, target):
+def _cached(target) -> set[str]:
+    return {p.name for p in (target / ".skillreg" / "blobs").rglob("*") if p.is_file()}
+
+
+def _blobs(slug: str, tag: str) -> set[str]:
+    return {_digest(v) for v in package(slug, tag=tag).values()}
+
+
+async def test_the_blob_cache_keeps_the_desired_state_and_each_skills_version_before(
+    remote, target
+):
+    """So a move back to the version held before (a revocation, a restore) fetches nothing."""
     await publish(remote.registry, "alpha", tag="one")
     await publish(remote.registry, "beta")
     await remote.once(target)
@@ -119,8 +130,18 @@ async def test_the_blob_cache_keeps_only_the_desired_state(remote, target):
     await set_skill(remote.registry, ACME, "beta", use_paused=True)
     report = await remote.once(target)
     assert (report.written, report.removed) == (["alpha"], ["beta"])
-    cached = {p.name for p in (target / ".skillreg" / "blobs").rglob("*") if p.is_file()}
-    assert cached == {_digest(v) for v in package("alpha", tag="two").values()}
+    assert _cached(target) == _blobs("alpha", "two") | _blobs("alpha", "one") | _blobs("beta", "")
+    await publish(remote.registry, "alpha", tag="three")
+    await remote.once(target)
+    assert _cached(target) == _blobs("alpha", "three") | _blobs("alpha", "two") | _blobs("beta", "")
+
+    await remote.registry.yank(ACME, "alpha", 3, kind="broken", reason="crashes", actor="o")
+    remote.faults.seen.clear()
+    report = await remote.once(target)
+    assert report.written == ["alpha"]
+    assert load_skill(target, "alpha") == expected_files("alpha", tag="two")
+    assert report.fetched == 0
+    assert remote.faults.count("GET", BLOBS) == 0
 
 
 @pytest.mark.parametrize("mode", ["link", "copy"])

@@ -8,13 +8,15 @@ endpoints and the blobs by digest (`routes/blobs.py`):
   `ETag`. `If-None-Match` with it answers 304 without reading a manifest, so a reconciler
   whose registry has not changed spends one small request. With `signed=true`, the answer
   carries the signed state too (`signed`: a DSSE envelope; its tag covers the signing
-  period, docs/trust.md).
+  period, docs/trust.md). `Skillreg-Features: record-trust, record-tag` says that a
+  record may carry the host's trust report and the tag of the state it holds (below).
 - `PUT .../targets/{id}`: bind a target to the scope, or record where it is now.
 - `PUT .../targets/{id}/skills/{slug}`: record what the target holds for a skill, a
   compare-and-swap on the record the reconciler read (`expected`): 409 `state_conflict` if
   it moved. Recording what is recorded already changes nothing (a retry is safe).
 - `PUT .../targets/{id}/trust`: what the host says of the state it was served (verified,
-  stale, refused), shown by `skillreg status`.
+  stale, refused), shown by `skillreg status`; a record's `trust` field says the same in
+  the record's transaction.
 
 All four need the `read` role: recording what a target holds changes no skill, version or
 decision, and a host that only loads skills should not hold a token that may publish them.
@@ -40,6 +42,9 @@ from registry.http.routes.common import (
     problems,
 )
 from registry.wire import (
+    FEATURES,
+    RECORD_TAG,
+    RECORD_TRUST,
     TARGET_ID_PATTERN,
     DesiredState,
     RecordRequest,
@@ -93,7 +98,8 @@ async def get_desired(
     served = await registry_of(request).targets.desired(
         make_scope(workspace, agent), target_id=target, matches=matches, signed=signed
     )
-    headers = {"ETag": served.tag, "Cache-Control": "no-cache"}
+    features = f"{RECORD_TRUST}, {RECORD_TAG}"
+    headers = {"ETag": served.tag, "Cache-Control": "no-cache", FEATURES: features}
     if served.state is None:
         return Response(status_code=304, headers=headers)
     unasked = None if signed else {"signed"}
@@ -141,6 +147,11 @@ async def record_applied(
     caller: Authorized,
 ) -> RecordResult:
     """Set the record to `record` if it still is `expected`, with one outbox event.
+
+    With `trust`, the host's trust report is kept in the same transaction (as `PUT
+    .../trust` keeps it), unless the compare-and-swap fails. With `state_tag` (the
+    desired state's tag the host holds), the answer's `state_tag` is that state's tag
+    with this record, if nothing else changed since: the host's next poll is a 304.
 
     404 `target_not_found` if the target never registered; 409 `state_conflict` if the
     record is neither `expected` nor already `record`.

@@ -12,6 +12,7 @@ scope and place from its registration rather than from the caller.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
@@ -33,6 +34,16 @@ EVENT_KINDS: Final = {
 }
 TARGET_REGISTERED: Final = "materialize_target_registered"
 CONVERGED: Final = "target.converged"
+
+
+@dataclass(frozen=True)
+class TrustSaid:
+    """What a target's host says of the desired state it was served (`report_trust`)."""
+
+    state: str
+    since: datetime
+    detail: str | None
+    seq: int | None
 
 
 async def load(ctx: Context, scope: Scope, target_id: str) -> dict[str, Applied]:
@@ -125,13 +136,16 @@ async def record(
     expected: Applied | None,
     new: Applied,
     change: Change,
+    trust: TrustSaid | None = None,
 ) -> bool:
     """Compare-and-swap the record of `slug` on the target from `expected` to `new`.
 
     True if it changed (with one event); False if it already was `new`; `StateConflict`
     if another reconciler recorded something else meanwhile. The new error is text a
     client sets (`check_text`, line breaks allowed); the expected record is compared, not
-    stored, so it is taken as it was read.
+    stored, so it is taken as it was read. `trust`, the host's report of its state, is
+    kept in the same transaction (no event, as `report_trust`), whether the record
+    changed or already said so; not if the compare-and-swap fails.
     """
     check_optional_text("error", new.error, multiline=True)
     now = ctx.clock.now()
@@ -149,6 +163,8 @@ async def record(
             error=new.error,
             now=now,
         )
+        if trust is not None:
+            await _save_trust(conn, scope.workspace, place.target_id, trust)
         if changed:
             skill = await db_skills.live_skill(conn, scope, slug)
             await db_skills.insert_event(
@@ -234,6 +250,7 @@ async def record_remote(
     expected: Applied | None,
     new: Applied,
     change: Change,
+    trust: TrustSaid | None = None,
 ) -> bool:
     """`record` for a target registered in `workspace` (`TargetNotFound` if it is not)."""
 
@@ -245,31 +262,33 @@ async def record_remote(
         raise TargetNotFound(target_id)
     scope = Scope(found.workspace, found.agent)
     place = Place(found.target_id, found.path, found.host, found.mode)
-    return await record(ctx, scope, place, slug, expected=expected, new=new, change=change)
+    return await record(
+        ctx, scope, place, slug, expected=expected, new=new, change=change, trust=trust
+    )
 
 
-async def report_trust(
-    ctx: Context,
-    workspace: str,
-    target_id: str,
-    *,
-    state: str,
-    since: datetime,
-    detail: str | None,
-    seq: int | None,
-) -> None:
+async def report_trust(ctx: Context, workspace: str, target_id: str, said: TrustSaid) -> None:
     """Record what a target's host says of its desired state (`TargetNotFound` if unknown).
 
-    No event: it is a host's report about itself, kept for `status`, not a change.
+    No event: it is a host's report about itself, kept for `status`, not a change. A host
+    that records a skill in the same run sends it with that record instead (`record`).
     """
-
-    async def work(conn: AsyncConnection) -> bool:
-        return await db_materializations.save_trust(
-            conn, workspace, target_id, state=state, since=since, detail=detail, seq=seq
-        )
-
-    if not await ctx.write(work):
+    if not await ctx.write(lambda conn: _save_trust(conn, workspace, target_id, said)):
         raise TargetNotFound(target_id)
+
+
+async def _save_trust(
+    conn: AsyncConnection, workspace: str, target_id: str, said: TrustSaid
+) -> bool:
+    return await db_materializations.save_trust(
+        conn,
+        workspace,
+        target_id,
+        state=said.state,
+        since=said.since,
+        detail=said.detail,
+        seq=said.seq,
+    )
 
 
 def _row(target_id: str, applied: Applied, now: datetime) -> db_materializations.AppliedRow:

@@ -22,7 +22,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from registry.db import keys as db_keys
 from registry.db import materializations as db_materializations
 from registry.db import revocations as db_revocations
-from registry.db import search as db_search
 from registry.db import skills as db_skills
 from registry.domain.manifest import Manifest
 from registry.domain.model import Scope
@@ -30,9 +29,17 @@ from registry.domain.revocation import Revoked
 from registry.errors import Inconsistency, VersionRevoked
 from registry.services import read
 from registry.services.context import Context
+from registry.services.materialize.applied import CONVERGED, EVENT_KINDS, TARGET_REGISTERED
+from registry.services.materialize.forget import TARGET_FORGOTTEN
 from registry.services.materialize.source import Applied, Head, Place, Want
 
 SEEN_EVERY: Final = timedelta(seconds=60)
+# What targets and their hosts report about themselves: never a change of a desired state.
+# A signed state's sequence is the workspace's newest event of any other kind, so a host's
+# record does not make a new sequence for every host (docs/trust.md, "Freshness").
+TARGET_EVENTS: Final = frozenset(
+    {*EVENT_KINDS.values(), TARGET_REGISTERED, CONVERGED, TARGET_FORGOTTEN}
+)
 
 
 def head_of(row: db_materializations.HeadRow, manifest: Manifest | None = None) -> Head:
@@ -105,7 +112,7 @@ class Served:
     heads: tuple[Head, ...] = ()
     place: Place | None = None
     applied: tuple[Applied, ...] = ()
-    seq: int = 0  # the workspace's newest event id, read in the same snapshot
+    seq: int = 0  # the state's sequence (`TARGET_EVENTS`), read in the same snapshot
     # The head's attestation digest and package digest, by skill id (signed heads only).
     attestations: dict[int, tuple[str, str]] = field(default_factory=dict)
     keys: dict[str, str] = field(default_factory=dict)  # every signing key: id -> hex
@@ -162,7 +169,7 @@ async def serve(
                 raise Inconsistency(f"manifest {head.manifest_hash[:16]} does not match its rows")
         seq, attestations, keys = 0, {}, {}
         if epoch is not None:
-            seq = await db_search.last_event_id(conn, scope.workspace)
+            seq = await db_materializations.state_seq(conn, scope.workspace, TARGET_EVENTS)
             attestations = await db_keys.attested_heads(conn, [r.skill_id for r in rows])
             keys = {k.key_id: k.public_key for k in await db_keys.keys(conn)}
         return Served(
@@ -181,6 +188,58 @@ async def serve(
         )
 
     return await ctx.read(work)
+
+
+async def retag(
+    ctx: Context,
+    workspace: str,
+    target_id: str,
+    held: str,
+    *,
+    before: Applied | None,
+    after: Applied,
+    epoch: int,
+) -> str | None:
+    """The tag of the state a host holds under tag `held`, once it recorded `after`.
+
+    A host that records what it applied changes its own state's tag (its records are in
+    it), so its next poll would fetch the whole state again for nothing but its own record.
+    If `held` is the target's state as it is now, with the record of `after.slug` being
+    `before` (nothing else moved since the host fetched it, and the signing period is the
+    same), the answer is the tag of that state with the record `after`, which the host
+    then holds; else None (the host fetches the state again).
+    """
+
+    async def work(conn: AsyncConnection) -> str | None:
+        found = await db_materializations.target(conn, workspace, target_id)
+        if found is None:
+            return None
+        scope = Scope(found.workspace, found.agent)
+        rows = await db_materializations.heads(conn, scope)
+        revoked = tuple(
+            Revoked(r.slug, r.version, r.manifest_hash, r.kind, r.reason)
+            for r in await db_revocations.of_live_scope(conn, scope)
+        )
+        place = Place(found.target_id, found.path, found.host, found.mode)
+        records = [
+            Applied(r.slug, r.manifest_hash, r.version, r.outcome, r.error)
+            for r in await db_materializations.applied(conn, scope, [target_id])
+        ]
+        if _tag(rows, place, _with(records, after.slug, before), epoch, revoked) != held:
+            return None
+        return _tag(rows, place, _with(records, after.slug, after), epoch, revoked)
+
+    return await ctx.read(work)
+
+
+def _with(records: list[Applied], slug: str, record: Applied | None) -> list[Applied]:
+    """`records` (in the database's order) with the record of `slug` being `record`."""
+    others = [r for r in records if r.slug != slug]
+    if record is None:
+        return others
+    if len(others) < len(records):
+        return [record if r.slug == slug else r for r in records]
+    return sorted([*others, record], key=lambda r: r.slug)
 
 
 async def seen(ctx: Context, workspace: str, target_id: str, last: datetime | None) -> None:

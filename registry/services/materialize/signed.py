@@ -4,9 +4,10 @@
               (`SKILLREG_STATE_VALIDITY`), so a host always receives a state with at
               least three quarters of its validity left
     sign      the state of one scope as `desired.serve` read it, signed: its sequence
-              number (the workspace's newest event id), when it was issued, when it
-              expires (the end of its period plus the validity), and every skill with its
-              head, package digest and attestation digest (docs/trust.md)
+              number (the workspace's newest event, targets' own left out:
+              `desired.TARGET_EVENTS`), when it was issued, when it expires (the end of
+              its period plus the validity), and every skill with its head, package
+              digest and attestation digest (docs/trust.md)
 
 The tag of a signed state covers the period, so a host that polls gets a fresh signature
 once per period while nothing changes, and a 304 in between.
