@@ -26,18 +26,26 @@ from tests.support.state import WRITE_TABLES, db_state, store_digests
 # ---------------------------------------------------------------- rule 1: human edits
 
 
-@pytest.mark.parametrize("keep", [False, True])
-async def test_a_human_write_turns_automatic_improvements_off_unless_kept(registry, keep):
-    await registry.write_package(ACME, SLUG, learned(text="a"), expected_head=None, actor="u")
-    assert (await registry.skill_status(ACME, SLUG)).auto_improve  # a new skill: on
-    await registry.write_package(
-        ACME, SLUG, learned(text="b"), expected_head=1, actor="owner", keep_auto_improve=keep
-    )
-    assert (await registry.skill_status(ACME, SLUG)).auto_improve is keep
-    pub = await learn(registry, learned(text="c"))
-    assert (pub.proposal is None) is keep
-    if not keep:
-        assert pub.proposal_kind == "learning"
+async def test_a_human_write_turns_automatic_improvements_off_unless_kept(registry):
+    for keep in (False, True):
+        slug = f"kept-{str(keep).lower()}"
+        await registry.write_package(
+            ACME, slug, learned(slug, text="a"), expected_head=None, actor="u"
+        )
+        assert (await registry.skill_status(ACME, slug)).auto_improve, slug  # a new skill: on
+        await registry.write_package(
+            ACME,
+            slug,
+            learned(slug, text="b"),
+            expected_head=1,
+            actor="owner",
+            keep_auto_improve=keep,
+        )
+        assert (await registry.skill_status(ACME, slug)).auto_improve is keep, slug
+        pub = await learn(registry, learned(slug, text="c"), slug=slug)
+        assert (pub.proposal is None) is keep, slug
+        if not keep:
+            assert pub.proposal_kind == "learning"
 
 
 async def test_saves_and_learning_leave_the_controls_alone(registry):

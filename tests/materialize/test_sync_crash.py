@@ -58,6 +58,14 @@ ENGINE_POINTS = {
 CASES = [("link", *p) for p in REMOTE_POINTS] + [
     (mode, *p) for mode, points in ENGINE_POINTS.items() for p in points
 ]
+# As in reconcile's matrix: the steps next to the database on both databases, one case
+# each; a kill between file operations (or of the source's disk cache) on one database,
+# all of a mode's points against one served registry (a target each).
+DATABASE_CASES = [(m, n, i) for m, n, i in CASES if n in DATABASE_POINTS]
+DISK_POINTS = {
+    mode: [(n, i) for m, n, i in CASES if m == mode and n not in DATABASE_POINTS]
+    for mode in ("link", "copy")
+}
 
 _FORKSERVER = multiprocessing.get_context("forkserver")
 _FORKSERVER.set_forkserver_preload(["tests.support.crash"])
@@ -85,33 +93,32 @@ def _package(target: Path, slug: str):
     return None if files is None else manifest_of(files).hash
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("mode", "name", "nth"),
-    [
-        pytest.param(
-            mode,
-            name,
-            nth,
-            id=f"{mode}-{name}#{nth}",
-            # As in reconcile's matrix: a kill between file operations (or of the source's
-            # disk cache) on one database, the steps next to the database on both.
-            marks=() if name in DATABASE_POINTS else pytest.mark.one_database,
-        )
-        for mode, name, nth in CASES
-    ],
-)
-async def test_a_killed_sync_leaves_old_or_new_and_converges(remote, target, *, mode, name, nth):
+async def _seeded(remote, mode: str, targets: list[Path]):
+    """`alpha`, `beta`, `gamma` synced to every target at version 1; then updated, `delta`
+    new, `gamma` paused: every target has a write, a new skill and a removal to do."""
     registry = remote.registry
     old = {s: (await publish(registry, s, tag="one")).manifest_hash for s in ("alpha", "beta")}
     old["gamma"] = (await publish(registry, "gamma", tag="one")).manifest_hash
-    await remote.once(target, mode=mode)
+    for target in targets:
+        await remote.once(target, mode=mode)
     new = {s: (await publish(registry, s, tag="two")).manifest_hash for s in ("alpha", "beta")}
     new["delta"] = (await publish(registry, "delta", tag="one")).manifest_hash
     await set_skill(registry, ACME, "gamma", use_paused=True)
+    return old, new
 
-    code = await _kill_sync(remote, target, (name, nth))
-    assert code == -signal.SIGKILL, f"the sync was not killed at {name}#{nth}"
+
+async def _pending(registry, target: Path) -> list[str]:
+    pending = (await registry.status("acme")).materialization.pending
+    return [p.slug for p in pending if Path(p.target) == target]
+
+
+async def _killed_then_converges(remote, target, *, mode, point, old, new):
+    registry = remote.registry
+    name, nth = point
+    case = f"{mode}-{name}#{nth}"
+    assert await _pending(registry, target), f"{case}: nothing to do on the target"
+    code = await _kill_sync(remote, target, point)
+    assert code == -signal.SIGKILL, f"the sync was not killed at {case}"
 
     allowed = {
         "alpha": {old["alpha"], new["alpha"]},
@@ -123,29 +130,54 @@ async def test_a_killed_sync_leaves_old_or_new_and_converges(remote, target, *, 
         seen = _package(target, slug)
         if mode == "copy":
             packages = packages | {None}  # noqa: PLW2901 - copy mode may hide SKILL.md
-        assert seen in packages, f"{slug} shows a package that was never published"
+        assert seen in packages, f"{case}: {slug} shows a package that was never published"
 
     report = await remote.once(target)
-    assert report.ok, report.failed
+    assert report.ok, (case, report.failed)
     if (mode, name) in GARBAGE:
-        assert report.swept >= GARBAGE[mode, name]
-    assert not report.repaired, "the sync reported its own crash as drift"
+        assert report.swept >= GARBAGE[mode, name], case
+    assert not report.repaired, f"{case}: the sync reported its own crash as drift"
     for slug in ("alpha", "beta", "delta"):
-        assert _package(target, slug) == new[slug]
-    assert not (target / "gamma").exists()
-    assert not list((target / ".skillreg" / "tmp").iterdir())
-    assert not list((target / ".skillreg" / "trash").iterdir())
-    assert not list((target / ".skillreg" / "blobs" / ".tmp").iterdir())
+        assert _package(target, slug) == new[slug], (case, slug)
+    assert not (target / "gamma").exists(), case
+    assert not list((target / ".skillreg" / "tmp").iterdir()), case
+    assert not list((target / ".skillreg" / "trash").iterdir()), case
+    assert not list((target / ".skillreg" / "blobs" / ".tmp").iterdir()), case
     if mode == "link":
         trees = target / ".skillreg" / "trees"
-        assert sorted(p.name for p in trees.iterdir()) == ["alpha", "beta", "delta"]
+        assert sorted(p.name for p in trees.iterdir()) == ["alpha", "beta", "delta"], case
         for slug in ("alpha", "beta", "delta"):
-            assert [t.name for t in (trees / slug).iterdir()] == [(target / slug).readlink().name]
-    assert not (await registry.status("acme")).materialization.pending
+            held = [t.name for t in (trees / slug).iterdir()]
+            assert held == [(target / slug).readlink().name], (case, slug)
+    assert not await _pending(registry, target), case
 
     await remote.once(target)  # the records changed since the last fetch: one full answer
     snapshot = tree_snapshot(target)
     again = await remote.once(target)
-    assert again.unchanged == ["alpha", "beta", "delta"]
-    assert (again.fetched, again.hashed) == (0, 0)
-    assert tree_snapshot(target) == snapshot
+    assert again.unchanged == ["alpha", "beta", "delta"], case
+    assert (again.fetched, again.hashed) == (0, 0), case
+    assert tree_snapshot(target) == snapshot, case
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("mode", "name", "nth"), DATABASE_CASES, ids=[f"{m}-{n}#{i}" for m, n, i in DATABASE_CASES]
+)
+async def test_a_sync_killed_next_to_the_database_leaves_old_or_new_and_converges(
+    remote, target, *, mode, name, nth
+):
+    old, new = await _seeded(remote, mode, [target])
+    await _killed_then_converges(remote, target, mode=mode, point=(name, nth), old=old, new=new)
+
+
+@pytest.mark.slow
+@pytest.mark.one_database
+@pytest.mark.parametrize("mode", ["link", "copy"])
+async def test_a_sync_killed_at_each_file_step_leaves_old_or_new_and_converges(
+    remote, tmp_path, mode
+):
+    points = DISK_POINTS[mode]
+    targets = [tmp_path / f"target-{i}" for i in range(len(points))]
+    old, new = await _seeded(remote, mode, targets)
+    for target, point in zip(targets, points, strict=True):
+        await _killed_then_converges(remote, target, mode=mode, point=point, old=old, new=new)
