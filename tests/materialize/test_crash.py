@@ -59,13 +59,16 @@ COPY_POINTS = [
 # Steps after which a killed run leaves entries under .skillreg/ that the next one sweeps.
 GARBAGE = {("link", "materialize.tree_synced"): 1, ("link", "materialize.link_created"): 2}
 CASES = [("link", *p) for p in LINK_POINTS] + [("copy", *p) for p in COPY_POINTS]
-# A kill between two file operations is a property of the disk: those points run on one
-# database, all of a mode's against one registry (a target each). The steps next to the
-# database run on both: the target locked before the desired state is read, the cache saved
-# before the record is sent, the record sent.
+# A kill between two file operations is a property of the disk: those steps run on one
+# database. The steps next to the database run on both: the target locked before the
+# desired state is read, the cache saved before the record is sent, the record sent. Each
+# test takes one mode's steps against one registry, a target per step.
 DATABASE_POINTS = {"reconcile.locked", "materialize.cache_saved", "reconcile.recorded"}
-DATABASE_CASES = [(m, n, i) for m, n, i in CASES if n in DATABASE_POINTS]
-DISK_POINTS = {
+DATABASE_STEPS = {
+    mode: [(n, i) for m, n, i in CASES if m == mode and n in DATABASE_POINTS]
+    for mode in ("link", "copy")
+}
+DISK_STEPS = {
     mode: [(n, i) for m, n, i in CASES if m == mode and n not in DATABASE_POINTS]
     for mode in ("link", "copy")
 }
@@ -154,23 +157,35 @@ async def _killed_then_converges(registry, target, *, blobs, database_url, mode,
     assert tree_snapshot(target) == snapshot, case
 
 
+async def _each_point(registry, tmp_path, *, blobs, database_url, mode, points):
+    """Kill a reconciler at each of `points`, each on a target of its own; all converge."""
+    targets = [tmp_path / f"target-{i}" for i in range(len(points))]
+    old, new = await _seeded(registry, mode, targets)
+    for target, point in zip(targets, points, strict=True):
+        await _killed_then_converges(
+            registry,
+            target,
+            blobs=blobs,
+            database_url=database_url,
+            mode=mode,
+            point=point,
+            old=old,
+            new=new,
+        )
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("mode", "name", "nth"), DATABASE_CASES, ids=[f"{m}-{n}#{i}" for m, n, i in DATABASE_CASES]
-)
+@pytest.mark.parametrize("mode", ["link", "copy"])
 async def test_a_reconciler_killed_next_to_the_database_leaves_old_or_new_and_converges(
-    registry, target, local_store, database_url, *, mode, name, nth
+    registry, tmp_path, local_store, database_url, mode
 ):
-    old, new = await _seeded(registry, mode, [target])
-    await _killed_then_converges(
+    await _each_point(
         registry,
-        target,
+        tmp_path,
         blobs=local_store.root,
         database_url=database_url,
         mode=mode,
-        point=(name, nth),
-        old=old,
-        new=new,
+        points=DATABASE_STEPS[mode],
     )
 
 
@@ -180,17 +195,11 @@ async def test_a_reconciler_killed_next_to_the_database_leaves_old_or_new_and_co
 async def test_a_reconciler_killed_at_each_file_step_leaves_old_or_new_and_converges(
     registry, tmp_path, local_store, database_url, mode
 ):
-    points = DISK_POINTS[mode]
-    targets = [tmp_path / f"target-{i}" for i in range(len(points))]
-    old, new = await _seeded(registry, mode, targets)
-    for target, point in zip(targets, points, strict=True):
-        await _killed_then_converges(
-            registry,
-            target,
-            blobs=local_store.root,
-            database_url=database_url,
-            mode=mode,
-            point=point,
-            old=old,
-            new=new,
-        )
+    await _each_point(
+        registry,
+        tmp_path,
+        blobs=local_store.root,
+        database_url=database_url,
+        mode=mode,
+        points=DISK_STEPS[mode],
+    )

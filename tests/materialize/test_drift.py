@@ -119,7 +119,8 @@ def _skill_dir(target: Path, slug: str) -> Path:
     return (target / slug).resolve()
 
 
-# Detecting drift is a property of the files on disk: one database. Every case runs on the
+# Detecting drift is a property of the files on disk: one database (as are the stat cache's
+# tests below; a whole skill removed or replaced runs on both). Every case runs on the
 # same target in turn; each repair is checked to leave the target clean (a second reconcile
 # hashes nothing), so the next case starts from the materialised package again.
 @pytest.mark.one_database
@@ -167,6 +168,7 @@ async def test_the_whole_skill_removed_or_replaced_is_repaired(registry, target,
     assert tree_snapshot(outside) == before_outside
 
 
+@pytest.mark.one_database
 async def test_a_link_replaced_by_a_real_copy_is_turned_back_into_a_link(registry, target):
     await publish(registry, "alpha")
     await registry.reconcile(ACME, target)
@@ -179,6 +181,7 @@ async def test_a_link_replaced_by_a_real_copy_is_turned_back_into_a_link(registr
     assert load_skill(target, "alpha") == expected_files("alpha")
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize("mode", MODES)
 async def test_verify_rehashes_what_the_stat_cache_would_trust(registry, target, mode):
     await publish(registry, "alpha")
@@ -210,6 +213,7 @@ async def test_verify_rehashes_what_the_stat_cache_would_trust(registry, target,
     assert load_skill(target, "alpha") == expected_files("alpha")
 
 
+@pytest.mark.one_database
 async def test_no_drift_costs_no_hashing(registry, target):
     for slug in ("alpha", "beta", "gamma", "delta"):
         await publish(registry, slug, package(slug, files=20))
