@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import pytest
-
 from registry.api import Registry
 from registry.domain.states import Action
 from registry.errors import ArgumentInvalid
@@ -38,107 +36,169 @@ async def owned_with_proposal(registry: Registry) -> int:
     return pub.proposal
 
 
-async def refused(
-    registry: Registry, call: Callable[[], Awaitable[Any]], argument: str, rule: str
-) -> None:
-    before = await db_state(registry, TABLES)
-    with pytest.raises(ArgumentInvalid) as caught:
-        await call()
-    assert (caught.value.argument, caught.value.rule) == (argument, rule)
-    assert await db_state(registry, TABLES) == before
+Call = Callable[[], Awaitable[Any]]
 
 
-@pytest.mark.parametrize("value", NOT_FLAGS)
-async def test_set_auto_improve_takes_a_bool_only(registry, value):
-    await owned_with_proposal(registry)
-    call = lambda: registry.set_auto_improve(ACME, SLUG, enabled=value, actor="o")  # noqa: E731
-    await refused(registry, call, "enabled", "wrong_type")
-    assert not (await registry.skill_status(ACME, SLUG)).auto_improve
-    # Still off: a learning write is a proposal, not a version.
-    assert (await learn(registry, learned(text="d"))).version == 2
-
-
-@pytest.mark.parametrize("value", ["delete", "stop_using", None])
-async def test_control_takes_an_action(registry, value):
-    await owned_with_proposal(registry)
-    call = lambda: registry.control(ACME, SLUG, value, actor="o")  # noqa: E731
-    await refused(registry, call, "action", "wrong_type")
-    assert (await registry.skill_status(ACME, SLUG)).state.value == "needs_decision"
-    deleted = await registry.control(ACME, SLUG, Action.DELETE, actor="o")
-    assert deleted.state.value == "deleted"
-
-
-@pytest.mark.parametrize(
-    "argument", ["waiting_only", "active_only"], ids=["pending_writes", "suppressions"]
-)
-async def test_the_learning_lists_take_bool_flags(registry, argument):
-    await owned_with_proposal(registry)
+def malformed_calls(registry: Registry, proposal: int) -> list[tuple[str, Call, str, str]]:
+    """(case, call, the argument the refusal names, its rule), for every malformed argument."""
     learning = registry.learning
-    listing = learning.pending_writes if argument == "waiting_only" else learning.suppressions
-    for value in NOT_FLAGS:
-        call = lambda: listing(ACME.workspace, **{argument: value})  # noqa: E731,B023
-        await refused(registry, call, argument, "wrong_type")
-    assert await listing(ACME.workspace, **{argument: False}) == []
-
-
-async def test_decide_refuses_an_unknown_decision_and_a_non_bool_flag(registry):
-    proposal = await owned_with_proposal(registry)
-    for decision in ("APPLY", "reject", ""):
-        call = lambda: registry.decide(ACME, proposal, decision, actor="o")  # noqa: E731,B023
-        await refused(registry, call, "decision", "not_a_choice")
-    call = lambda: registry.decide(ACME, proposal, None, actor="o")  # type: ignore[arg-type]  # noqa: E731
-    await refused(registry, call, "decision", "wrong_type")
-    call = lambda: registry.decide(  # noqa: E731
-        ACME, proposal, "apply", actor="o", keep_auto_improve="no"
-    )
-    await refused(registry, call, "keep_auto_improve", "wrong_type")
-    call = lambda: registry.decide(ACME, proposal, "apply", actor="o", files={})  # noqa: E731
-    await refused(registry, call, "files", "wrong_type")
-    call = lambda: registry.decide(ACME, proposal, "alternative", actor="o")  # noqa: E731
-    await refused(registry, call, "files", "wrong_type")
-    assert (await registry.proposal(ACME, proposal)).summary.status == "open"
-    result = await registry.decide(ACME, proposal, "keep_current", actor="o")
-    assert result.status == "rejected"
-
-
-async def test_decide_many_refuses_the_whole_batch_before_any_decision(registry):
-    proposal = await owned_with_proposal(registry)
-    decide_many = registry.learning.decide_many
+    lists = {"waiting_only": learning.pending_writes, "active_only": learning.suppressions}
     good = DecisionRequest(proposal, "keep_current")
-    cases: list[tuple[object, str, str]] = [
-        (good, "requests", "wrong_type"),  # one request, not a sequence of them
-        ("apply", "requests", "wrong_type"),
-        ([good, proposal], "requests/2", "wrong_type"),
-        ([good, DecisionRequest(proposal, "APPLY")], "requests/2.decision", "not_a_choice"),  # type: ignore[arg-type]
+    cases: list[tuple[str, Call, str, str]] = []
+    for value in NOT_FLAGS:
+        cases.append(
+            (
+                f"set_auto_improve(enabled={value!r})",
+                lambda v=value: registry.set_auto_improve(ACME, SLUG, enabled=v, actor="o"),
+                "enabled",
+                "wrong_type",
+            )
+        )
+        for flag, listing in lists.items():
+            cases.append(
+                (
+                    f"{flag}={value!r}",
+                    lambda v=value, f=flag, list_=listing: list_(ACME.workspace, **{f: v}),
+                    flag,
+                    "wrong_type",
+                )
+            )
+    # A plain string is no `Action`: it would skip the action's side work.
+    cases.extend(
         (
+            f"control({value!r})",
+            lambda v=value: registry.control(ACME, SLUG, v, actor="o"),
+            "action",
+            "wrong_type",
+        )
+        for value in ("delete", "stop_using", None)
+    )
+    decide = registry.decide
+    cases.extend(
+        (
+            f"decide({decision!r})",
+            lambda d=decision: decide(ACME, proposal, d, actor="o"),
+            "decision",
+            "not_a_choice",
+        )
+        for decision in ("APPLY", "reject", "")
+    )
+    cases += [
+        ("decide(None)", lambda: decide(ACME, proposal, None, actor="o"), "decision", "wrong_type"),  # type: ignore[arg-type]
+        (
+            "decide(keep_auto_improve='no')",
+            lambda: decide(ACME, proposal, "apply", actor="o", keep_auto_improve="no"),
+            "keep_auto_improve",
+            "wrong_type",
+        ),
+        (
+            "decide(files={})",
+            lambda: decide(ACME, proposal, "apply", actor="o", files={}),
+            "files",
+            "wrong_type",
+        ),
+        (
+            "decide('alternative') without files",
+            lambda: decide(ACME, proposal, "alternative", actor="o"),
+            "files",
+            "wrong_type",
+        ),
+    ]
+    # A batch is refused whole, before any decision in it.
+    batches: list[tuple[str, object, str, str]] = [
+        ("one request, not a sequence", good, "requests", "wrong_type"),
+        ("a string", "apply", "requests", "wrong_type"),
+        ("an id", [good, proposal], "requests/2", "wrong_type"),
+        (
+            "a decision",
+            [good, DecisionRequest(proposal, "APPLY")],  # type: ignore[arg-type]
+            "requests/2.decision",
+            "not_a_choice",
+        ),
+        (
+            "a flag",
             [good, DecisionRequest(proposal, "apply", keep_auto_improve="no")],  # type: ignore[arg-type]
             "requests/2.keep_auto_improve",
             "wrong_type",
         ),
-        ([good, DecisionRequest(proposal, "apply", files={})], "requests/2.files", "wrong_type"),
+        (
+            "files",
+            [good, DecisionRequest(proposal, "apply", files={})],
+            "requests/2.files",
+            "wrong_type",
+        ),
     ]
-    for requests, argument, rule in cases:
-        call = lambda: decide_many(ACME.workspace, requests, actor="o")  # noqa: E731,B023
-        await refused(registry, call, argument, rule)
-    (outcome,) = await decide_many(ACME.workspace, (r for r in [good]), actor="o")
-    assert outcome.ok
-
-
-async def test_decisions_refuses_an_unknown_kind(registry):
-    await owned_with_proposal(registry)
+    for name, requests, argument, rule in batches:
+        cases.append(
+            (
+                f"decide_many: {name}",
+                lambda r=requests: learning.decide_many(ACME.workspace, r, actor="o"),
+                argument,
+                rule,
+            )
+        )
     for kind in ("x", "Learning"):
-        call = lambda: registry.learning.decisions(ACME.workspace, kind=kind)  # noqa: E731,B023
-        await refused(registry, call, "kind", "not_a_choice")
+        cases.append(
+            (
+                f"decisions(kind={kind!r})",
+                lambda k=kind: learning.decisions(ACME.workspace, kind=k),
+                "kind",
+                "not_a_choice",
+            )
+        )
+    market = registry.marketplace
+    for policy in ("x", "MERGE", 1):
+        rule = "wrong_type" if policy == 1 else "not_a_choice"
+        cases += [
+            (
+                f"enqueue_update(policy={policy!r})",
+                lambda p=policy: market.enqueue_update(ACME, SLUG, policy=p),
+                "policy",
+                rule,
+            ),
+            (
+                f"update(policy={policy!r})",
+                lambda p=policy: market.update(ACME, SLUG, policy=p),
+                "policy",
+                rule,
+            ),
+        ]
+    return cases
+
+
+async def refusal(call: Call) -> ArgumentInvalid | None:
+    try:
+        await call()
+    except ArgumentInvalid as error:
+        return error
+    return None
+
+
+async def test_every_malformed_argument_is_refused_before_any_work(registry):
+    proposal = await owned_with_proposal(registry)
+    before = await db_state(registry, TABLES)
+    for case, call, argument, rule in malformed_calls(registry, proposal):
+        refused = await refusal(call)
+        assert refused is not None, f"{case} was not refused"
+        assert (refused.argument, refused.rule) == (argument, rule), case
+        assert await db_state(registry, TABLES) == before, f"{case} changed the database"
+
+    # Nothing ran: the same calls, well formed, work on what the refusals left.
+    status = await registry.skill_status(ACME, SLUG)
+    assert (status.auto_improve, status.state.value) == (False, "needs_decision")
+    assert await registry.learning.pending_writes(ACME.workspace, waiting_only=False) == []
+    assert await registry.learning.suppressions(ACME.workspace, active_only=False) == []
     page = await registry.learning.decisions(ACME.workspace, kind="learning")
     assert len(page.items) == 1
-
-
-@pytest.mark.parametrize("policy", ["x", "MERGE", 1])
-async def test_an_update_refuses_an_unknown_policy(registry, policy):
-    await owned_with_proposal(registry)
-    rule = "wrong_type" if policy == 1 else "not_a_choice"
-    for call in (
-        lambda: registry.marketplace.enqueue_update(ACME, SLUG, policy=policy),
-        lambda: registry.marketplace.update(ACME, SLUG, policy=policy),
-    ):
-        await refused(registry, call, "policy", rule)
+    assert (await registry.proposal(ACME, proposal)).summary.status == "open"
+    batch = (r for r in [DecisionRequest(proposal, "keep_current")])  # any iterable
+    (outcome,) = await registry.learning.decide_many(ACME.workspace, batch, actor="o")
+    assert outcome.ok
+    # Automatic improvements still off: a learning write is a proposal, not a version.
+    again = await learn(registry, learned(text="d"))
+    assert (again.version, again.proposal is not None) == (2, True)
+    assert again.proposal is not None
+    result = await registry.decide(ACME, again.proposal, "keep_current", actor="o")
+    assert result.status == "rejected"
+    deleted = await registry.control(ACME, SLUG, Action.DELETE, actor="o")
+    assert deleted.state.value == "deleted"

@@ -64,46 +64,48 @@ async def test_states_combine_and_report_in_order(registry):
     assert status.state == "needs_decision"
 
 
-async def pause(registry):
-    await registry.pause_learning(ACME, SLUG, actor="o")
+async def pause(registry, slug):
+    await registry.pause_learning(ACME, slug, actor="o")
 
 
-async def stop(registry):
-    await registry.stop_using(ACME, SLUG, actor="o")
+async def stop(registry, slug):
+    await registry.stop_using(ACME, slug, actor="o")
 
 
-async def auto_off(registry):
-    await registry.set_auto_improve(ACME, SLUG, enabled=False, actor="o")
+async def auto_off(registry, slug):
+    await registry.set_auto_improve(ACME, slug, enabled=False, actor="o")
 
 
-async def nothing(registry):
+async def nothing(registry, slug):
     return None
 
 
 DISALLOWED = [
     # (setup, action, the state the refusal names)
-    (pause, lambda r: r.pause_learning(ACME, SLUG, actor="o"), "paused_learning"),
-    (nothing, lambda r: r.resume_learning(ACME, SLUG, actor="o"), "ready"),
-    (stop, lambda r: r.stop_using(ACME, SLUG, actor="o"), "paused_use"),
-    (nothing, lambda r: r.resume_use(ACME, SLUG, actor="o"), "ready"),
-    (pause, lambda r: r.resume_use(ACME, SLUG, actor="o"), "paused_learning"),
-    (stop, lambda r: r.resume_learning(ACME, SLUG, actor="o"), "paused_use"),
-    (nothing, lambda r: r.set_auto_improve(ACME, SLUG, enabled=True, actor="o"), "ready"),
-    (auto_off, lambda r: r.set_auto_improve(ACME, SLUG, enabled=False, actor="o"), "ready"),
+    (pause, lambda r, s: r.pause_learning(ACME, s, actor="o"), "paused_learning"),
+    (nothing, lambda r, s: r.resume_learning(ACME, s, actor="o"), "ready"),
+    (stop, lambda r, s: r.stop_using(ACME, s, actor="o"), "paused_use"),
+    (nothing, lambda r, s: r.resume_use(ACME, s, actor="o"), "ready"),
+    (pause, lambda r, s: r.resume_use(ACME, s, actor="o"), "paused_learning"),
+    (stop, lambda r, s: r.resume_learning(ACME, s, actor="o"), "paused_use"),
+    (nothing, lambda r, s: r.set_auto_improve(ACME, s, enabled=True, actor="o"), "ready"),
+    (auto_off, lambda r, s: r.set_auto_improve(ACME, s, enabled=False, actor="o"), "ready"),
 ]
 
 
-@pytest.mark.parametrize(("setup", "action", "state"), DISALLOWED)
-async def test_every_disallowed_transition_is_refused_and_changes_nothing(
-    registry, setup, action, state
-):
-    await create(registry)
-    await setup(registry)
+async def test_every_disallowed_transition_is_refused_and_changes_nothing(registry):
+    # One skill per case, all set up first: each refusal must leave every one of them as it was.
+    slugs = [f"skill-{i}" for i in range(len(DISALLOWED))]
+    for slug, (setup, _, _) in zip(slugs, DISALLOWED, strict=True):
+        await registry.write_package(ACME, slug, package(slug), expected_head=None, actor="u")
+        await setup(registry, slug)
     before = await db_state(registry)
-    with pytest.raises(StateConflict) as caught:
-        await action(registry)
-    assert caught.value.state == state
-    assert await db_state(registry) == before
+    for slug, (setup, action, state) in zip(slugs, DISALLOWED, strict=True):
+        case = f"{setup.__name__} then refused on {slug}"
+        with pytest.raises(StateConflict) as caught:
+            await action(registry, slug)
+        assert caught.value.state == state, case
+        assert await db_state(registry) == before, case
 
 
 async def test_actions_on_a_deleted_skill_are_not_found(registry):

@@ -26,18 +26,26 @@ from tests.support.state import WRITE_TABLES, db_state, store_digests
 # ---------------------------------------------------------------- rule 1: human edits
 
 
-@pytest.mark.parametrize("keep", [False, True])
-async def test_a_human_write_turns_automatic_improvements_off_unless_kept(registry, keep):
-    await registry.write_package(ACME, SLUG, learned(text="a"), expected_head=None, actor="u")
-    assert (await registry.skill_status(ACME, SLUG)).auto_improve  # a new skill: on
-    await registry.write_package(
-        ACME, SLUG, learned(text="b"), expected_head=1, actor="owner", keep_auto_improve=keep
-    )
-    assert (await registry.skill_status(ACME, SLUG)).auto_improve is keep
-    pub = await learn(registry, learned(text="c"))
-    assert (pub.proposal is None) is keep
-    if not keep:
-        assert pub.proposal_kind == "learning"
+async def test_a_human_write_turns_automatic_improvements_off_unless_kept(registry):
+    for keep in (False, True):
+        slug = f"kept-{str(keep).lower()}"
+        await registry.write_package(
+            ACME, slug, learned(slug, text="a"), expected_head=None, actor="u"
+        )
+        assert (await registry.skill_status(ACME, slug)).auto_improve, slug  # a new skill: on
+        await registry.write_package(
+            ACME,
+            slug,
+            learned(slug, text="b"),
+            expected_head=1,
+            actor="owner",
+            keep_auto_improve=keep,
+        )
+        assert (await registry.skill_status(ACME, slug)).auto_improve is keep, slug
+        pub = await learn(registry, learned(slug, text="c"), slug=slug)
+        assert (pub.proposal is None) is keep, slug
+        if not keep:
+            assert pub.proposal_kind == "learning"
 
 
 async def test_saves_and_learning_leave_the_controls_alone(registry):
@@ -67,33 +75,34 @@ async def test_a_learning_write_to_an_imported_skill_is_a_proposal(registry):
 # ---------------------------------------------------------------- rule 5: Steps, Verification
 
 
-@pytest.mark.parametrize(
-    ("sections", "missing"),
-    [
-        ("", "Steps"),
-        ("## Steps\n\n1. Run it.\n", "Verification"),
-        ("## Steps\n\n\n## Verification\n\nThe file exists and is complete.\n", "Steps"),
-        (
-            "## Steps\n\n1. Run it.\n\n## Verification\n\nTODO: write the checks here\n",
-            "Verification",
-        ),
-        ("## Steps\n\n1. Run it.\n\n## Verification\n\nLooks fine.\n", "Verification"),
-        ("```\n## Steps\n```\n## Verification\n\nThe file exists and is complete.\n", "Steps"),
-    ],
-)
+INCOMPLETE = [
+    # (the sections of SKILL.md, the one the refusal names)
+    ("", "Steps"),
+    ("## Steps\n\n1. Run it.\n", "Verification"),
+    ("## Steps\n\n\n## Verification\n\nThe file exists and is complete.\n", "Steps"),
+    ("## Steps\n\n1. Run it.\n\n## Verification\n\nTODO: write the checks here\n", "Verification"),
+    ("## Steps\n\n1. Run it.\n\n## Verification\n\nLooks fine.\n", "Verification"),
+    ("```\n## Steps\n```\n## Verification\n\nThe file exists and is complete.\n", "Steps"),
+]
+
+
 async def test_a_learning_write_without_steps_or_verification_is_refused_storing_nothing(
-    registry, local_store, sections, missing
+    registry, local_store
 ):
     before = await db_state(registry, WRITE_TABLES)
     stored = await store_digests(local_store)
-    files = {"SKILL.md": learned_md(sections=sections)}
-    with pytest.raises(LearningIncomplete) as info:
-        await learn(registry, files, expected=None)
-    assert info.value.section == missing
-    assert await db_state(registry, WRITE_TABLES) == before
-    assert await store_digests(local_store) == stored
+    packages = {}
+    for i, (sections, missing) in enumerate(INCOMPLETE):
+        slug = f"incomplete-{i}"
+        packages[slug] = files = {"SKILL.md": learned_md(slug, sections=sections)}
+        with pytest.raises(LearningIncomplete) as info:
+            await learn(registry, files, slug=slug, expected=None)
+        assert info.value.section == missing, sections
+        assert await db_state(registry, WRITE_TABLES) == before, sections
+        assert await store_digests(local_store) == stored, sections
     # Other origins are not affected.
-    await registry.write_package(ACME, SLUG, files, expected_head=None, actor="u")
+    for slug, files in packages.items():
+        await registry.write_package(ACME, slug, files, expected_head=None, actor="u")
 
 
 async def test_a_command_in_a_code_block_is_a_concrete_verification(registry):

@@ -15,11 +15,11 @@ from tests.support.scopes import ACME
 from tests.support.state import db_state, live_claims
 
 
-async def three_versions(registry):
-    files = [package(SLUG, files=4, tag=f"v{i}") for i in (1, 2, 3)]
-    await registry.write_package(ACME, SLUG, files[0], expected_head=None, actor="u1")
-    await registry.write_package(ACME, SLUG, files[1], expected_head=1, actor="u1")
-    await registry.write_package(ACME, SLUG, files[2], expected_head=2, actor="u1")
+async def three_versions(registry, slug=SLUG):
+    files = [package(slug, files=4, tag=f"v{i}") for i in (1, 2, 3)]
+    await registry.write_package(ACME, slug, files[0], expected_head=None, actor="u1")
+    await registry.write_package(ACME, slug, files[1], expected_head=1, actor="u1")
+    await registry.write_package(ACME, slug, files[2], expected_head=2, actor="u1")
     return files
 
 
@@ -104,34 +104,36 @@ async def test_restore_of_a_missing_version_or_skill_is_not_found(registry):
         await registry.restore(Scope("other-co"), SLUG, 1, expected_head=3, actor="owner")
 
 
-@pytest.mark.parametrize("first", ["restore", "edit"])
-async def test_concurrent_restore_and_edit_on_one_base_exactly_one_wins(make_registry, first):
+async def test_concurrent_restore_and_edit_on_one_base_exactly_one_wins(make_registry):
     failpoints = ScriptedFailpoints()
     registry = await make_registry(failpoints=failpoints)
-    await three_versions(registry)
-    edited = package(SLUG, files=4, tag="edited")
+    for first in ("restore", "edit"):  # each order on a skill of its own
+        slug = f"{first}-first"
+        await three_versions(registry, slug)
+        edited = package(slug, files=4, tag="edited")
 
-    async def restore():
-        return await registry.restore(ACME, SLUG, 1, expected_head=3, actor="owner")
+        async def restore(slug=slug):
+            return await registry.restore(ACME, slug, 1, expected_head=3, actor="owner")
 
-    async def edit():
-        return await registry.edit(ACME, SLUG, edited, base_version=3, actor="owner")
+        async def edit(slug=slug, edited=edited):
+            return await registry.edit(ACME, slug, edited, base_version=3, actor="owner")
 
-    # The first writer is held after its early checks (both see head 3), before storing;
-    # the second runs to completion; then the first is released and must lose its CAS.
-    park = failpoints.park("write.checked")
-    held = asyncio.create_task(restore() if first == "restore" else edit())
-    await park.reached.wait()
-    winner = await (edit() if first == "restore" else restore())
-    park.release.set()
-    with pytest.raises(HeadConflict) as caught:
-        await held
-    assert winner.version == 4
-    assert (caught.value.expected, caught.value.current) == (3, 4)
-    page = await registry.history(ACME, SLUG)
-    assert [v.number for v in page.items] == [4, 3, 2, 1]
-    assert page.items[0].origin == ("edit" if first == "restore" else "restore")
-    assert await live_claims(registry) == 0
+        # The first writer is held after its early checks (both see head 3), before
+        # storing; the second runs to completion; then the first is released and must
+        # lose its CAS.
+        park = failpoints.park("write.checked")
+        held = asyncio.create_task(restore() if first == "restore" else edit())
+        await park.reached.wait()
+        winner = await (edit() if first == "restore" else restore())
+        park.release.set()
+        with pytest.raises(HeadConflict) as caught:
+            await held
+        assert winner.version == 4, first
+        assert (caught.value.expected, caught.value.current) == (3, 4), first
+        page = await registry.history(ACME, slug)
+        assert [v.number for v in page.items] == [4, 3, 2, 1], first
+        assert page.items[0].origin == ("edit" if first == "restore" else "restore"), first
+        assert await live_claims(registry) == 0, first
 
 
 async def test_edit_turns_auto_improve_off_unless_kept(registry):

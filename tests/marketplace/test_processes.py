@@ -7,7 +7,9 @@ at. Four worker processes on PostgreSQL, released together, run every job exactl
 
 from __future__ import annotations
 
+import asyncio
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -20,6 +22,7 @@ import sqlalchemy as sa
 
 from registry import PackageFile, Registry, Scope
 from registry.db.engine import create_engine
+from tests.marketplace import worker_process
 from tests.marketplace.support import (
     LISTING,
     ManualClock,
@@ -56,6 +59,22 @@ def _worker(database_url, blob_url, *extra, stdin=None):
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+# The killed workers are forks of a server that imported the worker (and the registry) once;
+# the four racing workers below are `python -m` processes of their own.
+_FORKSERVER = multiprocessing.get_context("forkserver")
+_FORKSERVER.set_forkserver_preload(["tests.marketplace.worker_process"])
+
+
+async def _killed_worker(database_url, blob_url, point):
+    process = _FORKSERVER.Process(
+        target=worker_process.work_until_killed,
+        args=(database_url, blob_url, "doomed", LEASE, point),
+    )
+    process.start()
+    await asyncio.to_thread(process.join, 120)
+    return process.exitcode
 
 
 def _after_the_lease():
@@ -96,11 +115,8 @@ async def test_a_worker_killed_mid_job_is_replaced_after_its_lease_with_one_effe
         effect_origin = "marketplace_update"
     before = await versions(registry, ACME, LISTING)
 
-    process = _worker(
-        database_url, f"file://{local_store.root}", "--kill-at", point, "--worker-id", "doomed"
-    )
-    process.communicate(timeout=120)
-    assert process.returncode == -signal.SIGKILL
+    code = await _killed_worker(database_url, f"file://{local_store.root}", point)
+    assert code == -signal.SIGKILL, f"the worker was not killed at {point}"
 
     dead = await registry.marketplace.job(enqueued.job.id)
     assert (dead.status, dead.lease_owner, dead.attempts) == ("running", "doomed", 1)

@@ -183,25 +183,29 @@ async def test_a_merged_update_whose_blob_store_fails_keeps_the_baseline_and_a_r
     assert (await registry.read_package(ACME, LISTING)).files["scripts/run.py"] == OWNER_RUN
 
 
-@pytest.mark.parametrize("point", ["publish.locked", "publish.head_moved", "publish.before_commit"])
 async def test_a_fast_forward_failing_in_its_transaction_changes_nothing_and_retries(
-    make_registry, point
+    make_registry,
 ):
     failpoints = ScriptedFailpoints()
     clock = ManualClock()
     registry = await make_registry(failpoints=failpoints, clock=clock)
     await _installed(registry)
-    await publish_listing(registry, 2)
-    before = await db_state(registry)
-    failpoints.fail(point, nth=failpoints.hits[point] + 1)
-    outcome = await registry.marketplace.update(ACME, LISTING)
-    assert isinstance(outcome.error, InjectedFault)
-    assert outcome.job.status == "queued"
-    assert await db_state(registry) == before
-    clock.advance(3600)
-    assert await registry.marketplace.run_jobs(drain=True) == 1
-    assert (await registry.marketplace.job(outcome.job.id)).result["outcome"] == "fast_forward"
-    assert (await baseline(registry, ACME, LISTING))[2] == 2
+    # One upstream version per point: each failed update is retried to a fast-forward, which
+    # leaves an unedited copy for the next point.
+    points = ["publish.locked", "publish.head_moved", "publish.before_commit"]
+    for upstream, point in enumerate(points, start=2):
+        await publish_listing(registry, upstream)
+        before = await db_state(registry)
+        failpoints.fail(point, nth=failpoints.hits[point] + 1)
+        outcome = await registry.marketplace.update(ACME, LISTING)
+        assert isinstance(outcome.error, InjectedFault), point
+        assert outcome.job.status == "queued", point
+        assert await db_state(registry) == before, point
+        clock.advance(3600)
+        assert await registry.marketplace.run_jobs(drain=True) == 1, point
+        job = await registry.marketplace.job(outcome.job.id)
+        assert job.result["outcome"] == "fast_forward", point
+        assert (await baseline(registry, ACME, LISTING))[2] == upstream, point
 
 
 async def test_an_owner_edit_racing_the_update_is_merged_on_the_retry(make_registry):

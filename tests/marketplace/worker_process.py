@@ -7,6 +7,9 @@ Runs due jobs until none is due (`drain`), then prints `{"ran": N}` on stdout. W
 `--kill-at`, the process SIGKILLs itself the first time it reaches that failpoint: a worker
 that dies at a chosen step, deterministically. With `--wait-for-go` it first reads one line
 from stdin, so a test can start several workers and release them together.
+
+`work_until_killed` is the same worker for a multiprocessing forkserver that preloads this
+module: each run is a fork of a process that has imported the registry once.
 """
 
 from __future__ import annotations
@@ -40,6 +43,20 @@ async def main(args: argparse.Namespace) -> int:
     )
     async with Registry.open(settings=settings, failpoints=KillAt(args.kill_at)) as registry:
         return await registry.marketplace.worker(worker_id=args.worker_id).run(drain=True)
+
+
+def work_until_killed(
+    database_url: str, blob_url: str, worker_id: str, lease: float, kill_at: str
+) -> None:
+    """Drain due jobs as `worker_id`; SIGKILL this process at `kill_at`."""
+    arguments = argparse.Namespace(
+        database_url=database_url,
+        blob_url=blob_url,
+        worker_id=worker_id,
+        lease=lease,
+        kill_at=kill_at,
+    )
+    asyncio.run(main(arguments))
 
 
 if __name__ == "__main__":
