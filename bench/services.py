@@ -10,6 +10,7 @@ costs what it costs there, for the registry and its references alike).
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import socket
 import subprocess
@@ -95,11 +96,8 @@ class Services:
         """A fresh, migrated PostgreSQL database (dropped at the end of the run)."""
         server = self.pg_server()
         name = f"skillreg_bench_{uuid.uuid4().hex[:12]}"
-        # The harness's janitor: the stock one also tries to terminate an autovacuum
-        # worker busy in the database, which only a superuser may do.
-        janitor = server.janitor(name)
-        janitor.init()
-        self._cleanups.append(janitor.drop)
+        server.create_database(name)
+        self._cleanups.append(functools.partial(server.drop_database, name))
         url = server.url(name)
         _migrate(url)
         return url
