@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from blobstore import compute_digest
 from registry.db.tables import Blob
+from tests.support.cases import naming
 from tests.support.faults import InjectedFault
 from tests.support.packages import package, publish
 from tests.support.scopes import ACME
@@ -189,10 +190,7 @@ async def test_each_kind_of_database_damage_is_reported(registry):
 
     digest = await shared_history(registry)
     for damage in DATABASE_DAMAGE:
-        try:
+        with naming(damage.__name__):
             await damage(registry, digest)
             report = await registry.gc.fsck(verify_content=True)
             assert report.clean, report.problems  # the damage was undone
-        except Exception as exc:
-            exc.add_note(f"case: {damage.__name__}")
-            raise

@@ -16,6 +16,7 @@ from blobstore import compute_digest
 from registry.db import blobs as db_blobs
 from registry.db.engine import write_connection
 from tests.gc.helpers import HOUR, PURGE_LEASE, gc_settings, read_all, referenced_digests
+from tests.support.cases import naming
 from tests.support.faults import InjectedFault
 from tests.support.packages import package, publish
 from tests.support.scopes import ACME
@@ -178,11 +179,8 @@ async def test_gc_killed_anywhere_then_restarted_converges(make_env):
     await publish(env.registry, "csv-cleaner")
     cases = [(p, h) for p in KILLED_AT[env.backend.name] for h in ("fail", "cancel")]
     for finished, (point, how) in enumerate(cases, 1):
-        try:
+        with naming(f"GC killed ({how}) at {point}, {env.backend.name} store"):
             await _kill_and_restart(env, point, how, finished)
-        except Exception as exc:
-            exc.add_note(f"case: GC killed ({how}) at {point}, {env.backend.name} store")
-            raise
 
 
 async def _kill_and_restart(env, point, how, finished):

@@ -18,6 +18,7 @@ from registry import ANY
 from registry.errors import StorageUnavailable
 from registry.settings import Settings
 from tests.gc.helpers import HOUR, PURGE_LEASE, gc_settings, referenced_digests
+from tests.support.cases import naming
 from tests.support.faults import InjectedFault, Park
 from tests.support.packages import package, publish
 from tests.support.scopes import ACME, GLOBEX
@@ -129,11 +130,8 @@ async def test_a_writer_claims_a_digest_gc_has_marked(env):
     The writer commits before GC goes on, or (parked after its claim) after GC finished.
     """
     for n, (writer_park, shared, x) in enumerate(variants([None, "write.claimed"])):
-        try:
+        with naming(f"the writer parked at {writer_park}"):
             await _claim_a_marked_digest(env, writer_park, shared, x, f"taker-{n}")
-        except Exception as exc:
-            exc.add_note(f"case: the writer parked at {writer_park}")
-            raise
 
 
 async def _claim_a_marked_digest(env, writer_park, shared, x, taker):
@@ -227,11 +225,8 @@ async def test_a_writer_claims_a_digest_gc_is_deleting(env):
     """
     cases = variants(["before_the_delete", "after_the_delete"])
     for n, (upload, shared, x) in enumerate(cases):
-        try:
+        with naming(f"the writer's upload lands {upload}"):
             await _claim_a_digest_being_deleted(env, upload, shared, x, f"taker-{n}")
-        except Exception as exc:
-            exc.add_note(f"case: the writer's upload lands {upload}")
-            raise
 
 
 async def _claim_a_digest_being_deleted(env, upload, shared, x, taker):

@@ -12,14 +12,13 @@ database is compared around each injected failure.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 from sqlalchemy import event as sa_event
 
 from registry.errors import StorageUnavailable
 from registry.failpoints import POINTS
+from tests.support.cases import naming
 from tests.support.faults import InjectedFault, InstrumentedStore, ScriptedFailpoints
 from tests.support.packages import SLUG, as_bytes, package
 from tests.support.scopes import ACME
@@ -35,16 +34,6 @@ def _old(slug):
 
 def _new(slug):
     return package(slug, files=5, tag="new")
-
-
-@contextmanager
-def naming(case: object) -> Iterator[None]:
-    """Name `case` in any failure (an assertion, an unexpected error) raised inside."""
-    try:
-        yield
-    except BaseException as error:
-        error.add_note(f"case: {case!r}")
-        raise
 
 
 # The steps a write that publishes a version goes through, in order (a write diverted into

@@ -24,7 +24,6 @@ the value or fail in its driver, and the test would fail there. What reaches a c
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -49,6 +48,7 @@ from registry.errors import (
 )
 from registry.services.history.decisions import DecisionRequest
 from registry.services.write.request import WriteRequest
+from tests.support.cases import naming
 from tests.support.packages import package, skill_md
 from tests.support.scopes import ACME
 from tests.support.state import WRITE_TABLES, db_state, store_digests
@@ -67,16 +67,6 @@ async def refused(registry: Registry, store: LocalBlobStore, write: Write) -> Ar
     assert await db_state(registry, WRITE_TABLES) == before
     assert await store_digests(store) == stored
     return caught.value
-
-
-@contextmanager
-def naming(case: object) -> Iterator[None]:
-    """Name `case` in any failure (an assertion, an unexpected error) raised inside."""
-    try:
-        yield
-    except BaseException as error:
-        error.add_note(f"case: {case!r}")
-        raise
 
 
 async def first_version(registry: Registry) -> None:
