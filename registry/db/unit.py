@@ -371,6 +371,20 @@ class UnitOfWork:
                     return await guarded(once)
         except db_errors.DATABASE_ERRORS as exc:
             raise db_errors.translate(
-                exc, workspace=workspace, lock_timeout=self.lock_timeout, database=self.database
+                exc, workspace=workspace, lock_timeout=self._lock_wait(), database=self.database
             ) from exc
         raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
+
+    def _lock_wait(self) -> float:
+        """What a transaction that was refused a lock waited for it, for `WorkspaceBusy`.
+
+        A write's transactions share its budget (`lock_timeout` in all); outside a write a
+        transaction waits `lock_timeout` for PostgreSQL's workspace lock, and SQLite's busy
+        timeout for the database's write lock.
+        """
+        budget = write_budget.current()
+        if budget is not None:
+            return budget.lock_timeout
+        if dialect_name(self.engine) == "postgresql":
+            return self.lock_timeout
+        return self.sqlite_busy_timeout

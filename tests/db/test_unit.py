@@ -281,3 +281,28 @@ async def test_a_failed_read_of_one_statement_is_translated(database_url):
         with pytest.raises(StorageUnavailable):
             await unit.read_one(lambda conn: conn.execute(sa.text("SELECT * FROM missing")))
         await _pooled_connection_is_transactional(unit)
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_a_refused_lock_names_the_wait_the_transaction_had(database_url):
+    # Outside a write, a SQLite transaction waits its busy timeout for the database's write
+    # lock, not lock_timeout: WorkspaceBusy says how long it really waited.
+    engine = create_engine(database_url, lock_timeout=30.0, sqlite_busy_timeout=0.2)
+    unit = UnitOfWork(engine, lock_timeout=30.0, sqlite_busy_timeout=0.2)
+    holder = create_engine(database_url)
+    try:
+        async with holder.connect() as raw:
+            held = await write_connection(raw)
+            async with held.begin():
+                await held.execute(_INSERT, _skill("held"))
+
+                async def work(conn) -> None:
+                    await conn.execute(_INSERT, _skill("refused"))
+
+                with pytest.raises(WorkspaceBusy) as caught:
+                    await unit.write(work, workspace="w")
+        assert caught.value.timeout == 0.2
+        assert await _read_slugs(unit) == ["held"]
+    finally:
+        await engine.dispose()
+        await holder.dispose()
