@@ -27,9 +27,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
 from tests.harness.skills_cli import SkillsCli
+from tests.support.appserver import start
 
 pytestmark = pytest.mark.slow
 
@@ -225,15 +225,9 @@ async def _hiding_proxy(upstream: str, hidden: str) -> AsyncIterator[str]:
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
 
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
-        server = uvicorn.Server(config)
-        task = asyncio.create_task(server.serve())
+        server, task, url = await start(app, lifespan="off")
         try:
-            async with asyncio.timeout(60):  # a hang guard for the start-up
-                while not server.started:
-                    await asyncio.sleep(0.05)
-            port = server.servers[0].sockets[0].getsockname()[1]
-            yield f"http://127.0.0.1:{port}"
+            yield url
         finally:
             server.should_exit = True
             await task

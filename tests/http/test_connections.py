@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from registry.api import Registry
 from registry.http.server import server_for
 from registry.settings import Settings
+from tests.support.appserver import serve_on
 from tests.support.cli import run
 
 
@@ -29,13 +30,7 @@ async def serving(registry: Registry) -> AsyncIterator[str]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     sock.listen(16)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    # Startup wait, not a race: bounded, and the test fails loudly if it never starts.
-    for _ in range(2000):
-        if server.started or task.done():
-            break
-        await asyncio.sleep(0.005)
-    assert server.started, "uvicorn did not start"
+    task = await serve_on(server, sock)
     try:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"
     finally:

@@ -22,7 +22,9 @@ import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
-async def start(app: Any, port: int = 0) -> tuple[uvicorn.Server, asyncio.Task[None], str]:
+async def start(
+    app: Any, port: int = 0, *, lifespan: str = "on"
+) -> tuple[uvicorn.Server, asyncio.Task[None], str]:
     # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on accepted sockets whose
     # protocol says TCP, and without it every keep-alive response waits on delayed ACKs.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -30,8 +32,14 @@ async def start(app: Any, port: int = 0) -> tuple[uvicorn.Server, asyncio.Task[N
     sock.bind(("127.0.0.1", port))
     sock.listen(64)
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan=lifespan)
     server = uvicorn.Server(config)
+    task = await serve_on(server, sock)
+    return server, task, f"http://127.0.0.1:{port}"
+
+
+async def serve_on(server: uvicorn.Server, sock: socket.socket) -> asyncio.Task[None]:
+    """Run `server` on the listening `sock` in this loop, once it has started; its task."""
     task = asyncio.create_task(server.serve(sockets=[sock]))
     # Startup wait, not a race: bounded, and the test fails loudly if it never starts.
     for _ in range(2000):
@@ -41,7 +49,7 @@ async def start(app: Any, port: int = 0) -> tuple[uvicorn.Server, asyncio.Task[N
     if task.done():
         task.result()
     assert server.started, "uvicorn did not start"
-    return server, task, f"http://127.0.0.1:{port}"
+    return task
 
 
 @dataclass
