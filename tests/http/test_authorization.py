@@ -12,7 +12,7 @@ import itertools
 import re
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -410,6 +410,8 @@ class Outcome:
     where: str
     status: int
     code: str | None
+    # The problem's detail, to tell one refusal from another in a failure report.
+    detail: str | None = field(default=None, compare=False)
 
 
 async def test_every_route_has_a_role_and_every_role_entry_a_route(registry):
@@ -467,7 +469,8 @@ async def test_the_matrix(served):
             else:
                 ok = status == 403 and (code == "forbidden" or endpoint.startswith("head_"))
             if not ok:
-                wrong.append(Outcome(endpoint, role.value, where, status, code))
+                detail = response.json().get("detail") if code is not None else None
+                wrong.append(Outcome(endpoint, role.value, where, status, code, detail))
     assert wrong == []
 
 
